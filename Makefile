@@ -1,0 +1,56 @@
+# Everything the project needs is installed from this file, pyproject.toml, constraints.txt and package.json.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.stamp-install
+NPM_STAMP := node_modules/.stamp-install
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export SAGEMAKER_SUPPRESS_V2_WARNING := 1
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+
+.PHONY: install test lint typecheck pytest demo synth bench browser clean
+
+install: $(STAMP) $(NPM_STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade "pip>=24"
+	$(PY) -m pip install -q -c constraints.txt -e ".[dev]"
+	touch $@
+
+$(NPM_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+# Headless Chromium for the HTML report test (Debian's package). Installed only where we are root with apt;
+# elsewhere the browser test is skipped with a message saying how to enable it.
+browser:
+	@if command -v chromium >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing Debian chromium for the report browser test"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
+	else echo "chromium not found: browser tests will be skipped (apt-get install chromium)"; fi
+
+lint: install
+	$(VENV)/bin/ruff check src tests infra lambdas examples bench
+
+typecheck: install
+	$(VENV)/bin/mypy src
+
+pytest: install browser
+	$(VENV)/bin/pytest -q
+
+test: lint typecheck pytest
+
+demo: install
+	$(PY) -m smx_debug.demo
+
+synth: install
+	source $(VENV)/bin/activate && npx cdk synth --quiet
+
+bench: install
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,49 @@
+"""smx-debug: automated guardrails for SageMaker training jobs.
+
+The top-level names are loaded lazily so that ``import smx_debug.actions`` (what the Lambda assets
+do) needs only boto3 and the standard library, never pydantic, pandas or the SageMaker SDK.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from smx_debug.errors import (
+    AwsError,
+    ConfigError,
+    DataError,
+    NotFoundError,
+    SmxDebugError,
+    UnknownNameError,
+)
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it
+_LAZY = {
+    "DebugPlan": "smx_debug.config",
+}
+
+__all__ = [
+    "AwsError",
+    "ConfigError",
+    "DataError",
+    "DebugPlan",
+    "NotFoundError",
+    "SmxDebugError",
+    "UnknownNameError",
+    "__version__",
+]
+
+if TYPE_CHECKING:
+    from smx_debug.config import DebugPlan
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'smx_debug' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,3 @@
+from smx_debug.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,39 @@
+"""The ``smx-debug`` command line.
+
+Each command group lives in its own module with a ``register(subparsers)`` function. Every
+SmxDebugError becomes a one-line ``error:`` message and exit status 2: users never see a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from smx_debug.errors import SmxDebugError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from smx_debug.cli import evaluate, plan, report, rules
+
+    parser = argparse.ArgumentParser(prog="smx-debug", description="Guardrails for SageMaker training jobs.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    plan.register(sub)
+    rules_sub = rules.register(sub)
+    evaluate.register(rules_sub)
+    report.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except SmxDebugError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `smx-debug ... | head`
+        return 0

@@ -1,0 +1,106 @@
+"""The embedded local AWS: a moto server on a free loopback port, in this process.
+
+Only moto's own behaviour lives here. What moto lacks (StopTrainingJob, rule evaluation statuses,
+EventBridge-to-Lambda delivery) is added in :mod:`smx_debug.local.extensions`, and nowhere else.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import urllib.request
+from types import TracebackType
+from typing import Any
+
+import boto3
+from botocore.config import Config
+
+__all__ = ["DEFAULT_REGION", "LOCAL_ACCOUNT_ID", "LocalAws"]
+
+DEFAULT_REGION = "us-west-2"
+LOCAL_ACCOUNT_ID = "123456789012"  # moto's default account
+_FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+
+
+class LocalAws:
+    """A moto server bound to 127.0.0.1 and boto3 clients that talk to it.
+
+    Example:
+        >>> with LocalAws() as aws:  # doctest: +SKIP
+        ...     aws.client("s3").create_bucket(Bucket="b", CreateBucketConfiguration={...})
+    """
+
+    def __init__(self, *, region: str = DEFAULT_REGION, execute_state_machines: bool = True) -> None:
+        self.region = region
+        self._execute_state_machines = execute_state_machines
+        self._server: Any = None
+        self.endpoint_url = ""
+
+    def start(self) -> LocalAws:
+        """Start the server (idempotent) and configure moto."""
+        if self._server is not None:
+            return self
+        # moto reads these at import; set them before the server module loads its backends.
+        os.environ.setdefault("MOTO_ALLOW_NONEXISTENT_REGION", "false")
+        from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+        # werkzeug logs every request at INFO; keep test and demo output readable.
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)
+
+        server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+        server.start()
+        host, port = server.get_host_and_port()
+        self._server = server
+        self.endpoint_url = f"http://{host}:{port}"
+        self._post_config({"stepfunctions": {"execute_state_machine": self._execute_state_machines}})
+        return self
+
+    def stop(self) -> None:
+        """Stop the server; the port is released and no thread is left running."""
+        if self._server is not None:
+            self._server.stop()
+            self._server = None
+
+    def reset(self) -> None:
+        """Forget every resource (moto's reset API), keeping the server up."""
+        req = urllib.request.Request(f"{self.endpoint_url}/moto-api/reset", method="POST")
+        with urllib.request.urlopen(req, timeout=10):
+            pass
+
+    def __enter__(self) -> LocalAws:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def session(self) -> boto3.Session:
+        """A boto3 session with fake credentials for the local account."""
+        return boto3.Session(region_name=self.region, **_FAKE_CREDENTIALS)
+
+    def client(self, service: str, **kwargs: Any) -> Any:
+        """A boto3 client for ``service`` pointed at the local server."""
+        config = kwargs.pop("config", None) or Config(retries={"mode": "standard", "max_attempts": 3})
+        return self.session().client(service, endpoint_url=self.endpoint_url, config=config, **kwargs)
+
+    def environ(self) -> dict[str, str]:
+        """Environment variables that point an AWS SDK (or a subprocess) at this server."""
+        return {
+            "AWS_ENDPOINT_URL": self.endpoint_url,
+            "AWS_ACCESS_KEY_ID": _FAKE_CREDENTIALS["aws_access_key_id"],
+            "AWS_SECRET_ACCESS_KEY": _FAKE_CREDENTIALS["aws_secret_access_key"],
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_REGION": self.region,
+        }
+
+    def _post_config(self, config: dict[str, Any]) -> None:
+        req = urllib.request.Request(
+            f"{self.endpoint_url}/moto-api/config",
+            data=json.dumps(config).encode(),
+            headers={"Content-Type": "application/json"},
+            method="POST",
+        )
+        with urllib.request.urlopen(req, timeout=10):
+            pass

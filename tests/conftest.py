@@ -1,0 +1,45 @@
+"""Shared fixtures: the embedded local AWS and the test data folder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from smx_debug.local import LocalAws
+
+DATA = Path(__file__).parent / "data"
+
+# No test may reach a real AWS account: fake credentials and a fixed region for every boto3 client.
+os.environ.update(
+    {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SECURITY_TOKEN": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-west-2",
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        "SAGEMAKER_SUPPRESS_V2_WARNING": "1",
+    }
+)
+os.environ.pop("AWS_PROFILE", None)
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def _local_aws_server() -> Iterator[LocalAws]:
+    with LocalAws() as aws:
+        yield aws
+
+
+@pytest.fixture
+def local_aws(_local_aws_server: LocalAws) -> Iterator[LocalAws]:
+    """The moto server, shared by the session but emptied before each test."""
+    _local_aws_server.reset()
+    yield _local_aws_server

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from smx_debug.local import LocalAws
+
+
+def test_local_aws_reset_forgets_resources(local_aws: LocalAws) -> None:
+    s3 = local_aws.client("s3")
+    s3.create_bucket(Bucket="smx-reset-check", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    assert [b["Name"] for b in s3.list_buckets()["Buckets"]] == ["smx-reset-check"]
+    local_aws.reset()
+    assert s3.list_buckets()["Buckets"] == []
+
+
+def test_local_aws_listens_on_loopback_only(local_aws: LocalAws) -> None:
+    assert local_aws.endpoint_url.startswith("http://127.0.0.1:")
