@@ -43,3 +43,32 @@ def local_aws(_local_aws_server: LocalAws) -> Iterator[LocalAws]:
     """The moto server, shared by the session but emptied before each test."""
     _local_aws_server.reset()
     yield _local_aws_server
+
+
+@pytest.fixture(scope="session")
+def boto3_only_python() -> Path:
+    """A Python interpreter whose environment has boto3 (at our pinned version) and nothing else.
+
+    It stands in for the Lambda runtime, which provides the standard library and boto3 only. Built once
+    under .venv/ and reused; it never sees the project's own site-packages.
+    """
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env_dir = root / ".venv" / "boto3-only"
+    python = env_dir / "bin" / "python"
+    marker = env_dir / ".ready"
+    if not marker.exists():
+        subprocess.run([sys.executable, "-m", "venv", "--clear", str(env_dir)], check=True)
+        pins = [
+            line.strip()
+            for line in (root / "constraints.txt").read_text().splitlines()
+            if line.split("==")[0].lower() in {"boto3", "botocore", "s3transfer", "jmespath", "urllib3",
+                                               "python-dateutil", "six"}
+        ]
+        subprocess.run(
+            [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *pins], check=True
+        )
+        marker.touch()
+    return python
