@@ -44,13 +44,13 @@ pytest: install browser
 test: lint typecheck pytest
 
 demo: install
-	$(PY) -m smx_debug.demo
+	$(PY) examples/demo.py
 
 synth: install
 	source $(VENV)/bin/activate && npx cdk synth --quiet
 
 bench: install
-	$(PY) bench/run.py
+	$(PY) bench/run.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) node_modules cdk.out .pytest_cache .mypy_cache .ruff_cache

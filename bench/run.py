@@ -1,0 +1,36 @@
+"""`make bench`: every benchmark of the project, run on demand (never part of `make test`).
+
+Each benchmark prints its own figures and the ratios against the baseline its issue names:
+- bench/reports_bench.py: reading profiler output (ours vs smdebug's PandasFrame and a plain json.loads loop)
+- bench/rules_bench.py: evaluating every profiler rule over 8 node-hours of 96-vCPU/8-GPU metrics
+
+Pass `--quick` for a small smoke run; other flags go to both scripts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def _load(name: str):  # type: ignore[no-untyped-def]
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    assert spec and spec.loader  # our own files: a missing one is a bug, not user input
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def main(argv: list[str]) -> int:
+    status = 0
+    for name in ("reports_bench", "rules_bench"):
+        print(f"\n=== {name} ===", flush=True)
+        status |= int(_load(name).main(argv) or 0)
+    return status
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
