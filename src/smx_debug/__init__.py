@@ -23,6 +23,7 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _LAZY = {
     "DebugPlan": "smx_debug.config",
+    "SmxDebugWarning": "smx_debug.config",
 }
 
 __all__ = [
@@ -32,12 +33,13 @@ __all__ = [
     "DebugPlan",
     "NotFoundError",
     "SmxDebugError",
+    "SmxDebugWarning",
     "UnknownNameError",
     "__version__",
 ]
 
 if TYPE_CHECKING:
-    from smx_debug.config import DebugPlan
+    from smx_debug.config import DebugPlan, SmxDebugWarning
 
 
 def __getattr__(name: str) -> Any:

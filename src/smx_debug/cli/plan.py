@@ -1,11 +1,84 @@
-"""`smx-debug plan` commands (placeholder until its issue lands)."""
+"""`smx-debug plan validate|render`: check a debug plan and print what SageMaker gets."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import json
+import sys
+import warnings
 from typing import Any
+
+__all__ = ["register"]
 
 
 def register(subparsers: Any) -> Any:
-    """Add this command group to ``subparsers``."""
-    return None
+    """Add the `plan` group to ``subparsers``."""
+    parser = subparsers.add_parser("plan", help="validate and render debug plans")
+    sub = parser.add_subparsers(dest="plan_command", required=True, metavar="PLAN_COMMAND")
+
+    validate = sub.add_parser("validate", help="check a plan; print its warnings")
+    validate.add_argument("file", help="plan file (.yaml, .yml or .json)")
+    validate.add_argument("--job-name", help="the training job name, if known")
+    validate.set_defaults(func=_validate)
+
+    render = sub.add_parser("render", help="print the plan as CreateTrainingJob fields or estimator objects (JSON)")
+    render.add_argument("file", help="plan file (.yaml, .yml or .json)")
+    render.add_argument("--format", choices=("request", "estimator"), default="request")
+    render.add_argument("--job-name", help="the training job name (stop_training then stops exactly it)")
+    render.add_argument("--output-path", help="override s3_output_path")
+    render.set_defaults(func=_render)
+    return sub
+
+
+def _load(args: argparse.Namespace) -> Any:
+    from smx_debug.config import DebugPlan
+
+    plan = DebugPlan.from_file(args.file)
+    if getattr(args, "output_path", None):
+        plan = plan.with_output_path(args.output_path)
+    return plan
+
+
+def _validate(args: argparse.Namespace) -> int:
+    plan = _load(args)
+    found = plan.validate(job_name=args.job_name)
+    for message in found:
+        print(f"warning: {message}", file=sys.stderr)
+    rules = len(plan.rules)
+    print(f"ok: {args.file}: {rules} rule{'s' if rules != 1 else ''}, {len(found)} warning{'s' if len(found) != 1 else ''}")
+    return 0
+
+
+def _sdk_object(obj: Any) -> Any:
+    """A JSON view of an SDK object: what it serializes to in the request."""
+    for method in ("_to_request_dict", "to_debugger_rule_config_dict", "to_profiler_rule_config_dict"):
+        fn = getattr(obj, method, None)
+        if callable(fn):
+            name = type(obj).__name__
+            return {"type": name, "request": fn()}
+    return obj
+
+
+def _render(args: argparse.Namespace) -> int:
+    plan = _load(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if args.format == "request":
+            out: Any = plan.to_request_dict(job_name=args.job_name)
+        else:
+            # the SDK logs its config lookup to stdout at import: keep stdout pure JSON
+            with contextlib.redirect_stdout(sys.stderr):
+                kwargs = plan.to_estimator_kwargs()
+            out = {
+                key: [_sdk_object(v) for v in value] if key == "rules" else _sdk_object(value)
+                for key, value in kwargs.items()
+            }
+    from smx_debug.config import SmxDebugWarning
+
+    for w in caught:
+        if issubclass(w.category, SmxDebugWarning):
+            print(f"warning: {w.message}", file=sys.stderr)
+    json.dump(out, sys.stdout, indent=2, default=str)
+    sys.stdout.write("\n")
+    return 0

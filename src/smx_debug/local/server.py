@@ -78,12 +78,17 @@ class LocalAws:
 
     def session(self) -> boto3.Session:
         """A boto3 session with fake credentials for the local account."""
-        return boto3.Session(region_name=self.region, **_FAKE_CREDENTIALS)
+        return boto3.Session(
+            region_name=self.region,
+            aws_access_key_id=_FAKE_CREDENTIALS["aws_access_key_id"],
+            aws_secret_access_key=_FAKE_CREDENTIALS["aws_secret_access_key"],
+        )
 
     def client(self, service: str, **kwargs: Any) -> Any:
         """A boto3 client for ``service`` pointed at the local server."""
         config = kwargs.pop("config", None) or Config(retries={"mode": "standard", "max_attempts": 3})
-        return self.session().client(service, endpoint_url=self.endpoint_url, config=config, **kwargs)
+        session: Any = self.session()  # boto3-stubs overloads client() per literal service name
+        return session.client(service, endpoint_url=self.endpoint_url, config=config, **kwargs)
 
     def environ(self) -> dict[str, str]:
         """Environment variables that point an AWS SDK (or a subprocess) at this server."""

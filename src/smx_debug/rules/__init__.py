@@ -1,1 +1,17 @@
-"""(filled in by its issue)."""
+"""The rule catalog: built-in Debugger and profiler rules, their parameters and evaluator images."""
+
+from __future__ import annotations
+
+from smx_debug.rules.catalog import CollectionRequirement, ParamSpec, RuleKind, RuleSpec, get_rule, list_rules
+from smx_debug.rules.images import RULE_IMAGE_ACCOUNTS, rule_evaluator_image
+
+__all__ = [
+    "RULE_IMAGE_ACCOUNTS",
+    "CollectionRequirement",
+    "ParamSpec",
+    "RuleKind",
+    "RuleSpec",
+    "get_rule",
+    "list_rules",
+    "rule_evaluator_image",
+]

@@ -1,0 +1,273 @@
+"""The debug plan: how a training job is watched, written once, rendered for the SDK or the API."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, StrictStr, model_validator
+from pydantic_core import PydanticCustomError
+
+from smx_debug.actions.tags import ActionSpec, encode_tags
+from smx_debug.config._base import FrozenModel, PositiveInt, S3Uri
+from smx_debug.config.models import CollectionConfig, HookConfig, ProfilerSettings, RuleConfig
+from smx_debug.config.warnings import SmxDebugWarning
+from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
+from smx_debug.rules.images import RULE_IMAGE_ACCOUNTS
+
+__all__ = ["MAX_RULES_PER_KIND", "DebugPlan"]
+
+MAX_RULES_PER_KIND = 20
+MAX_COLLECTIONS = 20
+Framework = Literal["pytorch", "tensorflow", "mxnet", "xgboost", "other"]
+
+
+class DebugPlan(FrozenModel):
+    """How a training job is watched: hook, rules with actions, profiler. See docs/plan.md.
+
+    Example:
+        >>> plan = DebugPlan(region="us-west-2", s3_output_path="s3://bucket/debug",
+        ...                  rules=[{"name": "exploding_tensor"}])
+        >>> plan.to_request_dict(job_name="job-1")["DebugRuleConfigurations"][0]["RuleConfigurationName"]
+        'ExplodingTensor'
+    """
+
+    name: StrictStr | None = Field(default=None, min_length=1, max_length=256)
+    region: StrictStr
+    s3_output_path: S3Uri
+    job_name_prefix: StrictStr | None = Field(default=None, pattern=r"^[A-Za-z0-9](-*[A-Za-z0-9]){0,62}$")
+    framework: Framework | None = None
+    framework_version: StrictStr | None = Field(default=None, pattern=r"^\d+(\.\d+)*$")
+    expected_steps: PositiveInt | None = None
+    """Training steps the job runs; lets the plan warn about rules that cannot fire in time."""
+    hook: HookConfig = Field(default_factory=HookConfig)
+    rules: tuple[RuleConfig, ...] = ()
+    profiler: ProfilerSettings = Field(default_factory=ProfilerSettings)
+    tensorboard_output_path: S3Uri | None = None
+    tags: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _check(self) -> DebugPlan:
+        if self.region not in RULE_IMAGE_ACCOUNTS:
+            raise PydanticCustomError(
+                "smx_field",
+                "Debugger is not available in region '{region}' (supported: {regions})",
+                {
+                    "subpath": "region",
+                    "bad_value": repr(self.region),
+                    "region": self.region,
+                    "regions": ", ".join(sorted(RULE_IMAGE_ACCOUNTS)),
+                },
+            )
+        seen: dict[str, int] = {}
+        for i, rule in enumerate(self.rules):
+            cfg = rule.rule_configuration_name
+            if cfg in seen:
+                raise PydanticCustomError(
+                    "smx_field",
+                    "rule configuration name '{cfg}' is used by rules[{j}] too; set configuration_name",
+                    {"subpath": f"rules[{i}].configuration_name", "bad_value": repr(cfg), "cfg": cfg, "j": seen[cfg]},
+                )
+            seen[cfg] = i
+        for kind in ("debugger", "profiler"):
+            count = sum(1 for r in self.rules if r.spec.kind == kind)
+            if count > MAX_RULES_PER_KIND:
+                raise PydanticCustomError(
+                    "smx_field",
+                    "{count} {kind} rules; SageMaker allows at most {limit}",
+                    {"subpath": "rules", "bad_value": count, "count": count, "kind": kind, "limit": MAX_RULES_PER_KIND},
+                )
+        n_collections = len(self.collections())
+        if n_collections > MAX_COLLECTIONS:
+            raise PydanticCustomError(
+                "smx_field",
+                "{count} collections (yours plus the ones the rules need); SageMaker allows at most {limit}",
+                {"subpath": "hook.collections", "bad_value": n_collections, "count": n_collections, "limit": MAX_COLLECTIONS},
+            )
+        if self.profiler.disable and self.profiler_rules:
+            raise PydanticCustomError(
+                "smx_field",
+                "profiler rules need the profiler; remove them or set profiler.disable to false",
+                {"subpath": "profiler.disable", "bad_value": True},
+            )
+        try:
+            self.tags_list()
+        except ConfigError as exc:
+            raise PydanticCustomError(
+                "smx_field", "{msg}", {"subpath": "tags", "bad_value": repr(exc.value), "msg": str(exc)}
+            ) from None
+        return self
+
+    # --- construction -------------------------------------------------------------------------
+
+    @classmethod
+    def from_dict(cls, data: object, *, source: str = "") -> DebugPlan:
+        """Validate a plain mapping (parsed YAML/JSON); errors are ConfigError naming the field."""
+        if not isinstance(data, dict):
+            raise ConfigError(
+                f"{source or 'plan'}: a debug plan is a mapping of fields, got {type(data).__name__}",
+                field="(plan)",
+                value=data,
+            )
+        bad_keys = [k for k in data if not isinstance(k, str)]
+        if bad_keys:
+            raise ConfigError(
+                f"{source or 'plan'}: field names must be strings, got {bad_keys[0]!r}", field="(plan)", value=bad_keys[0]
+            )
+        try:
+            return cls(**data)
+        except ConfigError as exc:
+            if not source:
+                raise
+            raise type(exc)(f"{source}: {exc}", field=exc.field, value=exc.value) from None
+        except UnknownNameError as exc:
+            if not source:
+                raise
+            raise UnknownNameError(f"{source}: {exc}", name=exc.name, suggestion=exc.suggestion) from None
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> DebugPlan:
+        """Load a plan from YAML (``.yaml``/``.yml``) or JSON (``.json``); other suffixes as YAML."""
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise NotFoundError(f"plan file {str(path)!r} does not exist") from None
+        except OSError as exc:
+            raise ConfigError(f"plan file {str(path)!r}: {exc.strerror}", field="path", value=str(path)) from None
+        if path.suffix.lower() == ".json":
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ConfigError(
+                    f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})",
+                    field="(file)",
+                    value=str(path),
+                ) from None
+        else:
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+                problem = getattr(exc, "problem", None) or str(exc)
+                raise ConfigError(
+                    f"{path}: {where}invalid YAML ({problem})", field="(file)", value=str(path)
+                ) from None
+        return cls.from_dict(data, source=str(path))
+
+    def with_changes(self, **changes: Any) -> DebugPlan:
+        """A copy with top-level fields replaced, validated again (``model_copy`` does not validate)."""
+        data = self.model_dump(exclude_none=True)
+        data.update(changes)
+        return DebugPlan.from_dict(data)
+
+    def with_output_path(self, s3_output_path: str) -> DebugPlan:
+        """A copy writing to another S3 prefix (e.g. the demo's bucket)."""
+        return self.with_changes(s3_output_path=s3_output_path)
+
+    # --- derived views ------------------------------------------------------------------------
+
+    @property
+    def debugger_rules(self) -> tuple[RuleConfig, ...]:
+        """Rules evaluated on tensors (``DebugRuleConfigurations``)."""
+        return tuple(r for r in self.rules if r.spec.kind == "debugger")
+
+    @property
+    def profiler_rules(self) -> tuple[RuleConfig, ...]:
+        """Rules evaluated on profiling data (``ProfilerRuleConfigurations``)."""
+        return tuple(r for r in self.rules if r.spec.kind == "profiler")
+
+    def rule_collections(self, rule: RuleConfig) -> tuple[CollectionConfig, ...]:
+        """The merged collection configurations a rule requires."""
+        names = {c.name for c in rule.spec.collections}
+        return tuple(c for c in self.collections() if c.name in names)
+
+    def collections(self) -> tuple[CollectionConfig, ...]:
+        """The hook's collections merged with the ones the rules require, one entry per name.
+
+        Order: the user's collections as written, then required ones in rule order. For a required
+        collection the smaller of the rule's save_interval and the user's (collection or hook-wide)
+        wins: more data, never less. The user's include_regex wins over the rule's.
+        """
+        from smx_debug.rules.catalog import CollectionRequirement
+
+        required: dict[str, list[CollectionRequirement]] = {}
+        for rule in self.debugger_rules:
+            for req in rule.spec.collections:
+                required.setdefault(req.name, []).append(req)
+        user = {c.name: c for c in self.hook.collections}
+        order = [c.name for c in self.hook.collections] + [n for n in required if n not in user]
+        out: list[CollectionConfig] = []
+        for name in order:
+            base = user.get(name) or CollectionConfig(name=name)
+            reqs = required.get(name, [])
+            if not reqs:
+                out.append(base)
+                continue
+            update: dict[str, Any] = {}
+            if base.include_regex is None:
+                regex = next((r.include_regex for r in reqs if r.include_regex), None)
+                if regex is not None:
+                    update["include_regex"] = regex
+            rule_intervals = [r.save_interval for r in reqs if r.save_interval is not None]
+            if rule_intervals:
+                user_interval = base.save_interval or self.hook.save_interval
+                update["save_interval"] = min(rule_intervals + ([user_interval] if user_interval else []))
+            if base.save_steps is None:
+                steps = next((r.save_steps for r in reqs if r.save_steps is not None), None)
+                if steps is not None:
+                    update["save_steps"] = tuple(int(s) for s in steps.split(","))
+            out.append(base.model_copy(update=update))
+        return tuple(out)
+
+    def tags_list(self) -> list[dict[str, str]]:
+        """CreateTrainingJob ``Tags``: the user's tags, the opt-in tag, the plan name, custom actions."""
+        rule_actions: dict[str, list[ActionSpec]] = {}
+        for rule in self.rules:
+            specs = [s for s in (a.tag_spec() for a in rule.actions) if s is not None]
+            if specs:
+                rule_actions[rule.rule_configuration_name] = specs
+        return encode_tags(rule_actions, managed=True, plan=self.name, extra=self.tags)
+
+    # --- validation and rendering -------------------------------------------------------------
+
+    def validate(self, *, job_name: str | None = None) -> list[str]:  # type: ignore[override]
+        """Warnings for a valid plan that is probably not what the user wants (nothing is raised).
+
+        Pass ``job_name`` when it is known; without it the stop_training warning applies.
+        """
+        from smx_debug.config.checks import plan_warnings
+
+        return plan_warnings(self, job_name=job_name)
+
+    def _warn(self, *, job_name: str | None, sdk: bool = False) -> None:
+        from smx_debug.config.checks import plan_warnings
+
+        for message in plan_warnings(self, job_name=job_name, sdk=sdk):
+            warnings.warn(message, SmxDebugWarning, stacklevel=3)
+
+    def to_request_dict(self, *, job_name: str | None = None) -> dict[str, Any]:
+        """The debugger-related CreateTrainingJob fields (+ ``Tags``) for boto3, Lambda, Step Functions.
+
+        With ``job_name`` the built-in stop_training action targets exactly that job; without it
+        the prefix is ``job_name_prefix`` (or missing) and a SmxDebugWarning says so.
+        """
+        from smx_debug.config.render import request_dict
+
+        self._warn(job_name=job_name)
+        return request_dict(self, job_name=job_name)
+
+    def to_estimator_kwargs(self) -> dict[str, Any]:
+        """``debugger_hook_config``, ``rules``, ``profiler_config`` (``tensorboard_output_config``,
+        ``disable_profiler``) and ``tags`` as SageMaker SDK v2 objects for ``Estimator(**kwargs)``."""
+        from smx_debug.config.sdk import estimator_kwargs
+
+        # the SDK fills the job name into stop_training at fit(): no "unknown job" warning here
+        self._warn(job_name=None, sdk=True)
+        return estimator_kwargs(self)
+
+

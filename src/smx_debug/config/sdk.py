@@ -1,0 +1,164 @@
+"""Building SageMaker SDK v2 objects from a plan (the SDK is imported here only, lazily)."""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from smx_debug.config.models import FrameworkProfiling, MetricRange
+from smx_debug.config.render import rule_parameters
+from smx_debug.errors import ConfigError
+
+if TYPE_CHECKING:
+    from smx_debug.config.plan import DebugPlan
+
+__all__ = ["estimator_kwargs"]
+
+
+def _debugger_module() -> ModuleType:
+    import importlib
+
+    # v2 is what we target; v3 moved the same classes to sagemaker.core.debugger
+    for name in ("sagemaker.debugger", "sagemaker.core.debugger"):
+        try:
+            return importlib.import_module(name)
+        except ImportError:
+            continue
+    raise ConfigError(
+        "to_estimator_kwargs needs the SageMaker Python SDK: pip install 'smx-debug[sagemaker]'",
+        field="sagemaker",
+        value=None,
+    )
+
+
+class _ProfilerBaseConfig:
+    """What ``ProfilerRule.sagemaker`` reads from smdebug_rulesconfig's classes: a name and parameters."""
+
+    def __init__(self, rule_name: str, rule_parameters: dict[str, str]) -> None:
+        self.rule_name = rule_name
+        self.rule_parameters = rule_parameters
+
+
+def _range_kwargs(rng: MetricRange) -> dict[str, Any]:
+    return {
+        "start_step": rng.start_step,
+        "num_steps": rng.num_steps,
+        "start_unix_time": rng.start_unix_time,
+        "duration": rng.duration,
+    }
+
+
+def _framework_profile(dbg: ModuleType, fw: FrameworkProfiling) -> Any:
+    import importlib
+
+    mc: Any = importlib.import_module("sagemaker.debugger.metrics_config")
+    utils: Any = importlib.import_module("sagemaker.debugger.utils")
+    PythonProfiler, cProfileTimer = utils.PythonProfiler, utils.cProfileTimer
+
+    kwargs: dict[str, Any] = {
+        "local_path": fw.local_path,
+        "file_max_size": fw.file_max_size,
+        "file_close_interval": fw.file_close_interval,
+        "file_open_fail_threshold": fw.file_open_fail_threshold,
+    }
+    if fw.metric_sections():
+        if fw.detailed is not None:
+            kwargs["detailed_profiling_config"] = mc.DetailedProfilingConfig(**_range_kwargs(fw.detailed))
+        if fw.dataloader is not None:
+            kwargs["dataloader_profiling_config"] = mc.DataloaderProfilingConfig(
+                **_range_kwargs(fw.dataloader), metrics_regex=fw.dataloader.metrics_regex
+            )
+        if fw.python is not None:
+            kwargs["python_profiling_config"] = mc.PythonProfilingConfig(
+                **_range_kwargs(fw.python),
+                python_profiler=PythonProfiler(fw.python.profiler),
+                cprofile_timer=cProfileTimer(fw.python.cprofile_timer),
+            )
+        if fw.horovod is not None:
+            kwargs["horovod_profiling_config"] = mc.HorovodProfilingConfig(**_range_kwargs(fw.horovod))
+        if fw.smdataparallel is not None:
+            kwargs["smdataparallel_profiling_config"] = mc.SMDataParallelProfilingConfig(
+                **_range_kwargs(fw.smdataparallel)
+            )
+    else:
+        kwargs.update(_range_kwargs(fw))
+    return dbg.FrameworkProfile(**kwargs)
+
+
+def estimator_kwargs(plan: DebugPlan) -> dict[str, Any]:
+    """The SDK objects for ``sagemaker.estimator.Estimator(**kwargs)``."""
+    import warnings
+
+    dbg = _debugger_module()
+    rule_configs: Any = dbg.rule_configs  # smdebug_rulesconfig, as the SDK re-exports it
+
+    def collection(c: Any) -> Any:
+        return dbg.CollectionConfig(name=c.name, parameters=c.to_parameters() or None)
+
+    rules: list[Any] = []
+    for rule in plan.debugger_rules:
+        params = rule_parameters(rule, job_name=None)
+        params.pop("rule_to_invoke")
+        params.pop("action_json", None)  # the SDK renders the actions itself at fit()
+        builtin = [a for a in rule.actions if a.builtin]
+        actions = None
+        if builtin:
+            objs: list[Any] = []
+            for a in builtin:
+                if a.stop_training is not None:
+                    objs.append(rule_configs.StopTraining(a.stop_training.training_job_prefix))
+                elif a.email is not None:
+                    objs.append(rule_configs.Email(a.email))
+                elif a.sms is not None:
+                    objs.append(rule_configs.SMS(a.sms))
+            actions = rule_configs.ActionList(*objs)
+        base = {
+            "DebugRuleConfiguration": {
+                "RuleConfigurationName": rule.spec.name,
+                "RuleParameters": {"rule_to_invoke": rule.spec.name},
+            }
+        }
+        rules.append(
+            dbg.Rule.sagemaker(
+                base,
+                name=rule.rule_configuration_name,
+                rule_parameters=params or None,
+                collections_to_save=[collection(c) for c in plan.rule_collections(rule)] or None,
+                actions=actions,
+            )
+        )
+    for rule in plan.profiler_rules:
+        params = rule_parameters(rule, job_name=None)
+        rules.append(
+            dbg.ProfilerRule.sagemaker(_ProfilerBaseConfig(rule.spec.name, params), name=rule.rule_configuration_name)
+        )
+
+    out: dict[str, Any] = {
+        "debugger_hook_config": dbg.DebuggerHookConfig(
+            s3_output_path=plan.s3_output_path,
+            container_local_output_path=plan.hook.local_path,
+            hook_parameters=plan.hook.hook_parameters() or None,
+            collection_configs=[collection(c) for c in plan.collections()] or None,
+        ),
+        "rules": rules,
+        "tags": plan.tags_list(),
+    }
+    prof = plan.profiler
+    if prof.disable:
+        out["profiler_config"] = dbg.ProfilerConfig(disable_profiler=True)
+        out["disable_profiler"] = True
+    else:
+        framework = None
+        if prof.framework is not None:
+            framework = _framework_profile(dbg, prof.framework)
+        with warnings.catch_warnings():
+            # the SDK's own deprecation notice; our SmxDebugWarning says it with the versions
+            warnings.simplefilter("ignore")
+            out["profiler_config"] = dbg.ProfilerConfig(
+                s3_output_path=prof.s3_output_path or plan.s3_output_path,
+                system_monitor_interval_millis=prof.system_monitor_interval_millis,
+                framework_profile_params=framework,
+            )
+    if plan.tensorboard_output_path is not None:
+        out["tensorboard_output_config"] = dbg.TensorBoardOutputConfig(s3_output_path=plan.tensorboard_output_path)
+    return out
