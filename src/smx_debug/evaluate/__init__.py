@@ -1,1 +1,60 @@
-"""(filled in by its issue)."""
+"""Local evaluation of Debugger's built-in profiler rules and scalar rules, batch and live.
+
+The rules read pandas frames (docs/CONTRACTS.md) bundled in :class:`JobData` and return
+:class:`RuleResult` objects that serialise to Debugger's ``profiler-reports/<Rule>.json`` shape.
+"""
+
+from __future__ import annotations
+
+from smx_debug.evaluate.catalog import (
+    PROFILER_RULES,
+    SCALAR_RULES,
+    parse_assignment,
+    parse_value,
+    resolve_params,
+    rule_defaults,
+)
+from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS, instance_metrics, training_metrics
+from smx_debug.evaluate.data import (
+    JobData,
+    empty_dataloader,
+    empty_scalars,
+    empty_steps,
+    empty_system,
+    series_frame,
+)
+from smx_debug.evaluate.live import LiveEvaluator, RuleStatus, Transition
+from smx_debug.evaluate.registry import REGISTRY, evaluate, evaluate_rule
+from smx_debug.evaluate.result import RuleResult, encode_parameters
+from smx_debug.evaluate.sources import LoadReport, load_path, read_scalars, read_steps, read_system
+
+__all__ = [
+    "INSTANCE_METRICS",
+    "PROFILER_RULES",
+    "REGISTRY",
+    "SCALAR_RULES",
+    "JobData",
+    "LiveEvaluator",
+    "LoadReport",
+    "RuleResult",
+    "RuleStatus",
+    "Transition",
+    "empty_dataloader",
+    "empty_scalars",
+    "empty_steps",
+    "empty_system",
+    "encode_parameters",
+    "evaluate",
+    "evaluate_rule",
+    "instance_metrics",
+    "load_path",
+    "parse_assignment",
+    "parse_value",
+    "read_scalars",
+    "read_steps",
+    "read_system",
+    "resolve_params",
+    "rule_defaults",
+    "series_frame",
+    "training_metrics",
+]

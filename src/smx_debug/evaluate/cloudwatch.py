@@ -1,0 +1,162 @@
+"""CloudWatch as a data source: the instance metrics every training job has, and its training metrics.
+
+``/aws/sagemaker/TrainingJobs`` holds CPUUtilization, MemoryUtilization, DiskUtilization,
+GPUUtilization and GPUMemoryUtilization per host (dimension ``Host`` = ``<job>/algo-<n>``, 1-minute),
+with or without Debugger. They map to the system-metrics frame so the system rules can run on them.
+CloudWatch's CPUUtilization/GPUUtilization are sums over cores/GPUs (100% per device), so we divide
+by the device counts when given, which makes them comparable to Debugger's per-device values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+import boto3
+import numpy as np
+import pandas as pd
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from smx_debug.errors import AwsError
+from smx_debug.evaluate.data import empty_scalars, empty_system
+
+__all__ = ["INSTANCE_METRICS", "NAMESPACE", "instance_metrics", "training_metrics"]
+
+NAMESPACE = "/aws/sagemaker/TrainingJobs"
+# CloudWatch metric -> (Debugger type, name, dimension) in the system frame.
+INSTANCE_METRICS: dict[str, tuple[str, str, str]] = {
+    "CPUUtilization": ("cpu", "total", "CPUUtilization"),
+    "GPUUtilization": ("gpu", "gpu", "GPUUtilization"),
+    "GPUMemoryUtilization": ("gpu", "gpu", "GPUMemoryUtilization"),
+    "MemoryUtilization": ("memory", "MemoryUsedPercent", "MemoryUtilization"),
+    "DiskUtilization": ("disk", "DiskUtilization", "DiskUtilization"),
+}
+
+
+def _client() -> Any:
+    return boto3.client("cloudwatch", config=Config(retries={"mode": "standard"}))
+
+
+def _query(queries: list[dict[str, Any]], start: datetime, end: datetime, client: Any) -> dict[str, tuple[list[Any], list[float]]]:
+    out: dict[str, tuple[list[Any], list[float]]] = {q["Id"]: ([], []) for q in queries}
+    try:
+        for i in range(0, len(queries), 500):  # GetMetricData takes at most 500 queries
+            pages = client.get_paginator("get_metric_data").paginate(
+                MetricDataQueries=queries[i : i + 500], StartTime=start, EndTime=end, ScanBy="TimestampAscending"
+            )
+            for page in pages:
+                for res in page["MetricDataResults"]:
+                    ts, vals = out[res["Id"]]
+                    ts.extend(res.get("Timestamps", []))
+                    vals.extend(res.get("Values", []))
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        if code in {"AccessDenied", "AccessDeniedException", "InvalidParameterValue", "InvalidParameterCombination"}:
+            raise AwsError(f"CloudWatch GetMetricData failed: {code}", code=code, operation="GetMetricData") from exc
+        raise
+    return out
+
+
+def instance_metrics(
+    job_name: str,
+    start: datetime,
+    end: datetime,
+    *,
+    hosts: int = 1,
+    cpus: int | None = None,
+    gpus: int | None = None,
+    period: int = 60,
+    cloudwatch_client: Any = None,
+    client_factory: Callable[[], Any] = _client,
+) -> pd.DataFrame:
+    """The job's CloudWatch instance metrics as a system-metrics frame (one row per host, metric, minute).
+
+    Args:
+        job_name: training job name.
+        start, end: time range.
+        hosts: instance count (hosts ``algo-1`` .. ``algo-<hosts>``).
+        cpus, gpus: devices per instance; CPU/GPU sums are divided by them when given.
+        period: seconds per datapoint (CloudWatch keeps these at 1 minute).
+    """
+    client = cloudwatch_client or client_factory()
+    queries, meta = [], {}
+    for h in range(1, hosts + 1):
+        for j, metric in enumerate(INSTANCE_METRICS):
+            qid = f"m{h}_{j}"
+            meta[qid] = (f"algo-{h}", metric)
+            queries.append({
+                "Id": qid,
+                "MetricStat": {
+                    "Metric": {"Namespace": NAMESPACE, "MetricName": metric,
+                               "Dimensions": [{"Name": "Host", "Value": f"{job_name}/algo-{h}"}]},
+                    "Period": period, "Stat": "Average",
+                },
+                "ReturnData": True,
+            })
+    data = _query(queries, start, end, client)
+    frames = []
+    for qid, (ts, vals) in data.items():
+        if not ts:
+            continue
+        node, metric = meta[qid]
+        typ, name, dim = INSTANCE_METRICS[metric]
+        v = np.asarray(vals, dtype=np.float64)
+        if metric == "CPUUtilization" and cpus:
+            v = v / cpus
+        if metric in {"GPUUtilization", "GPUMemoryUtilization"} and gpus:
+            v = v / gpus
+        frames.append(pd.DataFrame({
+            "timestamp": pd.to_datetime(ts, utc=True), "node": node, "type": typ,
+            "name": "gpu0" if name == "gpu" else name, "dimension": dim, "value": v,
+        }))
+    if not frames:
+        return empty_system()
+    return pd.concat(frames, ignore_index=True).sort_values(["timestamp", "node"], kind="stable").reset_index(drop=True)
+
+
+def training_metrics(
+    job_name: str,
+    metric_names: Iterable[str],
+    start: datetime,
+    end: datetime,
+    *,
+    period: int = 60,
+    cloudwatch_client: Any = None,
+    client_factory: Callable[[], Any] = _client,
+) -> pd.DataFrame:
+    """Training metrics (dimension ``TrainingJobName``) as a scalars frame.
+
+    ``train:loss`` / ``validation:loss`` (SageMaker metric definitions) map to metric ``loss`` with
+    mode TRAIN / EVAL; ``step`` is the datapoint's index, as CloudWatch has no step numbers.
+    """
+    client = cloudwatch_client or client_factory()
+    names = list(metric_names)
+    queries = [{
+        "Id": f"t{i}",
+        "MetricStat": {
+            "Metric": {"Namespace": NAMESPACE, "MetricName": n,
+                       "Dimensions": [{"Name": "TrainingJobName", "Value": job_name}]},
+            "Period": period, "Stat": "Average",
+        },
+        "ReturnData": True,
+    } for i, n in enumerate(names)]
+    data = _query(queries, start, end, client) if queries else {}
+    frames = []
+    for i, n in enumerate(names):
+        ts, vals = data.get(f"t{i}", ([], []))
+        if not ts:
+            continue
+        prefix, _, base = n.partition(":")
+        mode = {"train": "TRAIN", "validation": "EVAL", "val": "EVAL", "test": "EVAL"}.get(prefix.lower(), "GLOBAL")
+        metric = base if base else n
+        order = np.argsort(np.asarray(pd.to_datetime(ts, utc=True).asi8))
+        frames.append(pd.DataFrame({
+            "metric": metric, "mode": mode, "step": np.arange(len(ts), dtype=np.int64),
+            "timestamp": pd.to_datetime(np.asarray(pd.to_datetime(ts, utc=True).asi8)[order], utc=True),
+            "value": np.asarray(vals, dtype=np.float64)[order],
+        }))
+    if not frames:
+        return empty_scalars()
+    return pd.concat(frames, ignore_index=True)

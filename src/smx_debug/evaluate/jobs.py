@@ -1,0 +1,118 @@
+"""Resolve ``JOB_OR_PATH`` (a local folder or file, an ``s3://`` prefix, or a training job name) to JobData."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, Literal
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from smx_debug.errors import ConfigError, NotFoundError
+from smx_debug.evaluate.cloudwatch import instance_metrics, training_metrics
+from smx_debug.evaluate.data import JobData
+from smx_debug.evaluate.sources import LoadReport, load_path
+
+__all__ = ["JobInfo", "Source", "load_job"]
+
+Source = Literal["auto", "debugger", "cloudwatch"]
+
+
+@dataclass(frozen=True)
+class JobInfo:
+    """What we know about the job besides its metrics (instance fields are None for local paths)."""
+
+    name: str
+    instance_type: str | None = None
+    instance_count: int | None = None
+    status: str | None = None
+    source: str = ""
+
+
+def _sagemaker() -> Any:
+    return boto3.client("sagemaker", config=Config(retries={"mode": "standard"}))
+
+
+def _describe(job: str, client: Any) -> dict[str, Any]:
+    try:
+        desc: dict[str, Any] = client.describe_training_job(TrainingJobName=job)
+        return desc
+    except ClientError as exc:
+        err = exc.response.get("Error", {})
+        message = str(err.get("Message", "")).lower()
+        missing = ("not found", "could not find", "does not exist")
+        if err.get("Code") == "ResourceNotFound" or (
+            err.get("Code") == "ValidationException" and any(m in message for m in missing)
+        ):
+            raise NotFoundError(f"training job {job!r} not found (and no such local path)") from exc
+        raise
+
+
+def _debugger_data(job_or_uri: str, sagemaker_client: Any, s3_client: Any) -> JobData:
+    """System metrics and steps from Debugger's profiler output, through the reports package's readers."""
+    from smx_debug.reports import framework_metrics, step_durations, system_metrics
+
+    system = system_metrics(job_or_uri, sagemaker_client=sagemaker_client, s3_client=s3_client, progress=False)
+    events = framework_metrics(job_or_uri, kinds=["pythontimeline"], sagemaker_client=sagemaker_client,
+                               s3_client=s3_client, progress=False)
+    return JobData(system=system, steps=step_durations(events))
+
+
+def load_job(
+    job_or_path: str,
+    *,
+    source: Source = "auto",
+    report: LoadReport | None = None,
+    sagemaker_client: Any = None,
+    cloudwatch_client: Any = None,
+    s3_client: Any = None,
+    sagemaker_factory: Callable[[], Any] = _sagemaker,
+) -> tuple[JobData, JobInfo]:
+    """Load a job's data for rule evaluation.
+
+    Args:
+        job_or_path: local path, ``s3://`` prefix of a ``profiler-output`` folder, or a training job name.
+        source: for a job name, ``debugger`` (profiler output in S3), ``cloudwatch`` (instance metrics every
+            job has) or ``auto`` (Debugger output when the job has it, else CloudWatch).
+    """
+    if source not in ("auto", "debugger", "cloudwatch"):
+        raise ConfigError(f"source must be auto, debugger or cloudwatch, got {source!r}", field="source", value=source)
+    path = Path(job_or_path)
+    if path.exists():
+        return load_path(path, report), JobInfo(name=path.resolve().name, source=str(path))
+    if job_or_path.startswith("s3://"):
+        data = _debugger_data(job_or_path, sagemaker_client, s3_client)
+        return data, JobInfo(name=job_or_path.rstrip("/").rsplit("/", 2)[-1], source=job_or_path)
+    sm = sagemaker_client if sagemaker_client is not None else sagemaker_factory()
+    desc = _describe(job_or_path, sm)
+    res = desc.get("ResourceConfig") or {}
+    info_kw: dict[str, Any] = {
+        "name": job_or_path, "instance_type": res.get("InstanceType"),
+        "instance_count": int(res.get("InstanceCount") or 1), "status": desc.get("TrainingJobStatus"),
+    }
+    has_profiler = bool((desc.get("ProfilerConfig") or {}).get("S3OutputPath"))
+    if source == "debugger" or (source == "auto" and has_profiler):
+        data = _debugger_data(job_or_path, sm, s3_client)
+        if len(data.system) or source == "debugger":
+            return data, JobInfo(**info_kw, source="Debugger profiler output in S3")
+    # Pad the window: instance metrics start while the job is still "Starting"; the series are per job anyway.
+    start = (desc.get("TrainingStartTime") or desc.get("CreationTime") or datetime.now(UTC)) - timedelta(minutes=5)
+    end = (desc.get("TrainingEndTime") or datetime.now(UTC)) + timedelta(minutes=5)
+    from smx_debug.htmlreport.cost import instance_spec
+
+    cpus = gpus = None
+    if info_kw["instance_type"]:
+        try:
+            spec = instance_spec(info_kw["instance_type"])
+            cpus, gpus = spec.vcpus, spec.gpus or None
+        except LookupError:
+            pass
+    system = instance_metrics(job_or_path, start, end, hosts=info_kw["instance_count"] or 1, cpus=cpus, gpus=gpus,
+                              cloudwatch_client=cloudwatch_client)
+    names = [m["Name"] for m in (desc.get("AlgorithmSpecification") or {}).get("MetricDefinitions", [])]
+    scalars = training_metrics(job_or_path, names, start, end, cloudwatch_client=cloudwatch_client)
+    return JobData(system=system, scalars=scalars), JobInfo(**info_kw, source="CloudWatch /aws/sagemaker/TrainingJobs")

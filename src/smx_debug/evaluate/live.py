@@ -1,0 +1,146 @@
+"""Live evaluation: re-evaluate as data arrives and report the status changes a rule job would emit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict
+
+from smx_debug.evaluate.catalog import PROFILER_RULES, resolve_params, rule_defaults
+from smx_debug.evaluate.data import (
+    JobData,
+    empty_dataloader,
+    empty_scalars,
+    empty_steps,
+    empty_system,
+)
+from smx_debug.evaluate.registry import REGISTRY
+from smx_debug.evaluate.result import RuleResult
+
+__all__ = ["LiveEvaluator", "RuleStatus", "Transition"]
+
+RuleStatus = Literal["InProgress", "IssuesFound", "NoIssuesFound"]
+
+
+class Transition(BaseModel):
+    """One ``RuleEvaluationStatus`` change, with a ``StatusDetails`` text like AWS's."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    rule: str
+    previous: RuleStatus | None
+    status: RuleStatus
+    step: int | None
+    status_details: str
+    result: RuleResult
+
+    def as_status(self) -> dict[str, Any]:
+        """The entry as in DescribeTrainingJob's ``ProfilerRuleEvaluationStatuses``."""
+        out: dict[str, Any] = {"RuleConfigurationName": self.rule, "RuleEvaluationStatus": self.status}
+        if self.status_details:
+            out["StatusDetails"] = self.status_details
+        return out
+
+
+def _concat(old: pd.DataFrame, new: pd.DataFrame | None) -> pd.DataFrame:
+    if new is None or new.empty:
+        return old
+    if old.empty:
+        return new.reset_index(drop=True)
+    return pd.concat([old, new], ignore_index=True)
+
+
+class LiveEvaluator:
+    """Keeps the data seen so far and each rule's status; :meth:`update` returns the transitions.
+
+    Statuses start at ``InProgress``. A rule whose condition is met moves to ``IssuesFound`` with
+    ``StatusDetails`` "RuleEvaluationConditionMet: Evaluation of the rule X at step N resulted in the
+    condition being met" (N is the scan evaluation for profiler rules, the training step for scalar
+    rules) and stays there, as a Debugger rule job stops once it fires. :meth:`finish` moves the rest
+    to ``NoIssuesFound``.
+
+    Example::
+
+        live = LiveEvaluator(rules=["CPUBottleneck"], overrides={"CPUBottleneck": {"patience": 100}})
+        for frame in reader_refreshes:           # e.g. SystemMetricsReader.refresh() results
+            for t in live.update(system=frame):
+                print(t.rule, t.status, t.status_details)
+        live.finish()
+    """
+
+    def __init__(
+        self,
+        rules: Iterable[str] | None = None,
+        overrides: Mapping[str, Mapping[str, Any]] | None = None,
+    ) -> None:
+        names = list(rules) if rules is not None else list(PROFILER_RULES)
+        for rule in [*names, *(overrides or {})]:
+            rule_defaults(rule)
+        self.params = {r: resolve_params(r, (overrides or {}).get(r)) for r in names}
+        self.status: dict[str, RuleStatus] = dict.fromkeys(names, "InProgress")
+        self.results: dict[str, RuleResult] = {}
+        self._system = empty_system()
+        self._steps = empty_steps()
+        self._scalars = empty_scalars()
+        self._dataloader = empty_dataloader()
+
+    @property
+    def data(self) -> JobData:
+        """Everything received so far."""
+        return JobData(system=self._system, steps=self._steps, scalars=self._scalars, dataloader=self._dataloader)
+
+    def update(
+        self,
+        system: pd.DataFrame | None = None,
+        *,
+        steps: pd.DataFrame | None = None,
+        scalars: pd.DataFrame | None = None,
+        dataloader: pd.DataFrame | None = None,
+        now: datetime | None = None,
+        replace: bool = False,
+    ) -> list[Transition]:
+        """Add new rows (any frame may be None) and re-evaluate the rules still in progress.
+
+        With ``replace=True`` the frames given are the whole data so far (as ``SystemMetricsReader.refresh()``
+        returns it) and replace what was kept instead of being appended.
+        """
+        join = (lambda old, new: old if new is None else new) if replace else _concat
+        self._system = join(self._system, system)
+        self._steps = join(self._steps, steps)
+        self._scalars = join(self._scalars, scalars)
+        self._dataloader = join(self._dataloader, dataloader)
+        data = JobData(
+            system=self._system, steps=self._steps, scalars=self._scalars, dataloader=self._dataloader,
+            as_of_ns=None if now is None else int(pd.Timestamp(now).value),
+        )
+        out = []
+        for rule, status in self.status.items():
+            if status != "InProgress":
+                continue
+            result = REGISTRY[rule](data, self.params[rule])
+            self.results[rule] = result
+            if result.triggered:
+                step = result.trigger_step if result.trigger_step is not None else 0
+                details = (
+                    f"RuleEvaluationConditionMet: Evaluation of the rule {rule} at step {step} resulted in the "
+                    "condition being met\n"
+                )
+                out.append(self._move(rule, "IssuesFound", step, details, result))
+        return out
+
+    def finish(self) -> list[Transition]:
+        """The training job ended: every rule still in progress becomes ``NoIssuesFound``."""
+        out = []
+        for rule, status in self.status.items():
+            if status == "InProgress":
+                result = self.results.get(rule) or REGISTRY[rule](self.data, self.params[rule])
+                out.append(self._move(rule, "NoIssuesFound", None, "", result))
+        return out
+
+    def _move(self, rule: str, status: RuleStatus, step: int | None, details: str, result: RuleResult) -> Transition:
+        previous = self.status[rule]
+        self.status[rule] = status
+        return Transition(rule=rule, previous=previous, status=status, step=step, status_details=details, result=result)

@@ -1,0 +1,166 @@
+"""Cost of a training job, the cost of its idle GPUs, and a right-sizing suggestion."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from smx_debug.errors import ConfigError, UnknownNameError
+
+__all__ = [
+    "CostEstimate",
+    "InstanceSpec",
+    "RightSizing",
+    "estimate_cost",
+    "instance_spec",
+    "job_cost",
+    "price_table",
+    "right_size",
+]
+
+# GPUs of the suggestion are sized so the observed p95 load would fill them to this fraction.
+TARGET_GPU_UTILIZATION = 0.8
+
+
+class InstanceSpec(BaseModel):
+    """One instance type of the price table."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    instance_type: str
+    price: float
+    vcpus: int
+    gpus: int
+    gpu_model: str | None
+
+
+class RightSizing(BaseModel):
+    """A suggested configuration with its estimated cost at the same duration."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    instance_type: str
+    instance_count: int
+    gpus_needed: int
+    cost: float
+    saving_percent: float
+    reason: str
+
+
+class CostEstimate(BaseModel):
+    """The cost section of the report."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    instance_type: str
+    instance_count: int
+    price_per_hour: float
+    price_source: str
+    duration_s: float
+    cost: float
+    gpu_utilization_mean: float | None
+    idle_gpu_cost: float | None
+    suggestion: RightSizing | None
+
+
+@cache
+def price_table() -> dict[str, Any]:
+    """The bundled price table (with its ``source`` and ``as_of`` date)."""
+    text = resources.files("smx_debug.htmlreport").joinpath("instances.json").read_text()
+    table: dict[str, Any] = json.loads(text)
+    return table
+
+
+def instance_spec(instance_type: str) -> InstanceSpec:
+    """Look an instance type up (``ml.`` prefix optional)."""
+    key = instance_type if instance_type.startswith("ml.") else f"ml.{instance_type}"
+    row = price_table()["instances"].get(key)
+    if row is None:
+        import difflib
+
+        names = list(price_table()["instances"])
+        close = difflib.get_close_matches(key, names, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else "; pass --price"
+        raise UnknownNameError(f"instance type {instance_type!r} is not in the price table{hint}",
+                               name=instance_type, suggestion=close[0] if close else None)
+    return InstanceSpec(instance_type=key, **row)
+
+
+def job_cost(instance_count: int, price_per_hour: float, duration_s: float) -> float:
+    """Billed cost in USD (per-second billing): count x price x hours."""
+    if instance_count < 1:
+        raise ConfigError(f"instance_count must be at least 1, got {instance_count!r}", field="instance_count",
+                          value=instance_count)
+    if price_per_hour < 0 or duration_s < 0:
+        raise ConfigError(f"price and duration must not be negative, got {price_per_hour!r}, {duration_s!r}",
+                          field="price", value=price_per_hour)
+    return instance_count * price_per_hour * duration_s / 3600.0
+
+
+def right_size(
+    instance_type: str, instance_count: int, gpu_p95: Sequence[float], duration_s: float,
+    *, price_per_hour: float | None = None, target: float = TARGET_GPU_UTILIZATION,
+) -> RightSizing | None:
+    """The cheapest configuration of the same GPU model whose GPUs carry the observed p95 load.
+
+    The load is the sum over all GPUs of their p95 utilization; the suggestion has enough GPUs to run
+    it at ``target`` utilization. None when nothing cheaper fits (or the job has no GPUs).
+    """
+    spec = instance_spec(instance_type)
+    if not spec.gpus or not gpu_p95:
+        return None
+    load = sum(max(0.0, float(u)) for u in gpu_p95) / 100.0
+    needed = max(1, math.ceil(load / target - 1e-9))
+    current = job_cost(instance_count, price_per_hour if price_per_hour is not None else spec.price, duration_s)
+    best: tuple[float, int, InstanceSpec] | None = None
+    for name in price_table()["instances"]:
+        cand = instance_spec(name)
+        if cand.gpu_model != spec.gpu_model or not cand.gpus:
+            continue
+        count = math.ceil(needed / cand.gpus)
+        cost = job_cost(count, cand.price, duration_s)
+        if best is None or (cost, count) < (best[0], best[1]):
+            best = (cost, count, cand)
+    if best is None or best[0] >= current - 1e-9:
+        return None
+    cost, count, cand = best
+    return RightSizing(
+        instance_type=cand.instance_type, instance_count=count, gpus_needed=needed, cost=cost,
+        saving_percent=100.0 * (1 - cost / current) if current else 0.0,
+        reason=(f"the {instance_count * spec.gpus} GPUs carried a p95 load of {load:.2f} GPUs; "
+                f"{needed} GPU(s) run it at {target:.0%}"),
+    )
+
+
+def estimate_cost(
+    instance_type: str, instance_count: int, duration_s: float, gpu_utilization: Sequence[float] = (),
+    gpu_p95: Sequence[float] = (), *, price_per_hour: float | None = None,
+) -> CostEstimate:
+    """Job cost, idle-GPU cost (cost x share of GPU time unused) and a right-sizing suggestion."""
+    table = price_table()
+    try:
+        spec: InstanceSpec | None = instance_spec(instance_type)
+    except UnknownNameError:
+        if price_per_hour is None:
+            raise
+        spec = None
+    price = price_per_hour if price_per_hour is not None else spec.price if spec else 0.0
+    source = "--price" if price_per_hour is not None else f"{table['source']} (as of {table['as_of']})"
+    cost = job_cost(instance_count, price, duration_s)
+    mean = float(sum(gpu_utilization) / len(gpu_utilization)) if gpu_utilization else None
+    idle = cost * (1 - mean / 100.0) if mean is not None and spec is not None and spec.gpus else None
+    suggestion = (
+        right_size(instance_type, instance_count, gpu_p95, duration_s, price_per_hour=price_per_hour)
+        if spec is not None else None
+    )
+    return CostEstimate(
+        instance_type=spec.instance_type if spec else instance_type, instance_count=instance_count,
+        price_per_hour=price, price_source=source, duration_s=duration_s, cost=cost,
+        gpu_utilization_mean=mean, idle_gpu_cost=idle, suggestion=suggestion,
+    )
