@@ -3,6 +3,7 @@
 Each benchmark prints its own figures and the ratios against the baseline its issue names:
 - bench/reports_bench.py: reading profiler output (ours vs smdebug's PandasFrame and a plain json.loads loop)
 - bench/rules_bench.py: evaluating every profiler rule over 8 node-hours of 96-vCPU/8-GPU metrics
+- bench/actions_bench.py: cold import time of each Lambda handler with only boto3 (target: well under 300 ms)
 
 Pass `--quick` for a small smoke run; other flags go to both scripts.
 """
@@ -26,7 +27,7 @@ def _load(name: str):  # type: ignore[no-untyped-def]
 
 def main(argv: list[str]) -> int:
     status = 0
-    for name in ("reports_bench", "rules_bench"):
+    for name in ("reports_bench", "rules_bench", "actions_bench"):
         print(f"\n=== {name} ===", flush=True)
         status |= int(_load(name).main(argv) or 0)
     return status

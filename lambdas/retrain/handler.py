@@ -1,0 +1,19 @@
+"""Lambda entry point `handler.handler` for retrain: a thin adapter over smx_debug.actions.
+
+Environment (read once per cold start): see docs/CONTRACTS.md, "Lambda handlers".
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from smx_debug.actions.handlers import Runtime, handle_retrain
+
+_runtime: Runtime | None = None
+
+
+def handler(event: Any, context: Any = None) -> Any:
+    global _runtime
+    if _runtime is None:
+        _runtime = Runtime.from_env()
+    return handle_retrain(event, _runtime)

@@ -1,0 +1,89 @@
+"""CloudWatch alarm on the rule metric -> SNS -> notify handler -> human-readable message (and raw JSON to SQS)."""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+
+from actions_support import Stack, client, create_job
+
+from smx_debug.local import extensions as ext
+
+
+def test_alarm_on_rule_metric_fires_and_notify_turns_it_into_a_message(stack: Stack) -> None:
+    aws = stack.aws
+    sns, sqs, cw = client(aws, "sns"), client(aws, "sqs"), client(aws, "cloudwatch")
+    alarm_topic = sns.create_topic(Name="smx-alarms")["TopicArn"]
+    raw_queue = sqs.create_queue(QueueName="smx-alarm-raw")["QueueUrl"]
+    raw_arn = sqs.get_queue_attributes(QueueUrl=raw_queue, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    sns.subscribe(TopicArn=alarm_topic, Protocol="sqs", Endpoint=raw_arn)
+    role = client(aws, "iam").create_role(RoleName="smx-notify", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("handler.py", "")
+    fn = client(aws, "lambda").create_function(
+        FunctionName="smx-notify",
+        Runtime="python3.12",
+        Role=role,
+        Handler="handler.handler",
+        Code={"ZipFile": buf.getvalue()},
+        Environment={"Variables": stack.env()},
+        Tags={ext.HANDLER_TAG: "notify"},
+    )["FunctionArn"]
+    sns.subscribe(TopicArn=alarm_topic, Protocol="lambda", Endpoint=fn)
+    cw.put_metric_alarm(
+        AlarmName="smx-debug-ExplodingTensor-triggered",
+        Namespace="SmxDebug",
+        MetricName="RuleTriggered",
+        Dimensions=[{"Name": "RuleName", "Value": "ExplodingTensor"}],
+        Statistic="Sum",
+        Period=60,
+        EvaluationPeriods=1,
+        Threshold=1.0,
+        ComparisonOperator="GreaterThanOrEqualToThreshold",
+        TreatMissingData="notBreaching",
+        AlarmActions=[alarm_topic],
+    )
+    ext.evaluate_alarms(aws)  # no datapoints, notBreaching: OK (moto creates alarms in OK already)
+    assert cw.describe_alarms()["MetricAlarms"][0]["StateValue"] == "OK"
+
+    create_job(aws, "guard-alarm-1", {"smx-debug:managed": "true"}, rules=("ExplodingTensor",))
+    ext.set_rule_statuses(
+        aws, "guard-alarm-1", debug=[ext.rule_status("ExplodingTensor", "IssuesFound", step=9)]
+    )
+    ext.deliver_event(aws, ext.state_change_event(aws, "guard-alarm-1"), {"rule_metrics": stack.env()})
+    transitions = ext.evaluate_alarms(aws)
+    assert [(t.alarm_name, t.old_state, t.new_state, t.notified) for t in transitions] == [
+        ("smx-debug-ExplodingTensor-triggered", "OK", "ALARM", (alarm_topic,))
+    ]
+    assert ext.evaluate_alarms(aws) == []  # no change, no second notification
+
+    state = cw.describe_alarms(AlarmNames=["smx-debug-ExplodingTensor-triggered"])["MetricAlarms"][0][
+        "StateValue"
+    ]
+    assert state == "ALARM"
+    raw = [
+        json.loads(json.loads(m["Body"])["Message"])
+        for m in sqs.receive_message(QueueUrl=raw_queue, MaxNumberOfMessages=10)["Messages"]
+    ]
+    assert [
+        (r["AlarmName"], r["OldStateValue"], r["NewStateValue"], r["Trigger"]["Dimensions"]) for r in raw
+    ] == [
+        (
+            "smx-debug-ExplodingTensor-triggered",
+            "OK",
+            "ALARM",
+            [{"value": "ExplodingTensor", "name": "RuleName"}],
+        )
+    ]
+    deliveries = ext.sns_lambda_deliveries()
+    assert [(d.function, d.error) for d in deliveries] == [("smx-notify", None)]
+    (message,) = stack.messages()
+    assert message["Subject"] == "smx-debug: alarm smx-debug-ExplodingTensor-triggered is ALARM"
+    assert (
+        "CloudWatch alarm smx-debug-ExplodingTensor-triggered changed from OK to ALARM." in message["Message"]
+    )
+    assert "Dimension:       RuleName = ExplodingTensor" in message["Message"]

@@ -1,0 +1,107 @@
+"""Property: malformed events never raise out of a handler, and every rejection is logged as rejected.
+
+Thousands of generated events: the real sample events with keys removed, values replaced by other types
+and huge strings, plus arbitrary JSON values. AWS is replaced by fakes (tests/unit/actions/actions_fakes.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import pytest
+from actions_fakes import FakeSageMaker, fake_runtime
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from smx_debug.actions import handle_notify, handle_retrain, handle_rule_metrics, handle_stop_training
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+SAMPLES = [json.loads(p.read_text()) for p in sorted(EVENTS.glob("*.json"))]
+
+junk = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats()
+    | st.text(max_size=20)
+    | st.sampled_from(["IssuesFound", "InProgress", "aws.sagemaker", "", "1575185055495"])
+    | st.just("x" * 100_000),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4)
+    ),
+    max_leaves=8,
+)
+
+
+def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
+    out = [prefix]
+    if isinstance(value, dict):
+        for key, child in value.items():
+            out += _paths(child, (*prefix, key))
+    elif isinstance(value, list):
+        for i, child in enumerate(value):
+            out += _paths(child, (*prefix, i))
+    return out
+
+
+PATHS = [[p for p in _paths(sample) if p] for sample in SAMPLES]
+
+
+@st.composite
+def malformed_events(draw: st.DrawFn) -> Any:
+    if draw(st.integers(0, 9)) == 0:
+        return draw(junk)
+    index = draw(st.integers(0, len(SAMPLES) - 1))
+    event = copy.deepcopy(SAMPLES[index])
+    for _ in range(draw(st.integers(1, 4))):
+        path = draw(st.sampled_from(PATHS[index]))
+        parent = event
+        try:
+            for key in path[:-1]:
+                parent = parent[key]
+            if draw(st.booleans()):
+                parent.pop(path[-1])
+            else:
+                parent[path[-1]] = draw(junk)
+        except (KeyError, IndexError, TypeError, AttributeError):
+            continue  # an earlier mutation removed or replaced this part
+    return event
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lines: list[dict[str, Any]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(json.loads(record.getMessage()))
+
+
+@pytest.mark.parametrize(
+    "handler", [handle_rule_metrics, handle_stop_training, handle_notify, handle_retrain]
+)
+@settings(
+    max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(event=malformed_events())
+def test_handler_malformed_event_never_raises_and_rejections_are_logged(handler: Any, event: Any) -> None:
+    capture = _Capture()
+    logger = logging.getLogger("smx_debug.actions")
+    logger.addHandler(capture)
+    try:
+        runtime = fake_runtime(sagemaker=FakeSageMaker(tags=[{"Key": "smx-debug:managed", "Value": "true"}]))
+        result = handler(event, runtime)
+    finally:
+        logger.removeHandler(capture)
+    assert isinstance(result, dict)
+    rejected = result.get("rejected") is True or (result.get("error") or {}).get("code") == "RejectedEvent"
+    if result.get("rejected") is True:
+        assert [line["reason"] for line in capture.lines if line.get("rejected") is True] == [
+            result["reason"]
+        ]
+    elif not rejected:
+        assert all(line.get("rejected") is False for line in capture.lines if "rejected" in line)

@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import pytest
+
+from smx_debug.actions import ActionSpec, Settings, decode_tags
+from smx_debug.errors import ConfigError
+
+TOPIC = "arn:aws:sns:us-west-2:123456789012:ml-alerts"
+
+
+def test_settings_from_env_reads_every_variable() -> None:
+    env = {
+        "SMX_METRIC_NAMESPACE": "Team",
+        "SMX_WATCH_PREFIXES": " a-, b- ,",
+        "SMX_OPT_IN_TAG": "team:guard",
+        "SMX_DEFAULT_ACTIONS": f"notify notify={TOPIC}",
+        "SMX_LEDGER_TABLE": "ledger",
+        "SMX_TOPIC_ARN": TOPIC,
+        "AWS_REGION": "eu-west-1",
+        "SMX_MAX_ATTEMPTS": "4",
+        "AWS_LAMBDA_FUNCTION_NAME": "fn",
+    }
+    assert Settings.from_env(env) == Settings(
+        namespace="Team",
+        watch_prefixes=("a-", "b-"),
+        opt_in_tag="team:guard",
+        default_actions=(ActionSpec("notify"), ActionSpec("notify", TOPIC)),
+        ledger_table="ledger",
+        topic_arn=TOPIC,
+        region="eu-west-1",
+        max_attempts=4,
+        actor="fn",
+    )
+
+
+def test_settings_from_empty_env_uses_the_documented_defaults() -> None:
+    assert Settings.from_env({}) == Settings(
+        namespace="SmxDebug",
+        watch_prefixes=(),
+        opt_in_tag="smx-debug:managed",
+        default_actions=(),
+        ledger_table=None,
+        topic_arn=None,
+        region=None,
+        max_attempts=5,
+        actor="smx-debug",
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "field", "value"),
+    [
+        ({"SMX_DEFAULT_ACTIONS": "stop explode"}, "SMX_DEFAULT_ACTIONS", "explode"),
+        ({"SMX_MAX_ATTEMPTS": "lots"}, "SMX_MAX_ATTEMPTS", "lots"),
+        ({"SMX_MAX_ATTEMPTS": "0"}, "SMX_MAX_ATTEMPTS", "0"),
+    ],
+)
+def test_settings_bad_variable_raises_config_error_naming_it(env: dict, field: str, value: str) -> None:
+    with pytest.raises(ConfigError, match=field) as info:
+        Settings.from_env(env)
+    assert (info.value.field, info.value.value) == (field, value)
+
+
+@pytest.mark.parametrize(
+    ("job", "tags", "watched"),
+    [
+        ("a-1", {}, True),
+        ("x-1", {}, False),
+        ("x-1", {"smx-debug:managed": "TRUE"}, True),
+        ("x-1", {"smx-debug:managed": "false"}, False),
+    ],
+)
+def test_settings_watches_by_prefix_or_opt_in_tag(job: str, tags: dict, watched: bool) -> None:
+    assert Settings(watch_prefixes=("a-",)).watches(job, tags) is watched
+
+
+def test_settings_actions_for_merges_tag_actions_and_defaults_without_repeats() -> None:
+    settings = Settings(default_actions=(ActionSpec("notify"), ActionSpec("stop")))
+    decoded = decode_tags({"smx-debug:on:R": "stop retrain"})
+    assert settings.actions_for("R", decoded) == (
+        ActionSpec("stop"),
+        ActionSpec("retrain"),
+        ActionSpec("notify"),
+    )
+    assert settings.actions_for("Other", decoded) == (ActionSpec("notify"), ActionSpec("stop"))
