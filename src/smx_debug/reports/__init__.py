@@ -1,1 +1,95 @@
-"""(filled in by its issue)."""
+"""Reports: rule summaries and profiler output from S3 or disk into pandas, fast, and their statistics.
+
+Each question is one call that returns a DataFrame: :func:`rule_summary` (which rules fired, when, why),
+:func:`system_metrics` (how busy were the GPUs and CPUs), :func:`framework_metrics` and
+:func:`step_durations` (where did the time go), :func:`profiler_report` (the ProfilerReport rule's output).
+``job_or_path`` is a training job name, an ``s3://`` URI or a local folder.
+"""
+
+from __future__ import annotations
+
+from smx_debug.reports.framework import (
+    EVENT_COLUMNS,
+    STEP_COLUMNS,
+    TRACE_KINDS,
+    framework_metrics,
+    parse_trace,
+    step_durations,
+)
+from smx_debug.reports.profiler_report import (
+    REPORT_COLUMNS,
+    ProfilerReport,
+    parse_rule_parameters,
+    profiler_report,
+)
+from smx_debug.reports.rules import (
+    RULE_COLUMNS,
+    SETTLED_STATUSES,
+    logs_url,
+    parse_step,
+    rule_summary,
+    rule_summary_many,
+    wait_for_rules,
+)
+from smx_debug.reports.sources import (
+    JobPaths,
+    LocalSource,
+    ObjectInfo,
+    S3Source,
+    Source,
+    job_paths,
+    open_source,
+)
+from smx_debug.reports.stats import (
+    DEFAULT_STDDEV,
+    PERCENTILES,
+    step_outliers,
+    step_statistics,
+    training_phases,
+    utilization_stats,
+)
+from smx_debug.reports.system import (
+    SYSTEM_COLUMNS,
+    SystemMetricsReader,
+    parse_system_file,
+    system_metrics,
+    system_metrics_wide,
+)
+
+__all__ = [
+    "DEFAULT_STDDEV",
+    "EVENT_COLUMNS",
+    "PERCENTILES",
+    "REPORT_COLUMNS",
+    "RULE_COLUMNS",
+    "SETTLED_STATUSES",
+    "STEP_COLUMNS",
+    "SYSTEM_COLUMNS",
+    "TRACE_KINDS",
+    "JobPaths",
+    "LocalSource",
+    "ObjectInfo",
+    "ProfilerReport",
+    "S3Source",
+    "Source",
+    "SystemMetricsReader",
+    "framework_metrics",
+    "job_paths",
+    "logs_url",
+    "open_source",
+    "parse_rule_parameters",
+    "parse_step",
+    "parse_system_file",
+    "parse_trace",
+    "profiler_report",
+    "rule_summary",
+    "rule_summary_many",
+    "step_durations",
+    "step_outliers",
+    "step_statistics",
+    "system_metrics",
+    "system_metrics_wide",
+    "training_phases",
+    "utilization_stats",
+    "wait_for_rules",
+]

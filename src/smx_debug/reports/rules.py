@@ -1,0 +1,225 @@
+"""Which rules fired, when and why: rule evaluation statuses from DescribeTrainingJob as DataFrames."""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+import pandas as pd
+
+from smx_debug.errors import AwsError, ConfigError
+from smx_debug.reports._util import TimeLike, to_epoch_ns
+from smx_debug.reports.sources import _default_sagemaker, _describe
+
+__all__ = [
+    "RULE_COLUMNS",
+    "SETTLED_STATUSES",
+    "logs_url",
+    "parse_step",
+    "rule_summary",
+    "rule_summary_many",
+    "wait_for_rules",
+]
+
+RULE_COLUMNS = [
+    "job_name", "rule", "kind", "status", "step", "details", "last_modified", "rule_job_arn", "logs_url",
+]
+SETTLED_STATUSES = frozenset({"NoIssuesFound", "IssuesFound", "Error", "Stopped"})
+_STEP_RE = re.compile(r"\bat step (\d+)\b")
+_ARN_RE = re.compile(r"^arn:(aws[\w-]*):sagemaker:([\w-]+):\d+:processing-job/(.+)$")
+
+
+def parse_step(details: str | None) -> int | None:
+    """The step in ``StatusDetails`` ("... of the rule X at step 500 resulted in ..."), if any."""
+    if not details:
+        return None
+    m = _STEP_RE.search(details)
+    return int(m.group(1)) if m else None
+
+
+def logs_url(rule_job_arn: str | None) -> str | None:
+    """CloudWatch console link to the rule evaluation (processing) job's log streams."""
+    if not rule_job_arn:
+        return None
+    m = _ARN_RE.match(rule_job_arn)
+    if not m:
+        return None
+    partition, region, job = m.groups()
+    domain = "console.amazonaws.cn" if partition == "aws-cn" else "console.aws.amazon.com"
+    if partition == "aws-us-gov":
+        domain = "console.amazonaws-us-gov.com"
+    # The console's fragment uses its own escaping: "$25" for "%", applied twice to the group name.
+    group = quote(quote("/aws/sagemaker/ProcessingJobs", safe=""), safe="").replace("%", "$")
+    stream = quote(quote(f"?logStreamNameFilter={job}", safe=""), safe="").replace("%", "$")
+    return (f"https://{region}.{domain}/cloudwatch/home?region={region}"
+            f"#logsV2:log-groups/log-group/{group}/log-events{stream}")
+
+
+def _as_time(value: Any) -> pd.Timestamp | None:
+    if value is None:
+        return None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return pd.Timestamp(float(value), unit="s", tz="UTC")
+    ts = pd.Timestamp(value)
+    return ts.tz_localize("UTC") if ts.tzinfo is None else ts.tz_convert("UTC")
+
+
+def _rows(desc: dict[str, Any]) -> list[dict[str, Any]]:
+    job = desc.get("TrainingJobName", "")
+    rows: list[dict[str, Any]] = []
+    for kind, status_key, config_key in (
+        ("debugger", "DebugRuleEvaluationStatuses", "DebugRuleConfigurations"),
+        ("profiler", "ProfilerRuleEvaluationStatuses", "ProfilerRuleConfigurations"),
+    ):
+        seen = set()
+        for st in desc.get(status_key) or ():
+            name = st.get("RuleConfigurationName", "")
+            seen.add(name)
+            details = st.get("StatusDetails")
+            arn = st.get("RuleEvaluationJobArn")
+            rows.append(
+                {
+                    "job_name": job,
+                    "rule": name,
+                    "kind": kind,
+                    "status": st.get("RuleEvaluationStatus"),
+                    "step": parse_step(details),
+                    "details": details.strip() if isinstance(details, str) else None,
+                    "last_modified": _as_time(st.get("LastModifiedTime")),
+                    "rule_job_arn": arn,
+                    "logs_url": logs_url(arn),
+                }
+            )
+        # Configured rules appear in the statuses only once their evaluation job exists.
+        for cfg in desc.get(config_key) or ():
+            name = cfg.get("RuleConfigurationName", "")
+            if name and name not in seen:
+                rows.append({"job_name": job, "rule": name, "kind": kind, "status": None, "step": None,
+                             "details": None, "last_modified": None, "rule_job_arn": None, "logs_url": None})
+    return rows
+
+
+def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    df = pd.DataFrame(rows, columns=RULE_COLUMNS)
+    df["step"] = pd.array(df["step"].tolist(), dtype="Int64")
+    df["last_modified"] = pd.to_datetime(df["last_modified"], utc=True)
+    return df
+
+
+def rule_summary(
+    job_name: str, *, sagemaker_client: Any = None, description: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """One row per Debugger and profiler rule of ``job_name``: columns :data:`RULE_COLUMNS`.
+
+    ``status`` is ``None`` for a configured rule whose evaluation has not started; ``step`` is parsed from
+    ``StatusDetails``. ``description`` (a DescribeTrainingJob response) skips the API call.
+    """
+    if not isinstance(job_name, str) or not job_name:
+        raise ConfigError(f"job_name must be a training job name, got {job_name!r}", field="job_name",
+                          value=job_name)
+    desc = description if description is not None else _describe(job_name, sagemaker_client)
+    desc = {"TrainingJobName": job_name, **desc}
+    df = _frame(_rows(desc))
+    df.attrs["training_job_status"] = desc.get("TrainingJobStatus")
+    return df
+
+
+def rule_summary_many(
+    name_prefix: str | None = None,
+    since: TimeLike = None,
+    until: TimeLike = None,
+    *,
+    max_jobs: int = 200,
+    sagemaker_client: Any = None,
+    workers: int = 8,
+) -> pd.DataFrame:
+    """The rule summary of every training job whose name starts with ``name_prefix``, created in the window.
+
+    Jobs are listed with the ListTrainingJobs paginator (newest first, at most ``max_jobs``) and described
+    in parallel; the frame has :data:`RULE_COLUMNS` plus ``job_status`` and ``creation_time``.
+    """
+    if not isinstance(max_jobs, int) or isinstance(max_jobs, bool) or max_jobs < 1:
+        raise ConfigError(f"max_jobs must be a positive integer, got {max_jobs!r}", field="max_jobs", value=max_jobs)
+    sm = sagemaker_client if sagemaker_client is not None else _default_sagemaker()
+    kwargs: dict[str, Any] = {"SortBy": "CreationTime", "SortOrder": "Descending"}
+    if name_prefix:
+        kwargs["NameContains"] = name_prefix
+    since_ns, until_ns = to_epoch_ns(since, "since"), to_epoch_ns(until, "until")
+    if since_ns is not None:
+        kwargs["CreationTimeAfter"] = datetime.fromtimestamp(since_ns / 1e9, tz=UTC)
+    if until_ns is not None:
+        kwargs["CreationTimeBefore"] = datetime.fromtimestamp(until_ns / 1e9, tz=UTC)
+    jobs: list[dict[str, Any]] = []
+    for page in sm.get_paginator("list_training_jobs").paginate(**kwargs):
+        for js in page.get("TrainingJobSummaries", ()):
+            if name_prefix and not js["TrainingJobName"].startswith(name_prefix):
+                continue  # NameContains matches anywhere in the name
+            jobs.append(js)
+        if len(jobs) >= max_jobs:
+            break
+    jobs = jobs[:max_jobs]
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        descs = list(pool.map(lambda js: _describe(js["TrainingJobName"], sm), jobs))
+    rows: list[dict[str, Any]] = []
+    for js, desc in zip(jobs, descs, strict=True):
+        for row in _rows({"TrainingJobName": js["TrainingJobName"], **desc}):
+            row["job_status"] = desc.get("TrainingJobStatus", js.get("TrainingJobStatus"))
+            row["creation_time"] = _as_time(js.get("CreationTime"))
+            rows.append(row)
+    df = pd.DataFrame(rows, columns=[*RULE_COLUMNS, "job_status", "creation_time"])
+    df["step"] = pd.array(df["step"].tolist(), dtype="Int64")
+    df["last_modified"] = pd.to_datetime(df["last_modified"], utc=True)
+    df["creation_time"] = pd.to_datetime(df["creation_time"], utc=True)
+    df.attrs["jobs"] = len(jobs)
+    return df
+
+
+def _settled(df: pd.DataFrame) -> bool:
+    return bool(df["status"].isin(SETTLED_STATUSES).all())
+
+
+def wait_for_rules(
+    job_name: str,
+    *,
+    poll_s: float = 30.0,
+    timeout_s: float = 3600.0,
+    sagemaker_client: Any = None,
+    progress: bool | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> pd.DataFrame:
+    """Poll until every rule of ``job_name`` has a final status; returns the last rule summary.
+
+    Prints one progress line per change to stderr (when a TTY, or ``progress=True``). Raises
+    :class:`~smx_debug.errors.AwsError` (code ``RulesNotSettled``) after ``timeout_s``.
+    """
+    for field, value in (("poll_s", poll_s), ("timeout_s", timeout_s)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise ConfigError(f"{field} must be a positive number of seconds, got {value!r}", field=field,
+                              value=value)
+    sm = sagemaker_client if sagemaker_client is not None else _default_sagemaker()
+    show = sys.stderr.isatty() if progress is None else progress
+    deadline = clock() + timeout_s
+    last_line = ""
+    while True:
+        df = rule_summary(job_name, sagemaker_client=sm)
+        counts = df["status"].fillna("NotStarted").value_counts().sort_index()
+        line = ", ".join(f"{k}: {v}" for k, v in counts.items()) or "no rules"
+        if show and line != last_line:
+            print(f"{job_name}: {line}", file=sys.stderr)
+        last_line = line
+        if _settled(df):
+            return df
+        if clock() >= deadline:
+            raise AwsError(
+                f"rules of training job {job_name!r} not settled after {timeout_s:g} s ({line})",
+                code="RulesNotSettled",
+                operation="DescribeTrainingJob",
+            )
+        sleep(poll_s)

@@ -1,0 +1,290 @@
+"""Where profiler output lives: a local directory or an S3 prefix, behind one small interface.
+
+A :class:`Source` lists objects (relative key, size, ETag) under its root and reads them as bytes, in memory.
+:meth:`Source.map` fetches many objects with a bounded thread pool and applies a function to each in the
+worker thread, so parsing (pyarrow releases the GIL) overlaps with the next downloads.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypeVar
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from smx_debug.errors import AwsError, ConfigError, NotFoundError
+
+__all__ = [
+    "DEFAULT_WORKERS",
+    "JobPaths",
+    "LocalSource",
+    "ObjectInfo",
+    "S3Source",
+    "Source",
+    "job_paths",
+    "open_source",
+    "split_s3_uri",
+]
+
+DEFAULT_WORKERS = 16
+T = TypeVar("T")
+
+
+def _default_s3() -> Any:
+    return boto3.client("s3", config=Config(retries={"mode": "standard"}, max_pool_connections=32))
+
+
+def _default_sagemaker() -> Any:
+    return boto3.client("sagemaker", config=Config(retries={"mode": "standard"}))
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One object under a source root: ``key`` is relative to the root, with ``/`` separators."""
+
+    key: str
+    size: int
+    etag: str
+
+
+class Source(Protocol):
+    """A readable tree of profiler output."""
+
+    @property
+    def uri(self) -> str:
+        """The root, as the user would write it."""
+        ...
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        """Every object whose relative key starts with ``prefix``, sorted by key."""
+        ...
+
+    def read(self, key: str) -> bytes:
+        """The whole object at relative ``key``."""
+        ...
+
+    def map(
+        self, keys: Iterable[str], fn: Callable[[str, bytes], T], *, workers: int = DEFAULT_WORKERS
+    ) -> Iterator[tuple[str, T]]:
+        """Read each key and apply ``fn(key, data)`` in a worker thread; yields in the order of ``keys``."""
+        ...
+
+
+def _bounded_map(
+    read: Callable[[str], bytes], keys: Iterable[str], fn: Callable[[str, bytes], T], workers: int
+) -> Iterator[tuple[str, T]]:
+    # At most workers + cores objects are in flight, so memory stays bounded whatever the number of keys.
+    window = max(1, workers + (os.cpu_count() or 1))
+    # Downloads may run wide, but parsing is CPU-bound: at most one parse per core at a time.
+    cpu = threading.BoundedSemaphore(os.cpu_count() or 1)
+
+    def task(key: str) -> T:
+        data = read(key)
+        with cpu:
+            return fn(key, data)
+
+    with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="smx-read") as pool:
+        pending: list[tuple[str, Future[T]]] = []
+        for key in keys:
+            pending.append((key, pool.submit(task, key)))
+            if len(pending) >= window:
+                done_key, fut = pending.pop(0)
+                yield done_key, fut.result()
+        for done_key, fut in pending:
+            yield done_key, fut.result()
+
+
+class LocalSource:
+    """A directory on disk."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    @property
+    def uri(self) -> str:
+        return str(self.root)
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        out: list[ObjectInfo] = []
+        base = str(self.root)
+        start = self.root / prefix.rsplit("/", 1)[0] if "/" in prefix else self.root
+        if not start.is_dir():
+            return out
+        for dirpath, _dirs, files in os.walk(start):
+            for name in files:
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, base).replace(os.sep, "/")
+                if not rel.startswith(prefix):
+                    continue
+                st = os.stat(full)
+                out.append(ObjectInfo(rel, st.st_size, f"{st.st_mtime_ns}-{st.st_size}"))
+        out.sort(key=lambda o: o.key)
+        return out
+
+    def read(self, key: str) -> bytes:
+        return (self.root / key).read_bytes()
+
+    def map(
+        self, keys: Iterable[str], fn: Callable[[str, bytes], T], *, workers: int = DEFAULT_WORKERS
+    ) -> Iterator[tuple[str, T]]:
+        # Disk reads are cheap; two threads per core keep parsing busy without oversubscribing.
+        return _bounded_map(self.read, keys, fn, min(workers, 2 * (os.cpu_count() or 1)))
+
+
+class S3Source:
+    """A prefix in an S3 bucket, read through an injected boto3 client."""
+
+    def __init__(self, bucket: str, prefix: str, *, s3_client: Any = None) -> None:
+        self.bucket = bucket
+        self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
+        self.s3 = s3_client if s3_client is not None else _default_s3()
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{self.prefix}"
+
+    def list(self, prefix: str = "") -> list[ObjectInfo]:
+        out: list[ObjectInfo] = []
+        full = self.prefix + prefix
+        try:
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
+                for obj in page.get("Contents", ()):
+                    out.append(ObjectInfo(obj["Key"][len(self.prefix):], int(obj["Size"]), obj.get("ETag", "")))
+        except ClientError as exc:
+            raise _translate(exc, "ListObjectsV2", f"s3://{self.bucket}/{full}") from exc
+        out.sort(key=lambda o: o.key)
+        return out
+
+    def has_prefix(self, prefix: str) -> bool:
+        """Whether any object's relative key starts with ``prefix`` (one cheap request)."""
+        try:
+            resp = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=self.prefix + prefix, MaxKeys=1)
+        except ClientError as exc:
+            raise _translate(exc, "ListObjectsV2", f"s3://{self.bucket}/{self.prefix}{prefix}") from exc
+        return bool(resp.get("KeyCount") or resp.get("Contents"))
+
+    def read(self, key: str) -> bytes:
+        try:
+            body = self.s3.get_object(Bucket=self.bucket, Key=self.prefix + key)["Body"]
+            data: bytes = body.read()
+            return data
+        except ClientError as exc:
+            raise _translate(exc, "GetObject", f"s3://{self.bucket}/{self.prefix}{key}") from exc
+
+    def map(
+        self, keys: Iterable[str], fn: Callable[[str, bytes], T], *, workers: int = DEFAULT_WORKERS
+    ) -> Iterator[tuple[str, T]]:
+        return _bounded_map(self.read, keys, fn, workers)
+
+
+def _translate(exc: ClientError, operation: str, where: str) -> Exception:
+    code = exc.response.get("Error", {}).get("Code", "")
+    if code in {"NoSuchBucket", "NoSuchKey", "404"}:
+        return NotFoundError(f"{where} does not exist ({code})")
+    if code in {"AccessDenied", "403", "AllAccessDisabled"}:
+        return AwsError(f"access denied to {where}", code=code, operation=operation)
+    return exc
+
+
+def split_s3_uri(uri: str) -> tuple[str, str]:
+    """``s3://bucket/a/b`` -> ``("bucket", "a/b")``."""
+    if not uri.startswith("s3://") or len(uri) <= 5 or uri[5] == "/":
+        raise ConfigError(f"not an S3 URI: {uri!r}", field="uri", value=uri)
+    bucket, _, key = uri[5:].partition("/")
+    return bucket, key
+
+
+@dataclass(frozen=True)
+class JobPaths:
+    """The S3 locations of one training job's Debugger output, from DescribeTrainingJob."""
+
+    job_name: str
+    debugger: str | None
+    profiler: str | None
+    rule_output: str | None
+
+
+def _describe(job_name: str, sagemaker_client: Any) -> dict[str, Any]:
+    sm = sagemaker_client if sagemaker_client is not None else _default_sagemaker()
+    try:
+        desc: dict[str, Any] = sm.describe_training_job(TrainingJobName=job_name)
+        return desc
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code", "")
+        message = exc.response.get("Error", {}).get("Message", "")
+        if (code == "ValidationException" and "not found" in message.lower()) or code == "ResourceNotFound":
+            raise NotFoundError(f"training job {job_name!r} not found") from exc
+        raise
+
+
+def _join(base: str, *parts: str) -> str:
+    return "/".join([base.rstrip("/"), *parts]) + "/"
+
+
+def job_paths(job_name: str, *, sagemaker_client: Any = None, description: dict[str, Any] | None = None) -> JobPaths:
+    """The job's debugger (tensors), profiler and rule-output S3 prefixes.
+
+    Debugger writes tensors under ``DebugHookConfig.S3OutputPath/<job>/debug-output/``, profiler data under
+    ``ProfilerConfig.S3OutputPath/<job>/profiler-output/`` and rule outputs under ``.../<job>/rule-output/``.
+    """
+    desc = description if description is not None else _describe(job_name, sagemaker_client)
+    hook = (desc.get("DebugHookConfig") or {}).get("S3OutputPath")
+    prof = (desc.get("ProfilerConfig") or {}).get("S3OutputPath")
+    rule_base = prof or hook
+    return JobPaths(
+        job_name=job_name,
+        debugger=_join(hook, job_name, "debug-output") if hook else None,
+        profiler=_join(prof, job_name, "profiler-output") if prof else None,
+        rule_output=_join(rule_base, job_name, "rule-output") if rule_base else None,
+    )
+
+
+def open_source(
+    job_or_path: str | os.PathLike[str] | Source,
+    *,
+    sagemaker_client: Any = None,
+    s3_client: Any = None,
+    output: Literal["profiler", "rule"] = "profiler",
+) -> Source:
+    """Resolve a training job name, an ``s3://`` URI or a local path to the job's profiler-output root.
+
+    A local directory (or S3 prefix) that contains a ``profiler-output`` folder is resolved to that folder.
+    With ``output="rule"`` a job name resolves to its ``rule-output/`` prefix and paths are taken as given.
+    """
+    if isinstance(job_or_path, LocalSource | S3Source):
+        return job_or_path
+    if not isinstance(job_or_path, str | os.PathLike):
+        raise ConfigError(
+            f"job_or_path must be a job name, an s3:// URI or a path, got {job_or_path!r}",
+            field="job_or_path",
+            value=job_or_path,
+        )
+    text = os.fspath(job_or_path)
+    if not text:
+        raise ConfigError("job_or_path is empty: ''", field="job_or_path", value=text)
+    if text.startswith("s3://"):
+        bucket, key = split_s3_uri(text)
+        src = S3Source(bucket, key, s3_client=s3_client)
+        if output == "profiler" and src.has_prefix("profiler-output/"):
+            return S3Source(bucket, src.prefix + "profiler-output/", s3_client=src.s3)
+        return src
+    path = Path(text)
+    if path.exists():
+        if output == "profiler" and (path / "profiler-output").is_dir():
+            path = path / "profiler-output"
+        return LocalSource(path)
+    if os.sep in text or text.startswith("."):
+        raise NotFoundError(f"local path {text!r} does not exist")
+    paths = job_paths(text, sagemaker_client=sagemaker_client)
+    where = paths.profiler if output == "profiler" else paths.rule_output
+    if where is None:
+        raise NotFoundError(f"training job {text!r} has no ProfilerConfig.S3OutputPath: profiling was off")
+    bucket, key = split_s3_uri(where)
+    return S3Source(bucket, key, s3_client=s3_client)

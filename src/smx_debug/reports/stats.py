@@ -1,0 +1,107 @@
+"""The statistics the Debugger profiler report shows, computed from our DataFrames (vectorised)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from smx_debug.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_STDDEV",
+    "PERCENTILES",
+    "step_outliers",
+    "step_statistics",
+    "training_phases",
+    "utilization_stats",
+]
+
+PERCENTILES = (0.5, 0.9, 0.95, 0.99)
+# smdebug_rulesconfig's StepOutlier default: a step is an outlier above mean + 3 standard deviations.
+DEFAULT_STDDEV = 3.0
+
+
+def _need(df: pd.DataFrame, cols: Sequence[str], what: str) -> None:
+    missing = [c for c in cols if c not in df.columns]
+    if missing:
+        raise ConfigError(f"{what} lacks columns {missing}", field=what, value=list(df.columns))
+
+
+def utilization_stats(system: pd.DataFrame, by: Sequence[str] = ("node", "dimension")) -> pd.DataFrame:
+    """Per group (default node and dimension): count, mean, min, max, p50, p90, p95, p99 of ``value``."""
+    _need(system, [*by, "value"], "system")
+    g = system.groupby(list(by), observed=True, sort=True)["value"]
+    out = g.agg(["count", "mean", "min", "max"])
+    q = g.quantile(np.array(PERCENTILES)).unstack(-1)
+    q.columns = [f"p{round(p * 100)}" for p in PERCENTILES]
+    return out.join(q).reset_index()
+
+
+def training_phases(
+    steps: pd.DataFrame, job_start: object = None, job_end: object = None
+) -> pd.DataFrame:
+    """Initialization (job start to first step), training loop, finalization (last step to job end).
+
+    ``job_start``/``job_end`` default to the first step start and the last step end (the outer phases are
+    then empty); pass the job's times (DescribeTrainingJob, or the first and last system metric).
+    """
+    _need(steps, ["start", "end"], "steps")
+    if steps.empty:
+        raise ConfigError("steps is empty: no training steps to find phases in", field="steps", value=0)
+    first, last = steps["start"].min(), steps["end"].max()
+    start = pd.Timestamp(job_start) if job_start is not None else first  # type: ignore[arg-type]
+    end = pd.Timestamp(job_end) if job_end is not None else last  # type: ignore[arg-type]
+    start = start.tz_localize("UTC") if start.tzinfo is None else start
+    end = end.tz_localize("UTC") if end.tzinfo is None else end
+    bounds = [
+        ("initialization", start, min(first, end)),
+        ("training_loop", first, last),
+        ("finalization", max(last, start), end),
+    ]
+    total = max((end - start).total_seconds(), 0.0)
+    rows = []
+    for phase, a, b in bounds:
+        secs = max((b - a).total_seconds(), 0.0)
+        rows.append({"phase": phase, "start": a, "end": b, "seconds": secs,
+                     "percent": 100.0 * secs / total if total else np.nan})
+    return pd.DataFrame(rows)
+
+
+def _check_stddev(stddev: float) -> None:
+    if isinstance(stddev, bool) or not isinstance(stddev, int | float) or not stddev > 0:
+        raise ConfigError(f"stddev must be a positive number, got {stddev!r}", field="stddev", value=stddev)
+
+
+def step_statistics(
+    steps: pd.DataFrame, stddev: float = DEFAULT_STDDEV, by: Sequence[str] = ("node", "rank", "mode")
+) -> pd.DataFrame:
+    """Per group: count, mean, std, min, p50, p95, max of ``duration`` and the number of outliers.
+
+    An outlier is a step with duration > mean + ``stddev`` * std of its group (StepOutlier's definition).
+    """
+    _check_stddev(stddev)
+    _need(steps, [*by, "duration"], "steps")
+    g = steps.groupby(list(by), observed=True, sort=True)["duration"]
+    out = g.agg(["count", "mean", "std", "min", "max"])
+    q = g.quantile(np.array([0.5, 0.95])).unstack(-1)
+    q.columns = ["p50", "p95"]
+    out = out.join(q)
+    thr = (g.transform("mean") + stddev * g.transform("std").fillna(0.0))
+    out["outliers"] = (steps["duration"] > thr).groupby([steps[c] for c in by], observed=True).sum()
+    out["threshold"] = out["mean"] + stddev * out["std"].fillna(0.0)
+    return out[["count", "mean", "std", "min", "p50", "p95", "max", "threshold", "outliers"]].reset_index()
+
+
+def step_outliers(
+    steps: pd.DataFrame, stddev: float = DEFAULT_STDDEV, by: Sequence[str] = ("node", "rank", "mode")
+) -> pd.DataFrame:
+    """The steps whose duration exceeds mean + ``stddev`` * std of their group, with that threshold."""
+    _check_stddev(stddev)
+    _need(steps, [*by, "duration"], "steps")
+    g = steps.groupby(list(by), observed=True, sort=False)["duration"]
+    thr = g.transform("mean") + stddev * g.transform("std").fillna(0.0)
+    out = steps[steps["duration"] > thr].copy()
+    out["threshold"] = thr[out.index]
+    return out.reset_index(drop=True)

@@ -1,0 +1,267 @@
+"""System metrics reader: real smdebug fixtures, generated data, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from smx_debug.errors import ConfigError, NotFoundError
+from smx_debug.reports import (
+    SYSTEM_COLUMNS,
+    LocalSource,
+    SystemMetricsReader,
+    parse_system_file,
+    system_metrics,
+    system_metrics_wide,
+)
+from smx_debug.reports.system import _parse_fast
+from smx_debug.simulate import Simulation, SimulationSpec
+
+RES = Path("fixtures/awslabs+sagemaker-debugger/tests/profiler/resources")
+
+
+def _oracle(*files: Path) -> pd.DataFrame:
+    """The expected rows, by json.loads of every complete line (smdebug's semantics)."""
+    rows = []
+    for f in files:
+        for line in f.read_bytes().splitlines():
+            try:
+                r = json.loads(line)
+            except ValueError:
+                continue
+            rows.append(
+                {
+                    "timestamp": pd.Timestamp(int(r["Timestamp"] * 1e6) * 1000, tz="UTC"),
+                    "node": r["NodeId"],
+                    "type": r["Type"],
+                    "name": r.get("Name"),
+                    "dimension": r["Dimension"],
+                    "value": float(r["Value"]),
+                }
+            )
+    return _plain(pd.DataFrame(rows, columns=SYSTEM_COLUMNS))
+
+
+def _plain(df: pd.DataFrame) -> pd.DataFrame:
+    out = df.copy()
+    for c in ("node", "type", "name", "dimension"):
+        out[c] = pd.Series(out[c].astype(object).where(out[c].notna(), None), dtype=object)
+    return out.reset_index(drop=True)
+
+
+def _small_spec(**kw: object) -> SimulationSpec:
+    base: dict[str, object] = {"nodes": 2, "cpus": 4, "gpus": 1, "duration_s": 300.0, "initialization_s": 30.0,
+                               "finalization_s": 30.0, "interval_ms": 1000, "io_every": 5}
+    base.update(kw)
+    return SimulationSpec(**base)  # type: ignore[arg-type]
+
+
+class CountingSource(LocalSource):
+    """A local source that records which keys were read."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(root)
+        self.reads: list[str] = []
+
+    def read(self, key: str) -> bytes:
+        self.reads.append(key)
+        return super().read(key)
+
+
+def test_system_metrics_smdebug_fixture_matches_json_oracle(data_dir: Path) -> None:
+    folder = data_dir / RES / "test_traces"
+    df = system_metrics(folder)
+    files = sorted((folder / "system" / "incremental").glob("*.json"))
+    assert list(df.columns) == SYSTEM_COLUMNS
+    assert df.dtypes.astype(str).to_dict() == {
+        "timestamp": "datetime64[ns, UTC]", "node": "category", "type": "category", "name": "category",
+        "dimension": "category", "value": "float64",
+    }
+    pd.testing.assert_frame_equal(_plain(df), _oracle(*files))
+    assert df.attrs["files"] == 3
+    assert df.attrs["skipped_lines"] == 0
+
+
+def test_system_metrics_truncated_last_line_skipped_and_counted(data_dir: Path, tmp_path: Path) -> None:
+    src = data_dir / RES / "1591160699.algo-1.json.corrupt"
+    target = tmp_path / "system" / "incremental" / "1591160699.algo-1.json"
+    target.parent.mkdir(parents=True)
+    shutil.copy(src, target)
+    df = system_metrics(tmp_path)
+    pd.testing.assert_frame_equal(_plain(df), _oracle(src))
+    assert len(df) == 13
+    assert df.attrs["skipped_lines"] == 1
+    assert df.attrs["skipped_by_file"] == {"system/incremental/1591160699.algo-1.json": 1}
+
+
+LINE = {"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization", "Value": 4.5, "NodeId": "algo-1",
+        "Timestamp": 1591160699.25}
+
+
+def _lines(*records: object) -> bytes:
+    return b"".join((r if isinstance(r, bytes) else json.dumps(r).encode()) + b"\n" for r in records)
+
+
+@pytest.mark.parametrize(
+    ("content", "rows", "skipped"),
+    [
+        (_lines(LINE, LINE), 2, 0),
+        (_lines(LINE, {**LINE, "Extra": [1, 2]}), 2, 0),
+        (_lines(dict(reversed(list(LINE.items())))), 1, 0),
+        (_lines({k: v for k, v in LINE.items() if k != "Name"}), 1, 0),
+        (_lines(LINE, {**LINE, "Value": "high"}), 1, 1),
+        (_lines(LINE, {k: v for k, v in LINE.items() if k != "Timestamp"}), 1, 1),
+        (_lines(LINE, b"not json at all", LINE), 2, 1),
+        (_lines(LINE, [1, 2, 3]), 1, 1),
+        (_lines({**LINE, "Type": "quantum", "Dimension": "QubitUtilization"}), 1, 0),
+        (_lines({**LINE, "Name": "c\"pu"}), 1, 0),
+        (b"", 0, 0),
+        (b"\n  \n", 0, 0),
+        (_lines(LINE)[:-20], 0, 1),
+    ],
+    ids=["canonical", "extra-key", "other-order", "no-name", "string-value", "no-timestamp", "garbage-line",
+         "array-line", "unknown-type", "escaped-name", "empty", "blank", "only-truncated"],
+)
+def test_parse_system_file_bad_or_odd_records_skipped_and_counted(content: bytes, rows: int, skipped: int) -> None:
+    table, n_skipped = parse_system_file(content)
+    assert (table.num_rows, n_skipped) == (rows, skipped)
+    expected = []
+    for line in content.splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(r, dict) and isinstance(r.get("Value"), float) and "Timestamp" in r:
+            expected.append((r["Type"], r.get("Name"), r["Value"]))
+    got = list(zip(table.column("type").to_pylist(), table.column("name").to_pylist(),
+                   table.column("value").to_pylist(), strict=True))
+    assert got == expected
+
+
+def test_parse_system_file_fast_and_general_paths_agree(tmp_path: Path) -> None:
+    sim = Simulation(_small_spec())
+    _key, data, records = sim.system_file(0, sim.minutes()[1])
+    fast, skipped_fast = _parse_fast(data)
+    # A JSON escape anywhere sends the file down the general path.
+    general, skipped_general = parse_system_file(data.replace(b'"cpu0"', b'"\\u0063pu0"'))
+    assert fast.num_rows == general.num_rows == records
+    assert skipped_fast == skipped_general == 0
+    assert fast.to_pandas().astype(object).equals(general.to_pandas().astype(object))
+
+
+def test_system_metrics_generated_matches_json_oracle(tmp_path: Path) -> None:
+    res = Simulation(_small_spec()).write_local(tmp_path)
+    df = system_metrics(tmp_path)
+    files = [tmp_path / k for k in res.keys if k.startswith("system/")]
+    assert len(df) == res.records
+    pd.testing.assert_frame_equal(_plain(df), _oracle(*sorted(files, key=lambda p: (p.name.split(".")[0], p.name))))
+
+
+def test_system_metrics_window_and_nodes_skip_files_entirely(tmp_path: Path) -> None:
+    spec = _small_spec()
+    Simulation(spec).write_local(tmp_path)
+    t0 = spec.job_start.timestamp()
+    src = CountingSource(tmp_path)
+    df = system_metrics(src, start=t0 + 90, end=pd.Timestamp(t0 + 150, unit="s", tz="UTC"), nodes="algo-2")
+    assert sorted(src.reads) == [
+        f"system/incremental/{pd.Timestamp(m, unit='s'):%Y%m%d%H}/{m}.algo-2.json"
+        for m in (int(t0) + 60, int(t0) + 120)
+    ]
+    ts = df["timestamp"].astype("int64") / 1e9
+    assert ts.min() >= t0 + 90
+    assert ts.max() < t0 + 150
+    assert set(df["node"]) == {"algo-2"}
+    full = system_metrics(tmp_path)
+    fts = full["timestamp"].astype("int64") / 1e9
+    assert len(df) == int(((fts >= t0 + 90) & (fts < t0 + 150) & (full["node"] == "algo-2")).sum())
+
+
+def test_system_metrics_reader_refresh_reads_only_new_or_grown_files(tmp_path: Path) -> None:
+    sim = Simulation(_small_spec(nodes=1))
+    minutes = sim.minutes()
+    sim.write_local(tmp_path, minutes[:2], framework=False)
+    src = CountingSource(tmp_path)
+    reader = SystemMetricsReader(src)
+    first = reader.refresh()
+    assert len(src.reads) == 2
+    # The live job: minute 3 appears, and the file of minute 2 grows (it was still being written).
+    key2, data2, _ = sim.system_file(0, minutes[1])
+    (tmp_path / key2).write_bytes(data2 + data2.splitlines(keepends=True)[0])
+    sim.write_local(tmp_path, [minutes[2]], framework=False)
+    src.reads.clear()
+    second = reader.refresh()
+    assert sorted(src.reads) == sorted([key2, sim.system_file(0, minutes[2])[0]])
+    assert len(second) == len(first) + 1 + sim.system_file(0, minutes[2])[2]
+    src.reads.clear()
+    assert len(reader.refresh()) == len(second)
+    assert src.reads == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"start": "yesterday-ish"}, "start"),
+        ({"start": True}, "start"),
+        ({"start": 200.0, "end": 100.0}, "end"),
+        ({"workers": 0}, "workers"),
+        ({"nodes": [""]}, "nodes"),
+    ],
+)
+def test_system_metrics_bad_arguments_raise_config_error(data_dir: Path, kwargs: dict[str, object],
+                                                          field: str) -> None:
+    with pytest.raises(ConfigError) as exc:
+        system_metrics(data_dir / RES / "test_traces", **kwargs)  # type: ignore[arg-type]
+    assert exc.value.field == field
+
+
+def test_system_metrics_path_without_profiler_output_raises_not_found(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("nothing here")
+    with pytest.raises(NotFoundError, match="no system metrics under"):
+        system_metrics(tmp_path)
+
+
+def test_system_metrics_missing_local_path_raises_not_found(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match="does not exist"):
+        system_metrics(str(tmp_path / "nope"))
+
+
+def test_system_metrics_unknown_node_raises_not_found_listing_nodes(data_dir: Path) -> None:
+    with pytest.raises(NotFoundError, match=r"nodes present: \['algo-1'\]"):
+        system_metrics(data_dir / RES / "test_traces", nodes=["algo-9"])
+
+
+def test_system_metrics_empty_file_gives_empty_typed_frame(tmp_path: Path) -> None:
+    f = tmp_path / "system" / "incremental" / "2026010100" / "1767225600.algo-1.json"
+    f.parent.mkdir(parents=True)
+    f.write_bytes(b"")
+    df = system_metrics(tmp_path)
+    assert list(df.columns) == SYSTEM_COLUMNS
+    assert len(df) == 0
+    assert str(df["timestamp"].dtype) == "datetime64[ns, UTC]"
+
+
+def test_system_metrics_wide_pivots_one_column_per_metric(tmp_path: Path) -> None:
+    Simulation(_small_spec(nodes=1, gpus=1, cpus=2)).write_local(tmp_path, framework=False)
+    df = system_metrics(tmp_path)
+    wide = system_metrics_wide(df, freq="1s")
+    expected_cols = {(n, (nm if isinstance(nm, str) else t), d)
+                     for n, t, nm, d in df[["node", "type", "name", "dimension"]].astype(object).itertuples(index=False)}
+    assert set(wide.columns) == expected_cols
+    one = df[(df["name"] == "gpu0") & (df["dimension"] == "GPUUtilization")]
+    got = wide[("algo-1", "gpu0", "GPUUtilization")].dropna()
+    assert math.isclose(got.mean(), one.groupby(one["timestamp"].dt.floor("1s"))["value"].mean().mean())
+    with pytest.raises(ConfigError):
+        system_metrics_wide(df.drop(columns=["value"]))
+
+
+def test_system_metrics_progress_printed_when_asked(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    system_metrics(data_dir / RES / "test_traces", progress=True)
+    err = capsys.readouterr().err
+    assert err.endswith(": 3/3 (100%)\n")
+    system_metrics(data_dir / RES / "test_traces")  # stderr is not a terminal here: silent
+    assert capsys.readouterr().err == ""
