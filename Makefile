@@ -36,7 +36,7 @@ lint: install
 	$(VENV)/bin/ruff check src tests infra lambdas examples bench
 
 typecheck: install
-	$(VENV)/bin/mypy src
+	$(VENV)/bin/mypy src infra
 
 pytest: install browser
 	$(VENV)/bin/pytest -q

@@ -91,7 +91,8 @@ def publish_rule_metrics(
     tags: Mapping[str, str],
     clock: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
-    """Put ``RuleTriggered`` = 1 once per newly triggered rule, with {RuleName} and {TrainingJobName, RuleName}."""
+    """Put ``RuleTriggered`` = 1 once per newly triggered rule, with dimension sets {}, {RuleName} and
+    {TrainingJobName, RuleName}."""
     if not settings.watches(change.job_name, tags):
         return {"action": "metrics", "skipped": "job not watched by this deployment"}
     published: list[str] = []
@@ -105,6 +106,7 @@ def publish_rule_metrics(
             cloudwatch.put_metric_data(
                 Namespace=settings.namespace,
                 MetricData=[
+                    {**datum, "Dimensions": []},  # all rules of all jobs: the alarm_rules ["*"] alarm
                     {**datum, "Dimensions": [{"Name": "RuleName", "Value": rule.name}]},
                     {
                         **datum,

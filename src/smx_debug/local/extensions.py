@@ -8,6 +8,8 @@ in-process backends and add what is missing:
   ``Stopping`` and moves it on, so the next one shows ``Stopped`` (or call :func:`tick`). A stop of a job
   in any other status is a ``ValidationException``, as in SageMaker. Every call is counted:
   :func:`stop_calls`.
+- **Profiler fields**: moto drops ``ProfilerConfig`` and ``ProfilerRuleConfigurations`` from
+  CreateTrainingJob; they are kept and returned by DescribeTrainingJob (with ``ProfilingStatus``).
 - **Job and rule statuses**: moto creates training jobs as ``Completed`` and has no rule evaluation
   statuses. :func:`set_training_job_status` and :func:`set_rule_statuses` set them as SageMaker would,
   and DescribeTrainingJob returns ``DebugRuleEvaluationStatuses`` / ``ProfilerRuleEvaluationStatuses``.
@@ -18,6 +20,10 @@ in-process backends and add what is missing:
   function's environment, pointed at the local server. The function names its directory with the tag
   ``smx-debug:handler`` (set by the infrastructure).
 - **SNS -> Lambda**: publishing to a topic with a Lambda subscription runs the handler the same way.
+- **Bucket policy conditions**: moto's S3 applies bucket-policy statements but ignores their
+  ``Condition``, so the guard bucket's TLS-only statement (Deny when ``aws:SecureTransport`` is false)
+  would deny every request. The local S3 evaluates the unconditional statements only; GetBucketPolicy
+  still returns the policy exactly as deployed.
 - **Alarm evaluation**: moto never evaluates alarms. :func:`evaluate_alarms` reads each alarm's metric,
   compares it with the threshold, sets the state and publishes CloudWatch's notification JSON to the
   alarm's SNS actions (moto delivers SNS to SQS).
@@ -82,6 +88,7 @@ _installed = False
 _active: LocalAws | None = None
 _stop_counts: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 _pending_stop: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+_profiler_fields: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 _sns_deliveries: list[Delivery] = []
 _module_cache: dict[str, ModuleType] = {}
 _client_cache: weakref.WeakKeyDictionary[LocalAws, dict[str, Any]] = weakref.WeakKeyDictionary()
@@ -191,6 +198,7 @@ def install(aws: LocalAws | None = None) -> None:
             return
         from moto.awslambda.models import LambdaBackend
         from moto.core.responses import EmptyResult
+        from moto.s3.models import FakeBucket
         from moto.sagemaker.models import SageMakerModelBackend
         from moto.sagemaker.responses import SageMakerResponse
 
@@ -198,11 +206,27 @@ def install(aws: LocalAws | None = None) -> None:
             _stop(self.sagemaker_backend, self._get_param("TrainingJobName"))
             return EmptyResult()
 
+        original_create = SageMakerResponse.create_training_job
         original_describe = SageMakerModelBackend.describe_training_job
 
+        def create_training_job(self: Any) -> Any:
+            result = original_create(self)
+            # moto drops the profiler fields of the request; keep them as SageMaker does.
+            job = self.sagemaker_backend.training_jobs.get(self._get_param("TrainingJobName"))
+            if job is not None:
+                _profiler_fields[job] = {
+                    key: self._get_param(key)
+                    for key in ("ProfilerConfig", "ProfilerRuleConfigurations")
+                    if self._get_param(key) is not None
+                }
+            return result
+
         def describe_training_job(self: Any, training_job_name: str) -> dict[str, Any]:
-            response: dict[str, Any] = original_describe(self, training_job_name)
+            response: dict[str, Any] = dict(original_describe(self, training_job_name))
             job = self.training_jobs.get(training_job_name)
+            if job is not None and _profiler_fields.get(job):
+                response.update(copy.deepcopy(_profiler_fields[job]))
+                response.setdefault("ProfilingStatus", "Enabled")
             if job is not None and _pending_stop.get(job):
                 _advance(job)  # shown as Stopping this time, Stopped on the next describe
             return response
@@ -218,7 +242,20 @@ def install(aws: LocalAws | None = None) -> None:
                 return
             _sns_deliveries.append(_deliver_sns(_active, function_name, message, subject))
 
+        def get_permission(self: Any, action: str, resource: str) -> Any:
+            from moto.iam.access_control import IAMPolicy, PermissionResult
+
+            if self.policy is None:
+                return PermissionResult.NEUTRAL
+            document = json.loads(self.policy)
+            statements = document.get("Statement", [])
+            statements = [statements] if isinstance(statements, dict) else statements
+            document["Statement"] = [st for st in statements if "Condition" not in st]
+            return IAMPolicy(json.dumps(document)).is_action_permitted(action, resource)
+
         setattr(SageMakerResponse, "stop_training_job", stop_training_job)  # noqa: B010 (moto has no such call)
+        setattr(FakeBucket, "get_permission", get_permission)  # noqa: B010
+        setattr(SageMakerResponse, "create_training_job", create_training_job)  # noqa: B010
         setattr(SageMakerModelBackend, "describe_training_job", describe_training_job)  # noqa: B010
         setattr(LambdaBackend, "send_sns_message", send_sns_message)  # noqa: B010
         _installed = True

@@ -85,3 +85,58 @@ def test_set_training_job_status_rejects_unknown_status(stack: Stack) -> None:
     create_job(stack.aws, "ext-bad", {})
     with pytest.raises(ConfigError, match="'Exploded'"):
         ext.set_training_job_status(stack.aws, "ext-bad", "Exploded")
+
+
+def test_create_training_job_profiler_fields_are_kept_and_described(stack: Stack) -> None:
+    """moto drops ProfilerConfig/ProfilerRuleConfigurations; the extension keeps them as SageMaker does."""
+    aws, sagemaker = stack.aws, client(stack.aws, "sagemaker")
+    profiler = {"S3OutputPath": "s3://smx-out/debugger", "ProfilingIntervalInMilliseconds": 500}
+    rules = [
+        {
+            "RuleConfigurationName": "CPUBottleneck",
+            "RuleEvaluatorImage": "895741380848.dkr.ecr.us-west-2.amazonaws.com/sagemaker-debugger-rules:latest",
+            "RuleParameters": {"rule_to_invoke": "CPUBottleneck", "threshold": "50"},
+        }
+    ]
+    sagemaker.create_training_job(
+        TrainingJobName="ext-profiler",
+        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
+                                "TrainingInputMode": "File"},
+        RoleArn="arn:aws:iam::123456789012:role/smx-training",
+        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
+        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+        ProfilerConfig=profiler,
+        ProfilerRuleConfigurations=rules,
+    )
+    desc = sagemaker.describe_training_job(TrainingJobName="ext-profiler")
+    assert desc["ProfilerConfig"] == profiler
+    assert desc["ProfilerRuleConfigurations"] == rules
+    assert desc["ProfilingStatus"] == "Enabled"
+    create_job(aws, "ext-no-profiler", {})
+    assert "ProfilerConfig" not in sagemaker.describe_training_job(TrainingJobName="ext-no-profiler")
+
+
+def test_bucket_policy_conditional_deny_is_not_applied_unconditionally(stack: Stack) -> None:
+    """moto ignores policy conditions; a TLS-only Deny must not lock everyone out of the local bucket."""
+    import json
+
+    s3 = client(stack.aws, "s3")
+    s3.create_bucket(Bucket="ext-tls-only", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Sid": "TlsOnly", "Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "s3:*",
+             "Resource": ["arn:aws:s3:::ext-tls-only", "arn:aws:s3:::ext-tls-only/*"],
+             "Condition": {"Bool": {"aws:SecureTransport": "false"}}},
+            {"Sid": "NoDeletes", "Effect": "Deny", "Principal": {"AWS": "*"}, "Action": "s3:DeleteObject",
+             "Resource": "arn:aws:s3:::ext-tls-only/*"},
+        ],
+    }
+    s3.put_bucket_policy(Bucket="ext-tls-only", Policy=json.dumps(policy))
+    s3.put_object(Bucket="ext-tls-only", Key="k", Body=b"x")
+    assert s3.get_object(Bucket="ext-tls-only", Key="k")["Body"].read() == b"x"
+    assert json.loads(s3.get_bucket_policy(Bucket="ext-tls-only")["Policy"]) == policy
+    with pytest.raises(ClientError) as info:  # unconditional statements still apply
+        s3.delete_object(Bucket="ext-tls-only", Key="k")
+    assert info.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403

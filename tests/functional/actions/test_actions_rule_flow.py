@@ -91,6 +91,7 @@ def test_rule_issues_found_stops_once_publishes_metric_and_notifies(stack: Stack
     cw = client(aws, "cloudwatch")
     metrics = cw.list_metrics(Namespace="SmxDebug", MetricName="RuleTriggered")["Metrics"]
     assert sorted(tuple((d["Name"], d["Value"]) for d in m["Dimensions"]) for m in metrics) == [
+        (),
         (("RuleName", "ExplodingTensor"),),
         (("TrainingJobName", job), ("RuleName", "ExplodingTensor")),
     ]

@@ -89,7 +89,7 @@ def test_unwatched_job_gets_no_metric_stop_or_message() -> None:
     assert (cloudwatch.data, sns.published, sagemaker.stopped) == ([], [], [])
 
 
-def test_rule_metrics_two_datapoints_once_per_rule() -> None:
+def test_rule_metrics_three_datapoints_once_per_rule() -> None:
     cloudwatch = FakeCloudWatch()
     runtime = fake_runtime(cloudwatch=cloudwatch)
     handle_rule_metrics(_event(), runtime)
@@ -98,6 +98,7 @@ def test_rule_metrics_two_datapoints_once_per_rule() -> None:
     (call,) = cloudwatch.data
     assert call["Namespace"] == "SmxDebug"
     assert [(d["MetricName"], d["Value"], d["Unit"], d["Dimensions"]) for d in call["MetricData"]] == [
+        ("RuleTriggered", 1.0, "Count", []),
         ("RuleTriggered", 1.0, "Count", [{"Name": "RuleName", "Value": "VanishingGradient"}]),
         (
             "RuleTriggered",

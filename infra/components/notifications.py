@@ -1,0 +1,50 @@
+"""SNS topics: one for people (email/SMS), one that CloudWatch alarms publish to. Both KMS-encrypted, TLS-only."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+__all__ = ["Notifications"]
+
+
+class Notifications(Construct):
+    """The notification topic (subscribed by the configured emails and phone numbers) and the alarm topic.
+
+    Attributes:
+        topic: human-readable notifications; the notify handler publishes here.
+        alarm_topic: CloudWatch alarm actions; the notify handler subscribes and rewrites them for people.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        key: kms.IKey,
+        emails: Sequence[str],
+        phone_numbers: Sequence[str],
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.topic = sns.Topic(self, "Topic", display_name="smx-debug", master_key=key, enforce_ssl=True)
+        self.alarm_topic = sns.Topic(
+            self, "AlarmTopic", display_name="smx-debug alarms", master_key=key, enforce_ssl=True
+        )
+        for email in emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+        for number in phone_numbers:
+            self.topic.add_subscription(subscriptions.SmsSubscription(number))
+        # CloudWatch publishes alarm actions to an encrypted topic only if it may use the key.
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],  # in a key policy "*" means this key
+            )
+        )

@@ -1,0 +1,125 @@
+"""The Debugger/profiler output bucket (with its access-log bucket) and the actions ledger table."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.components.nag import acknowledge
+
+__all__ = ["LedgerTable", "OutputBucket"]
+
+# What a SageMaker execution role needs on the output bucket: Debugger/profiler writes, reads for reports.
+_SAGEMAKER_OUTPUT_ACTIONS = (
+    "s3:PutObject",
+    "s3:GetObject",
+    "s3:AbortMultipartUpload",
+    "s3:ListBucket",
+    "s3:GetBucketLocation",
+)
+
+
+class OutputBucket(Construct):
+    """Encrypted, TLS-only, versioned, private bucket with a lifecycle and server access logs.
+
+    Attributes:
+        bucket: the output bucket.
+        log_bucket: the bucket that receives its server access logs.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        expiration_days: int | None,
+        transition_to_ia_days: int | None,
+        log_expiration_days: int,
+        sagemaker_role_pattern: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.log_bucket = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,  # S3 server access logging supports SSE-S3 targets only
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            versioned=True,
+            lifecycle_rules=[
+                s3.LifecycleRule(
+                    id="expire-access-logs",
+                    expiration=cdk.Duration.days(log_expiration_days),
+                    noncurrent_version_expiration=cdk.Duration.days(1),
+                )
+            ],
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        acknowledge(self.log_bucket, "AwsSolutions-S1",
+                    "This is the access-log target; logging it into itself would loop.")
+
+        rules: list[s3.LifecycleRule] = [
+            s3.LifecycleRule(id="abort-incomplete-uploads", abort_incomplete_multipart_upload_after=cdk.Duration.days(7))
+        ]
+        if expiration_days is not None or transition_to_ia_days is not None:
+            rules.append(
+                s3.LifecycleRule(
+                    id="debugger-output-retention",
+                    expiration=cdk.Duration.days(expiration_days) if expiration_days is not None else None,
+                    noncurrent_version_expiration=cdk.Duration.days(30),
+                    transitions=[
+                        s3.Transition(
+                            storage_class=s3.StorageClass.INFREQUENT_ACCESS,
+                            transition_after=cdk.Duration.days(transition_to_ia_days),
+                        )
+                    ]
+                    if transition_to_ia_days is not None
+                    else None,
+                )
+            )
+        self.bucket = s3.Bucket(
+            self,
+            "Output",
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            enforce_ssl=True,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            versioned=True,
+            server_access_logs_bucket=self.log_bucket,
+            server_access_logs_prefix="output/",
+            lifecycle_rules=rules,
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        # Principal is this account only; the condition narrows it to the SageMaker execution roles.
+        self.bucket.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="SageMakerExecutionRolesWrite",
+                principals=[iam.AccountRootPrincipal()],
+                actions=list(_SAGEMAKER_OUTPUT_ACTIONS),
+                resources=[self.bucket.bucket_arn, self.bucket.arn_for_objects("*")],
+                conditions={"StringLike": {"aws:PrincipalArn": sagemaker_role_pattern}},
+            )
+        )
+
+
+class LedgerTable(Construct):
+    """The DynamoDB table that makes each action exactly-once (partition key ``pk``, string).
+
+    Attributes:
+        table: the table.
+    """
+
+    def __init__(self, scope: Construct, construct_id: str) -> None:
+        super().__init__(scope, construct_id)
+        self.table = dynamodb.Table(
+            self,
+            "Table",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            encryption=dynamodb.TableEncryption.AWS_MANAGED,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )

@@ -1,0 +1,263 @@
+"""The deployment's configuration, read from CDK context (``cdk.json`` or ``-c key=value``).
+
+Context values arrive either as JSON (from ``cdk.json``) or as strings (from ``-c``), so every field
+accepts both spellings: lists as JSON arrays or comma-separated strings, booleans as ``true``/``false``,
+numbers as digits. Anything else is a ConfigError naming the context key and quoting the value.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from smx_debug.errors import ConfigError, UnknownNameError
+
+__all__ = ["CONTEXT_KEYS", "LOG_RETENTION_DAYS", "GuardConfig", "RetrainingConfig", "config_from_context"]
+
+# CloudWatch Logs retention periods (days) -> aws_logs.RetentionDays member; 0 means "never expire".
+LOG_RETENTION_DAYS = {
+    0: "INFINITE", 1: "ONE_DAY", 3: "THREE_DAYS", 5: "FIVE_DAYS", 7: "ONE_WEEK", 14: "TWO_WEEKS",
+    30: "ONE_MONTH", 60: "TWO_MONTHS", 90: "THREE_MONTHS", 120: "FOUR_MONTHS", 150: "FIVE_MONTHS",
+    180: "SIX_MONTHS", 365: "ONE_YEAR", 400: "THIRTEEN_MONTHS", 545: "EIGHTEEN_MONTHS", 731: "TWO_YEARS",
+    1096: "THREE_YEARS", 1827: "FIVE_YEARS", 2192: "SIX_YEARS", 2557: "SEVEN_YEARS", 2922: "EIGHT_YEARS",
+    3288: "NINE_YEARS", 3653: "TEN_YEARS",
+}
+_JOB_PREFIX = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9-]{0,62}$")
+_RULE_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")
+_EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
+_E164 = re.compile(r"^\+[1-9]\d{6,14}$")
+_ROLE_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::(\d{12}|\*):role/[\w+=,.@*/-]+$")
+_TAG_KEY = re.compile(r"^[\w.:/=+\-@]{1,128}$")
+_DEFAULT_ACTIONS = ("notify", "stop")
+
+_BASE = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+def _as_list(value: Any) -> Any:
+    """Context from ``-c`` is a string: accept a JSON array or comma-separated items."""
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            try:
+                return tuple(json.loads(text))
+            except json.JSONDecodeError:
+                return value
+        return tuple(item.strip() for item in text.split(",") if item.strip())
+    if isinstance(value, list):
+        return tuple(value)
+    return value
+
+
+def _as_bool(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in {"true", "false"}:
+        return value.strip().lower() == "true"
+    return value
+
+
+def _as_int(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return value
+
+
+class RetrainingConfig(BaseModel):
+    """The retraining workflow (context key ``retraining``, a JSON object)."""
+
+    model_config = _BASE
+
+    enabled: bool = True
+    wait_seconds: int = Field(default=300, ge=10, le=86_400)
+    max_runtime_seconds: int = Field(default=86_400, ge=60, le=2_419_200)
+
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _bool(cls, value: Any) -> Any:
+        return _as_bool(value)
+
+    @field_validator("wait_seconds", "max_runtime_seconds", mode="before")
+    @classmethod
+    def _int(cls, value: Any) -> Any:
+        return _as_int(value)
+
+
+class GuardConfig(BaseModel):
+    """Everything a deployment can set; the defaults synthesize a working, notify-only guard."""
+
+    model_config = _BASE
+
+    stack_name: str = "SmxDebugGuard"
+    watch_prefixes: tuple[str, ...] = ()
+    opt_in_tag: str | None = "smx-debug:managed"
+    default_actions: tuple[str, ...] = ("notify",)
+    notification_emails: tuple[str, ...] = ()
+    notification_sms: tuple[str, ...] = ()
+    alarm_rules: tuple[str, ...] = ("*",)
+    alarm_stops_training: bool = False
+    metric_namespace: str = "SmxDebug"
+    log_retention_days: int = 30
+    output_expiration_days: int | None = 365
+    output_transition_to_ia_days: int | None = 30
+    sagemaker_execution_role_pattern: str = "arn:aws:iam::*:role/*SageMaker*"
+    retraining: RetrainingConfig = RetrainingConfig()
+    local: bool = False
+
+    @field_validator(
+        "watch_prefixes", "default_actions", "notification_emails", "notification_sms", "alarm_rules", mode="before"
+    )
+    @classmethod
+    def _lists(cls, value: Any) -> Any:
+        return _as_list(value)
+
+    @field_validator("alarm_stops_training", "local", mode="before")
+    @classmethod
+    def _bools(cls, value: Any) -> Any:
+        return _as_bool(value)
+
+    @field_validator("log_retention_days", "output_expiration_days", "output_transition_to_ia_days", mode="before")
+    @classmethod
+    def _ints(cls, value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() in {"", "none", "null"}:
+            return None
+        return _as_int(value)
+
+    @field_validator("opt_in_tag", mode="before")
+    @classmethod
+    def _opt_in(cls, value: Any) -> Any:
+        # true: the default tag key; false/empty: no opt-in by tag; a string: that tag key.
+        value = _as_bool(value)
+        if value is True:
+            return "smx-debug:managed"
+        if value is False or value == "":
+            return None
+        return value
+
+    @field_validator("retraining", mode="before")
+    @classmethod
+    def _retraining(cls, value: Any) -> Any:
+        if isinstance(value, bool):
+            return {"enabled": value}
+        if isinstance(value, str):
+            parsed = _as_bool(value)
+            if isinstance(parsed, bool):
+                return {"enabled": parsed}
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                return value
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> GuardConfig:
+        _each(self.watch_prefixes, _JOB_PREFIX, "watch_prefixes", "a training-job name prefix")
+        _each(self.notification_emails, _EMAIL, "notification_emails", "an email address")
+        _each(self.notification_sms, _E164, "notification_sms", "an E.164 phone number like +15555550123")
+        if self.alarm_rules != ("*",):
+            _each(self.alarm_rules, _RULE_NAME, "alarm_rules", 'a RuleConfigurationName (or ["*"] alone)')
+        for action in self.default_actions:
+            if action not in _DEFAULT_ACTIONS:
+                raise ConfigError(
+                    f"default_actions: {action!r} is not one of {', '.join(_DEFAULT_ACTIONS)}",
+                    field="default_actions",
+                    value=action,
+                )
+        if self.alarm_stops_training and self.alarm_rules != ("*",):
+            raise ConfigError(
+                "alarm_stops_training: true stops every watched job whose rule fires, so it needs alarm_rules "
+                f'["*"]; got alarm_rules {list(self.alarm_rules)!r} (put a `stop` action on those rules in the '
+                "debug plan instead)",
+                field="alarm_stops_training",
+                value=True,
+            )
+        if self.opt_in_tag is not None and not _TAG_KEY.match(self.opt_in_tag):
+            raise ConfigError(f"opt_in_tag: {self.opt_in_tag!r} is not a valid tag key", field="opt_in_tag",
+                              value=self.opt_in_tag)
+        if not self.watch_prefixes and self.opt_in_tag is None:
+            raise ConfigError(
+                "watch_prefixes is empty and opt_in_tag is false: the deployment would watch no training job",
+                field="watch_prefixes",
+                value=list(self.watch_prefixes),
+            )
+        if self.log_retention_days not in LOG_RETENTION_DAYS:
+            raise ConfigError(
+                f"log_retention_days: {self.log_retention_days!r} is not a CloudWatch Logs retention "
+                f"(one of {', '.join(map(str, LOG_RETENTION_DAYS))})",
+                field="log_retention_days",
+                value=self.log_retention_days,
+            )
+        self._check_lifecycle()
+        if not _ROLE_PATTERN.match(self.sagemaker_execution_role_pattern):
+            raise ConfigError(
+                f"sagemaker_execution_role_pattern: {self.sagemaker_execution_role_pattern!r} is not an IAM role "
+                "ARN pattern like 'arn:aws:iam::*:role/SageMaker*'",
+                field="sagemaker_execution_role_pattern",
+                value=self.sagemaker_execution_role_pattern,
+            )
+        if not re.match(r"^[A-Za-z][A-Za-z0-9-]{0,127}$", self.stack_name):
+            raise ConfigError(f"stack_name: {self.stack_name!r} is not a CloudFormation stack name",
+                              field="stack_name", value=self.stack_name)
+        if not re.match(r"^[A-Za-z0-9_./#:-]{1,255}$", self.metric_namespace) or self.metric_namespace.startswith(
+            "AWS/"
+        ):
+            raise ConfigError(f"metric_namespace: {self.metric_namespace!r} is not a custom CloudWatch namespace",
+                              field="metric_namespace", value=self.metric_namespace)
+        return self
+
+    def _check_lifecycle(self) -> None:
+        expire, to_ia = self.output_expiration_days, self.output_transition_to_ia_days
+        if expire is not None and expire < 1:
+            raise ConfigError(f"output_expiration_days: {expire!r} must be at least 1 (or null to keep objects)",
+                              field="output_expiration_days", value=expire)
+        if to_ia is not None and to_ia < 30:
+            raise ConfigError(
+                f"output_transition_to_ia_days: {to_ia!r} must be at least 30 (S3 Standard-IA minimum)",
+                field="output_transition_to_ia_days", value=to_ia)
+        if expire is not None and to_ia is not None and to_ia >= expire:
+            raise ConfigError(
+                f"output_transition_to_ia_days: {to_ia!r} must be less than output_expiration_days ({expire})",
+                field="output_transition_to_ia_days", value=to_ia)
+
+
+def _each(values: tuple[str, ...], pattern: re.Pattern[str], field: str, what: str) -> None:
+    for value in values:
+        if not isinstance(value, str) or not pattern.match(value):
+            raise ConfigError(f"{field}: {value!r} is not {what}", field=field, value=value)
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{field}: {list(values)!r} lists a value twice", field=field, value=list(values))
+
+
+CONTEXT_KEYS = tuple(GuardConfig.model_fields)
+
+
+def config_from_context(context: Mapping[str, Any]) -> GuardConfig:
+    """Build the configuration from CDK context, ignoring CDK's own keys (feature flags, ``aws:cdk:...``).
+
+    Raises:
+        ConfigError: a value is malformed; names the context key and quotes the value.
+        UnknownNameError: a context key looks like ours but is not (a typo), with the closest key.
+    """
+    ours = {key: value for key, value in context.items() if key in CONTEXT_KEYS}
+    for key in context:
+        if key in CONTEXT_KEYS or key.startswith(("@", "aws:", "aws-cdk:", "cdk")) or ":" in key:
+            continue
+        close = difflib.get_close_matches(key, CONTEXT_KEYS, n=1)
+        if close:
+            raise UnknownNameError(
+                f"unknown context key {key!r}; did you mean {close[0]!r}?", name=key, suggestion=close[0]
+            )
+    try:
+        return GuardConfig.model_validate(ours)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        loc = ".".join(str(part) for part in error["loc"]) or "context"
+        key = str(error["loc"][0]) if error["loc"] else "context"
+        value: object = ours.get(key)
+        # A ConfigError raised by a validator keeps its own message.
+        cause = error.get("ctx", {}).get("error")
+        if isinstance(cause, ConfigError):
+            raise ConfigError(f"cdk context {cause}", field=cause.field, value=cause.value) from None
+        raise ConfigError(f"cdk context {loc}: {error['msg']}; got {value!r}", field=key, value=value) from None

@@ -1,0 +1,131 @@
+"""Each Lambda asset, exactly as the template references it, runs alone on a boto3-only Python.
+
+The asset is uploaded by ``publish_assets`` to the local S3 (as for a deployment), downloaded, unzipped
+into an empty folder and imported by an interpreter that has only boto3 (the Lambda runtime's
+libraries). The handler then handles a sample event from ``tests/events/`` against the local AWS.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from smx_debug.local import LocalAws, publish_assets
+from smx_debug.local import extensions as ext
+
+STACK = "SmxDebugGuard"
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+# What the Lambda runtime does not have; none of it may be imported by a handler.
+FORBIDDEN = ("pydantic", "pandas", "numpy", "yaml", "sagemaker", "moto", "pyarrow", "aws_cdk")
+
+RUN = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import handler
+event = json.load(open(sys.argv[2]))
+result = handler.handler(event, None)
+loaded = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[3].split(",")))
+print(json.dumps({"result": result, "loaded": loaded, "package": sys.modules["smx_debug"].__file__}, default=str))
+"""
+
+
+def _asset_of(synthesized: Path, handler: str) -> tuple[str, str]:
+    """(bucket, key) the template gives the handler's function code."""
+    template = json.loads((synthesized / f"{STACK}.template.json").read_text())
+    for resource in template["Resources"].values():
+        if resource["Type"] != "AWS::Lambda::Function":
+            continue
+        tags = {t["Key"]: t["Value"] for t in resource["Properties"]["Tags"]}
+        if tags["smx-debug:handler"] == handler:
+            code = resource["Properties"]["Code"]
+            bucket = code["S3Bucket"]["Fn::Sub"].replace("${AWS::AccountId}", "123456789012")
+            return bucket.replace("${AWS::Region}", "us-west-2"), code["S3Key"]
+    raise AssertionError(f"no function for {handler}")
+
+
+def _run(python: Path, aws: LocalAws, synthesized: Path, tmp_path: Path, handler: str, event: str,
+         env: dict[str, str]) -> dict[str, Any]:
+    publish_assets(aws, synthesized)
+    bucket, key = _asset_of(synthesized, handler)
+    body = aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
+    root = tmp_path / "task"
+    with zipfile.ZipFile(io.BytesIO(body)) as archive:
+        archive.extractall(root)
+    completed = subprocess.run(
+        [str(python), "-I", "-c", RUN, str(root), str(EVENTS / event), ",".join(FORBIDDEN)],
+        env={"PATH": os.environ.get("PATH", ""), **aws.environ(), **env},
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    out: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert out["loaded"] == []
+    assert out["package"] == str(root / "smx_debug" / "__init__.py")
+    return out
+
+
+def test_asset_rule_metrics_publishes_metric_from_sample_event(
+    boto3_only_python: Path, local_aws: LocalAws, synthesized: Path, tmp_path: Path
+) -> None:
+    out = _run(boto3_only_python, local_aws, synthesized, tmp_path, "rule_metrics",
+               "sagemaker_state_change_issues_found.json",
+               {"SMX_WATCH_PREFIXES": "smdebugger-", "SMX_METRIC_NAMESPACE": "SmxDebug"})
+    assert out["result"].get("rejected") is not True, out
+    metrics = local_aws.client("cloudwatch").list_metrics(Namespace="SmxDebug", MetricName="RuleTriggered")
+    assert {tuple(sorted((d["Name"], d["Value"]) for d in m["Dimensions"])) for m in metrics["Metrics"]} == {
+        (),
+        (("RuleName", "VanishingGradient"),),
+        (("RuleName", "VanishingGradient"), ("TrainingJobName", "smdebugger-demo-mnist-tensorflow-1575184517")),
+    }
+
+
+def test_asset_notify_publishes_alarm_to_topic(
+    boto3_only_python: Path, local_aws: LocalAws, synthesized: Path, tmp_path: Path
+) -> None:
+    sns, sqs = local_aws.client("sns"), local_aws.client("sqs")
+    topic = sns.create_topic(Name="smx-debug")["TopicArn"]
+    queue = sqs.create_queue(QueueName="inbox")["QueueUrl"]
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    out = _run(boto3_only_python, local_aws, synthesized, tmp_path, "notify", "sns_cloudwatch_alarm.json",
+               {"SMX_TOPIC_ARN": topic})
+    assert [(a["alarm"], a["state"]) for a in out["result"]["alarms"]] == [
+        ("smx-debug-ExplodingTensor-triggered", "ALARM")
+    ]
+    messages = sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
+    assert len(messages) == 1
+    assert "ExplodingTensor" in json.loads(messages[0]["Body"])["Message"]
+
+
+def test_asset_retrain_init_returns_launch_state(
+    boto3_only_python: Path, local_aws: LocalAws, synthesized: Path, tmp_path: Path
+) -> None:
+    out = _run(boto3_only_python, local_aws, synthesized, tmp_path, "retrain", "retrain_input.json", {})
+    state = out["result"]
+    assert (state["next_action"], state["error"], state["history"]["num_retraining"]) == ("launch_new", None, 0)
+    assert state["run_spec"]["job_name_prefix"] == "resnet-elu-deep"
+
+
+def test_asset_stop_training_stops_watched_job(
+    boto3_only_python: Path, local_aws: LocalAws, synthesized: Path, tmp_path: Path
+) -> None:
+    job = "smdebugger-demo-mnist-tensorflow-1575184517"  # the sample event's job, tagged "stop notify"
+    ext.install(local_aws)
+    local_aws.client("sagemaker").create_training_job(
+        TrainingJobName=job,
+        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
+                                "TrainingInputMode": "File"},
+        RoleArn="arn:aws:iam::123456789012:role/SageMakerExecution",
+        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
+        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+    )
+    ext.set_training_job_status(local_aws, job, "InProgress")
+    out = _run(boto3_only_python, local_aws, synthesized, tmp_path, "stop_training",
+               "sagemaker_state_change_issues_found.json", {"SMX_WATCH_PREFIXES": "smdebugger-"})
+    assert (out["result"]["job"], out["result"]["rule"]) == (job, "VanishingGradient")
+    assert ext.stop_calls(local_aws, job) == 1
