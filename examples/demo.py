@@ -1,0 +1,300 @@
+"""`make demo`: smx-debug's whole guardrail loop on an embedded local AWS, with no AWS account.
+
+1. Start the local AWS (moto server on 127.0.0.1, in this process).
+2. Deploy the guardrails: the CDK app's synthesized template into the local CloudFormation; what moto's
+   CloudFormation skips (alarms, bucket and topic policies) is created from the same template.
+3. Launch a training job with a debug plan through the SageMaker SDK v2 ``Estimator``.
+4. Stream the job's profiler output into the local S3 minute by minute, the way a real job writes it
+   (the ``smx_debug.simulate`` generator: 500 ms system metrics in the Debugger layout and step events),
+   with a CPU bottleneck that leaves the GPUs idle from a known onset.
+5. Evaluate the plan's rules as the data arrives. When one fires, SageMaker's rule status is set and its
+   "Training Job State Change" event goes through EventBridge's rules to the deployed handlers (the same
+   code as the Lambda assets): the rule metric lands in CloudWatch, the alarm fires, the messages reach a
+   subscribed queue and are printed, and the job is stopped.
+6. Print the rule summary, write the HTML report, and print the time from onset to stop.
+
+Job time runs faster than wall time (``--speed`` job seconds per wall second); every figure printed in
+job time is what a real job would see. See README "Limits" for what the local AWS emulates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # the CDK app lives in infra/ at the repository root
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
+
+from smx_debug.config import DebugPlan, SmxDebugWarning  # noqa: E402
+from smx_debug.errors import NotFoundError  # noqa: E402
+from smx_debug.local import LocalAws, deploy_stack  # noqa: E402
+from smx_debug.local import extensions as ext  # noqa: E402
+
+PLAN = ROOT / "examples" / "plans" / "cpu_bottleneck_guard.yaml"
+STACK = "SmxDebugGuard"
+JOB_PREFIX = "smx-demo-"
+ROLE = "arn:aws:iam::123456789012:role/SageMakerExecution-demo"
+IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
+INSTANCE_TYPE = "ml.p3.8xlarge"  # 4 GPUs, 32 vCPUs
+DEPLOY_CONTEXT = {
+    "local": True,
+    "watch_prefixes": [JOB_PREFIX],
+    "default_actions": ["notify"],
+    "alarm_rules": ["CPUBottleneck", "LowGPUUtilization"],
+    "retraining": False,
+}
+
+
+@dataclass
+class Timeline:
+    """Wall-clock and job-clock marks, for the closing figures."""
+
+    started: float = field(default_factory=time.monotonic)
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def mark(self, name: str) -> None:
+        self.marks[name] = time.monotonic()
+
+
+def say(step: str, text: str = "") -> None:
+    print(f"[{step}] {text}" if text else f"\n== {step} ==", flush=True)
+
+
+def _quiet_sdk() -> None:
+    """The SDK v2 reports telemetry to an AWS endpoint on fit(); there is no network here."""
+    from sagemaker.telemetry import telemetry_logging
+
+    telemetry_logging._send_telemetry_request = lambda *args, **kwargs: None
+
+
+def deploy(aws: LocalAws, workdir: Path) -> Any:
+    from infra.cdk_app import build_app
+
+    say("2/6 deploy the guardrails")
+    t = time.monotonic()
+    outdir = workdir / "cdk.out"
+    build_app(dict(DEPLOY_CONTEXT), outdir=str(outdir)).synth()
+    say("synth", f"CDK app synthesized (cdk-nag checks passed) in {time.monotonic() - t:.1f} s")
+    deployed = deploy_stack(aws, outdir / f"{STACK}.template.json", stack_name=STACK)
+    say("deploy", f"stack {STACK}: {len(deployed.physical_ids)} resources from moto's CloudFormation, "
+        f"{len(deployed.emulated)} created from the template where moto skips them, {deployed.seconds:.1f} s")
+    for item in deployed.emulated:
+        say("deploy", f"  emulated {item}")
+    return deployed
+
+
+def subscribe_queue(aws: LocalAws, topic_arns: Sequence[str]) -> str:
+    """An SQS queue subscribed to the notification topics: the team's inbox in this demo."""
+    sqs, sns = aws.client("sqs"), aws.client("sns")
+    url: str = sqs.create_queue(QueueName="smx-demo-inbox")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    for topic in topic_arns:
+        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
+    return url
+
+
+def drain(aws: LocalAws, queue_url: str) -> list[str]:
+    sqs = aws.client("sqs")
+    bodies: list[str] = []
+    while True:
+        got = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        messages = got.get("Messages", [])
+        if not messages:
+            return bodies
+        for m in messages:
+            bodies.append(m["Body"])
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=m["ReceiptHandle"])
+
+
+def print_message(body: str) -> None:
+    try:
+        alarm = json.loads(body)
+    except json.JSONDecodeError:
+        alarm = None
+    if isinstance(alarm, dict) and "AlarmName" in alarm:
+        say("inbox", f"CloudWatch alarm {alarm['AlarmName']!r}: {alarm.get('OldStateValue')} -> "
+            f"{alarm.get('NewStateValue')} ({alarm.get('NewStateReason', '')[:90]})")
+        return
+    say("inbox", "message:")
+    for line in body.strip().splitlines():
+        print(f"        | {line}")
+
+
+def launch(aws: LocalAws, plan: DebugPlan, job_name: str) -> None:
+    import sagemaker
+    from sagemaker.estimator import Estimator
+
+    say("3/6 launch the training job")
+    _quiet_sdk()
+    session = sagemaker.Session(boto_session=aws.session(), sagemaker_client=aws.client("sagemaker"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmxDebugWarning)
+        kwargs = plan.to_estimator_kwargs()
+    estimator = Estimator(
+        image_uri=IMAGE,
+        role=ROLE,
+        instance_type=INSTANCE_TYPE,
+        instance_count=2,
+        output_path=f"{plan.s3_output_path}/model",
+        sagemaker_session=session,
+        **kwargs,
+    )
+    estimator.fit(wait=False, job_name=job_name)
+    # moto creates jobs as Completed; a real one would now be training.
+    ext.set_training_job_status(aws, job_name, "InProgress")
+    desc = aws.client("sagemaker").describe_training_job(TrainingJobName=job_name)
+    rules = [r["RuleConfigurationName"] for r in plan.to_request_dict(job_name=job_name)
+             .get("ProfilerRuleConfigurations", [])]
+    say("fit", f"Estimator.fit(wait=False) created {job_name} ({INSTANCE_TYPE} x2), "
+        f"status {desc['TrainingJobStatus']}; profiler rules: {', '.join(rules)}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=int, default=20, help="simulated job length (job minutes)")
+    parser.add_argument("--onset", type=float, default=4.0, help="job minute the CPU bottleneck starts")
+    parser.add_argument("--speed", type=float, default=60.0, help="job seconds per wall second")
+    parser.add_argument("--out", type=Path, default=ROOT / "out" / "demo-report.html", help="HTML report path")
+    args = parser.parse_args(argv)
+    return run(minutes=args.minutes, onset_min=args.onset, speed=args.speed, out=args.out)
+
+
+def run(*, minutes: int, onset_min: float, speed: float, out: Path) -> int:
+    from smx_debug.cli import main as cli_main
+    from smx_debug.evaluate import LiveEvaluator
+    from smx_debug.reports import SystemMetricsReader, framework_metrics, rule_summary, step_durations
+    from smx_debug.simulate import Simulation, SimulationSpec
+
+    timeline = Timeline()
+    with tempfile.TemporaryDirectory(prefix="smx-demo-") as tmp, LocalAws() as aws:
+        say("1/6 start the local AWS")
+        # Every default boto3 client of this process (the CLI's, the SDK's) talks to the local AWS, never a real one.
+        os.environ.update(aws.environ())
+        ext.install(aws)
+        say("local", f"moto server on {aws.endpoint_url} (loopback only), region {aws.region}")
+
+        deployed = deploy(aws, Path(tmp))
+        bucket = deployed.output("OutputBucketName")
+        inbox = subscribe_queue(aws, [deployed.output("TopicArn"), deployed.output("AlarmTopicArn")])
+        say("inbox", "queue smx-demo-inbox subscribed to the notification and alarm topics")
+
+        job = f"{JOB_PREFIX}resnet50-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+        plan = DebugPlan.from_file(PLAN).with_output_path(f"s3://{bucket}/debugger")
+        launch(aws, plan, job)
+        timeline.mark("launched")
+
+        say("4/6 stream profiler output, 5/6 evaluate rules as it arrives")
+        start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=minutes)
+        spec = SimulationSpec(
+            scenario="cpu_bottleneck", onset_s=onset_min * 60, job_start=start, duration_s=minutes * 60.0,
+            nodes=2, cpus=32, gpus=4, interval_ms=500, seed=7,
+        )
+        sim = Simulation(spec)
+        profiler_prefix = f"debugger/{job}/profiler-output"
+        s3 = aws.client("s3")
+        reader = SystemMetricsReader(f"s3://{bucket}/{profiler_prefix}/", s3_client=s3, progress=False)
+        rules = [r.rule_configuration_name for r in plan.profiler_rules if r.rule_configuration_name != "ProfilerReport"]
+        overrides = {r.rule_configuration_name: dict(r.parameters) for r in plan.profiler_rules
+                     if r.rule_configuration_name in rules}
+        live = LiveEvaluator(rules=rules, overrides=overrides)
+        details: dict[str, str] = {}  # rule -> StatusDetails of its last transition
+        say("simulate", f"{spec.nodes} nodes x ({spec.cpus} vCPU, {spec.gpus} GPU), {spec.interval_ms} ms samples, "
+            f"CPU bottleneck from job minute {onset_min:g}; {speed:g} job seconds per wall second")
+
+        sagemaker = aws.client("sagemaker")
+        stopped_at_job_s: float | None = None
+        fired_at_job_s: float | None = None
+        for minute in sim.minutes():
+            wall = time.monotonic()
+            for key, body, _records in sim.files_for_minute(minute):
+                s3.put_object(Bucket=bucket, Key=f"{profiler_prefix}/{key}", Body=body)
+            job_s = minute + 60 - sim.start_s
+            frame = reader.refresh()
+            try:
+                steps = step_durations(framework_metrics(f"s3://{bucket}/{profiler_prefix}/", s3_client=s3,
+                                                         progress=False))
+            except NotFoundError:  # still initializing: no training step has been traced yet
+                steps = None
+            transitions = live.update(system=frame, steps=steps, replace=True)
+            status = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
+            skipped = frame.attrs.get("skipped_lines", 0)
+            say("t+%4.1f min" % (job_s / 60), f"{len(frame):>7,} system records, {0 if steps is None else len(steps):>5,} steps read "
+                f"({skipped} partial lines skipped); job {status}")
+            for t in transitions:
+                details[t.rule] = t.status_details
+                say("rule", f"{t.rule}: {t.previous} -> {t.status}  {t.status_details.strip()}")
+            fired = [t for t in transitions if t.status == "IssuesFound"]
+            if fired:
+                fired_at_job_s = fired_at_job_s or job_s
+                timeline.mark("fired")
+                ext.set_rule_statuses(aws, job, profiler=[
+                    ext.rule_status(name, st, details=details.get(name))
+                    for name, st in live.status.items()
+                ])
+                event = ext.state_change_event(aws, job)
+                deliveries = ext.deliver_event(aws, event)
+                for d in deliveries:
+                    outcome = "error: " + repr(d.error) if d.error else _short(d.result)
+                    say("lambda", f"{d.handler} ({d.function}) -> {outcome}")
+                for a in ext.evaluate_alarms(aws):
+                    say("alarm", f"{a.alarm_name}: {a.old_state} -> {a.new_state}")
+                for body in drain(aws, inbox):
+                    print_message(body)
+            status = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
+            if status in ("Stopping", "Stopped"):
+                stopped_at_job_s = job_s
+                timeline.mark("stopped")
+                say("stop", f"{job} is {status} after job minute {job_s / 60:.1f}; StopTrainingJob calls: "
+                    f"{ext.stop_calls(aws, job)}")
+                break
+            time.sleep(max(0.0, 60.0 / speed - (time.monotonic() - wall)))
+        ext.tick(aws)
+        for t in live.finish():
+            say("rule", f"{t.rule}: {t.previous} -> {t.status}")
+        ext.set_rule_statuses(aws, job, profiler=[
+            ext.rule_status(name, st, details=details.get(name)) for name, st in live.status.items()
+        ])
+
+        say("6/6 summary and report")
+        summary = rule_summary(job, sagemaker_client=sagemaker)
+        print(summary[["rule", "kind", "status", "step", "details"]].to_string(index=False, max_colwidth=70))
+        # The same command a user runs: evaluates the plan's rules on everything the job wrote.
+        command = ["report", job, "--plan", str(PLAN), "--out", str(out)]
+        say("report", "smx-debug " + " ".join(command[:-1]) + f" {out}")
+        if cli_main(command) != 0:
+            return 1
+        final = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
+        onset_s = spec.onset_s
+        if stopped_at_job_s is None:
+            say("result", f"the job was NOT stopped (final status {final}); something is wrong")
+            return 1
+        say("result", f"bottleneck onset at job minute {onset_s / 60:.1f}; rule fired by minute "
+            f"{(fired_at_job_s or 0) / 60:.1f}; job {final} by minute {stopped_at_job_s / 60:.1f}: "
+            f"{(stopped_at_job_s - onset_s) / 60:.1f} job minutes from onset to stop "
+            f"(the data arrives in 1-minute files), {timeline.marks['stopped'] - timeline.marks['launched']:.1f} s "
+            f"wall clock from launch")
+    say("done", f"{time.monotonic() - timeline.started:.1f} s in all; the local AWS is shut down")
+    return 0
+
+
+def _short(result: Any) -> str:
+    text = json.dumps(result, default=str) if not isinstance(result, str) else result
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
