@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 import tempfile
 import time
 import warnings
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -74,6 +76,17 @@ def say(step: str, text: str = "") -> None:
     print(f"[{step}] {text}" if text else f"\n== {step} ==", flush=True)
 
 
+def _quiet_logs() -> None:
+    """Keep the output to the story: the handlers' JSON log lines and moto's notes are summarised instead."""
+    import smx_debug.actions.runtime  # noqa: F401  (sets its logger to INFO on import; override after)
+
+    logging.getLogger("smx_debug.actions").setLevel(logging.WARNING)
+    logging.getLogger("moto").setLevel(logging.ERROR)
+    for name in ("sagemaker", "sagemaker.config", "botocore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    warnings.filterwarnings("ignore", message="Tried to parse AWS", category=UserWarning)
+
+
 def _quiet_sdk() -> None:
     """The SDK v2 reports telemetry to an AWS endpoint on fit(); there is no network here."""
     from sagemaker.telemetry import telemetry_logging
@@ -92,8 +105,10 @@ def deploy(aws: LocalAws, workdir: Path) -> Any:
     deployed = deploy_stack(aws, outdir / f"{STACK}.template.json", stack_name=STACK)
     say("deploy", f"stack {STACK}: {len(deployed.physical_ids)} resources from moto's CloudFormation, "
         f"{len(deployed.emulated)} created from the template where moto skips them, {deployed.seconds:.1f} s")
-    for item in deployed.emulated:
-        say("deploy", f"  emulated {item}")
+    created = Counter(e.resource_type for e in deployed.emulated if e.what == "created")
+    patched = Counter(e.resource_type for e in deployed.emulated if e.what != "created")
+    say("deploy", "created from the template: " + ", ".join(f"{n} {t}" for t, n in sorted(created.items())))
+    say("deploy", "properties moto ignored, applied: " + ", ".join(f"{n} {t}" for t, n in sorted(patched.items())))
     return deployed
 
 
@@ -174,121 +189,150 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(*, minutes: int, onset_min: float, speed: float, out: Path) -> int:
+    _quiet_logs()
+    timeline = Timeline()
+    with tempfile.TemporaryDirectory(prefix="smx-demo-") as tmp, LocalAws() as aws:
+        say("1/6 start the local AWS")
+        # Every default boto3 client of this process (the CLI's, the SDK's) talks to the local AWS, never a real one.
+        saved_env = {key: os.environ.get(key) for key in aws.environ()}
+        os.environ.update(aws.environ())
+        try:
+            return _run(aws, tmp, timeline, minutes=minutes, onset_min=onset_min, speed=speed, out=out)
+        finally:
+            for key, value in saved_env.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            say("done", f"{time.monotonic() - timeline.started:.1f} s in all; the local AWS is shut down")
+
+
+def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min: float, speed: float,
+         out: Path) -> int:
     from smx_debug.cli import main as cli_main
     from smx_debug.evaluate import LiveEvaluator
     from smx_debug.reports import SystemMetricsReader, framework_metrics, rule_summary, step_durations
     from smx_debug.simulate import Simulation, SimulationSpec
 
-    timeline = Timeline()
-    with tempfile.TemporaryDirectory(prefix="smx-demo-") as tmp, LocalAws() as aws:
-        say("1/6 start the local AWS")
-        # Every default boto3 client of this process (the CLI's, the SDK's) talks to the local AWS, never a real one.
-        os.environ.update(aws.environ())
-        ext.install(aws)
-        say("local", f"moto server on {aws.endpoint_url} (loopback only), region {aws.region}")
+    ext.install(aws)
+    say("local", f"moto server on {aws.endpoint_url} (loopback only), region {aws.region}")
 
-        deployed = deploy(aws, Path(tmp))
-        bucket = deployed.output("OutputBucketName")
-        inbox = subscribe_queue(aws, [deployed.output("TopicArn"), deployed.output("AlarmTopicArn")])
-        say("inbox", "queue smx-demo-inbox subscribed to the notification and alarm topics")
+    deployed = deploy(aws, Path(tmp))
+    bucket = deployed.output("OutputBucketName")
+    inbox = subscribe_queue(aws, [deployed.output("TopicArn"), deployed.output("AlarmTopicArn")])
+    say("inbox", "queue smx-demo-inbox subscribed to the notification and alarm topics")
 
-        job = f"{JOB_PREFIX}resnet50-{datetime.now(UTC):%Y%m%d-%H%M%S}"
-        plan = DebugPlan.from_file(PLAN).with_output_path(f"s3://{bucket}/debugger")
-        launch(aws, plan, job)
-        timeline.mark("launched")
+    job = f"{JOB_PREFIX}resnet50-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+    plan = DebugPlan.from_file(PLAN).with_output_path(f"s3://{bucket}/debugger")
+    launch(aws, plan, job)
+    timeline.mark("launched")
 
-        say("4/6 stream profiler output, 5/6 evaluate rules as it arrives")
-        start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=minutes)
-        spec = SimulationSpec(
-            scenario="cpu_bottleneck", onset_s=onset_min * 60, job_start=start, duration_s=minutes * 60.0,
-            nodes=2, cpus=32, gpus=4, interval_ms=500, seed=7,
-        )
-        sim = Simulation(spec)
-        profiler_prefix = f"debugger/{job}/profiler-output"
-        s3 = aws.client("s3")
-        reader = SystemMetricsReader(f"s3://{bucket}/{profiler_prefix}/", s3_client=s3, progress=False)
-        rules = [r.rule_configuration_name for r in plan.profiler_rules if r.rule_configuration_name != "ProfilerReport"]
-        overrides = {r.rule_configuration_name: dict(r.parameters) for r in plan.profiler_rules
-                     if r.rule_configuration_name in rules}
-        live = LiveEvaluator(rules=rules, overrides=overrides)
-        details: dict[str, str] = {}  # rule -> StatusDetails of its last transition
-        say("simulate", f"{spec.nodes} nodes x ({spec.cpus} vCPU, {spec.gpus} GPU), {spec.interval_ms} ms samples, "
-            f"CPU bottleneck from job minute {onset_min:g}; {speed:g} job seconds per wall second")
+    say("4/6 stream profiler output, 5/6 evaluate rules as it arrives")
+    start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=minutes)
+    spec = SimulationSpec(
+        scenario="cpu_bottleneck", onset_s=onset_min * 60, job_start=start, duration_s=minutes * 60.0,
+        nodes=2, cpus=32, gpus=4, interval_ms=500, seed=7,
+    )
+    sim = Simulation(spec)
+    profiler_prefix = f"debugger/{job}/profiler-output"
+    s3 = aws.client("s3")
+    reader = SystemMetricsReader(f"s3://{bucket}/{profiler_prefix}/", s3_client=s3, progress=False)
+    rules = [r.rule_configuration_name for r in plan.profiler_rules if r.rule_configuration_name != "ProfilerReport"]
+    overrides = {r.rule_configuration_name: dict(r.parameters) for r in plan.profiler_rules
+                 if r.rule_configuration_name in rules}
+    live = LiveEvaluator(rules=rules, overrides=overrides)
+    details: dict[str, str] = {}  # rule -> StatusDetails of its last transition
+    say("simulate", f"{spec.nodes} nodes x ({spec.cpus} vCPU, {spec.gpus} GPU), {spec.interval_ms} ms samples, "
+        f"CPU bottleneck from job minute {onset_min:g}; {speed:g} job seconds per wall second")
 
-        sagemaker = aws.client("sagemaker")
-        stopped_at_job_s: float | None = None
-        fired_at_job_s: float | None = None
-        for minute in sim.minutes():
-            wall = time.monotonic()
-            for key, body, _records in sim.files_for_minute(minute):
-                s3.put_object(Bucket=bucket, Key=f"{profiler_prefix}/{key}", Body=body)
-            job_s = minute + 60 - sim.start_s
-            frame = reader.refresh()
-            try:
-                steps = step_durations(framework_metrics(f"s3://{bucket}/{profiler_prefix}/", s3_client=s3,
-                                                         progress=False))
-            except NotFoundError:  # still initializing: no training step has been traced yet
-                steps = None
-            transitions = live.update(system=frame, steps=steps, replace=True)
-            status = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
-            skipped = frame.attrs.get("skipped_lines", 0)
-            say("t+%4.1f min" % (job_s / 60), f"{len(frame):>7,} system records, {0 if steps is None else len(steps):>5,} steps read "
-                f"({skipped} partial lines skipped); job {status}")
-            for t in transitions:
-                details[t.rule] = t.status_details
-                say("rule", f"{t.rule}: {t.previous} -> {t.status}  {t.status_details.strip()}")
-            fired = [t for t in transitions if t.status == "IssuesFound"]
-            if fired:
-                fired_at_job_s = fired_at_job_s or job_s
-                timeline.mark("fired")
-                ext.set_rule_statuses(aws, job, profiler=[
-                    ext.rule_status(name, st, details=details.get(name))
-                    for name, st in live.status.items()
-                ])
-                event = ext.state_change_event(aws, job)
-                deliveries = ext.deliver_event(aws, event)
-                for d in deliveries:
-                    outcome = "error: " + repr(d.error) if d.error else _short(d.result)
-                    say("lambda", f"{d.handler} ({d.function}) -> {outcome}")
-                for a in ext.evaluate_alarms(aws):
-                    say("alarm", f"{a.alarm_name}: {a.old_state} -> {a.new_state}")
-                for body in drain(aws, inbox):
-                    print_message(body)
-            status = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
-            if status in ("Stopping", "Stopped"):
-                stopped_at_job_s = job_s
-                timeline.mark("stopped")
-                say("stop", f"{job} is {status} after job minute {job_s / 60:.1f}; StopTrainingJob calls: "
-                    f"{ext.stop_calls(aws, job)}")
-                break
-            time.sleep(max(0.0, 60.0 / speed - (time.monotonic() - wall)))
-        ext.tick(aws)
-        for t in live.finish():
-            say("rule", f"{t.rule}: {t.previous} -> {t.status}")
-        ext.set_rule_statuses(aws, job, profiler=[
-            ext.rule_status(name, st, details=details.get(name)) for name, st in live.status.items()
-        ])
+    sagemaker = aws.client("sagemaker")
+    stopped_at_job_s: float | None = None
+    fired_at: dict[str, float] = {}  # rule -> job seconds when it reached IssuesFound
+    stopped_by = ""
+    for minute in sim.minutes():
+        wall = time.monotonic()
+        for key, body, _records in sim.files_for_minute(minute):
+            s3.put_object(Bucket=bucket, Key=f"{profiler_prefix}/{key}", Body=body)
+        job_s = minute + 60 - sim.start_s
+        frame = reader.refresh()
+        try:
+            steps = step_durations(framework_metrics(f"s3://{bucket}/{profiler_prefix}/", s3_client=s3,
+                                                     progress=False))
+        except NotFoundError:  # still initializing: no training step has been traced yet
+            steps = None
+        transitions = live.update(system=frame, steps=steps, replace=True)
+        status = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
+        skipped = frame.attrs.get("skipped_lines", 0)
+        n_steps = 0 if steps is None else len(steps)
+        say(f"t+{job_s / 60:4.1f} min", f"{len(frame):>7,} system records, {n_steps:>5,} steps read "
+            f"({skipped} partial lines skipped); job {status}")
+        for t in transitions:
+            details[t.rule] = t.status_details
+            say("rule", f"{t.rule}: {t.previous} -> {t.status}  {t.status_details.strip()}")
+        fired = [t for t in transitions if t.status == "IssuesFound"]
+        if fired:
+            fired_at.update({t.rule: job_s for t in fired})
+            ext.set_rule_statuses(aws, job, profiler=[
+                ext.rule_status(name, st, details=details.get(name))
+                for name, st in live.status.items()
+            ])
+            event = ext.state_change_event(aws, job)
+            deliveries = ext.deliver_event(aws, event)
+            for d in deliveries:
+                outcome = "error: " + repr(d.error) if d.error else _short(d.result)
+                say("lambda", f"{d.handler} ({d.function}) -> {outcome}")
+                if isinstance(d.result, dict) and d.result.get("outcome") == "stopped":
+                    stopped_by = str(d.result.get("rule", ""))
+            for a in ext.evaluate_alarms(aws):
+                say("alarm", f"{a.alarm_name}: {a.old_state} -> {a.new_state}")
+            for body in drain(aws, inbox):
+                print_message(body)
+        status = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
+        if status in ("Stopping", "Stopped"):
+            stopped_at_job_s = job_s
+            timeline.mark("stopped")
+            say("stop", f"{job} is {status} after job minute {job_s / 60:.1f}; StopTrainingJob calls: "
+                f"{ext.stop_calls(aws, job)}")
+            break
+        time.sleep(max(0.0, 60.0 / speed - (time.monotonic() - wall)))
+    ext.tick(aws)
+    for t in live.finish():
+        say("rule", f"{t.rule}: {t.previous} -> {t.status}")
+    ext.set_rule_statuses(aws, job, profiler=[
+        ext.rule_status(name, st, details=details.get(name)) for name, st in live.status.items()
+    ])
 
-        say("6/6 summary and report")
-        summary = rule_summary(job, sagemaker_client=sagemaker)
-        print(summary[["rule", "kind", "status", "step", "details"]].to_string(index=False, max_colwidth=70))
-        # The same command a user runs: evaluates the plan's rules on everything the job wrote.
-        command = ["report", job, "--plan", str(PLAN), "--out", str(out)]
-        say("report", "smx-debug " + " ".join(command[:-1]) + f" {out}")
-        if cli_main(command) != 0:
-            return 1
-        final = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
-        onset_s = spec.onset_s
-        if stopped_at_job_s is None:
-            say("result", f"the job was NOT stopped (final status {final}); something is wrong")
-            return 1
-        say("result", f"bottleneck onset at job minute {onset_s / 60:.1f}; rule fired by minute "
-            f"{(fired_at_job_s or 0) / 60:.1f}; job {final} by minute {stopped_at_job_s / 60:.1f}: "
-            f"{(stopped_at_job_s - onset_s) / 60:.1f} job minutes from onset to stop "
-            f"(the data arrives in 1-minute files), {timeline.marks['stopped'] - timeline.marks['launched']:.1f} s "
-            f"wall clock from launch")
-    say("done", f"{time.monotonic() - timeline.started:.1f} s in all; the local AWS is shut down")
+    say("6/6 summary and report")
+    summary = rule_summary(job, sagemaker_client=sagemaker)
+    print(summary[["rule", "kind", "status", "step", "details"]].to_string(index=False, max_colwidth=70))
+    # The same command a user runs: evaluates the plan's rules on everything the job wrote.
+    command = ["report", job, "--plan", str(PLAN), "--out", str(out)]
+    say("report", "smx-debug " + " ".join(command[:-1]) + f" {out}")
+    if cli_main(command) != 0:
+        return 1
+    final = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
+    if stopped_at_job_s is None:
+        say("result", f"the job was NOT stopped (final status {final}); see the messages above")
+        return 1
+    onset_s = spec.onset_s
+    fired = ", ".join(f"{rule} at minute {at / 60:.1f}" for rule, at in sorted(fired_at.items(), key=lambda i: i[1]))
+    say("result", f"CPU bottleneck from job minute {onset_s / 60:.1f}; rules fired: {fired}; "
+        f"{stopped_by or 'a rule'} stopped the job ({final}) at minute {stopped_at_job_s / 60:.1f}")
+    say("result", f"onset to stop: {(stopped_at_job_s - onset_s) / 60:.1f} job minutes (data arrives in 1-minute "
+        f"files; CPUBottleneck needs {plan_param(plan, 'CPUBottleneck', 'threshold')}% of the job's time in "
+        f"bottleneck); {timeline.marks['stopped'] - timeline.marks['launched']:.1f} s wall clock from launch")
+    print(f"\nReport: {out.resolve()}")
     return 0
+
+
+def plan_param(plan: DebugPlan, rule: str, name: str) -> Any:
+    """A rule parameter as the plan sets it, else the catalog default."""
+    from smx_debug.rules import get_rule
+
+    for r in plan.profiler_rules:
+        if r.rule_configuration_name == rule and name in r.parameters:
+            return r.parameters[name]
+    return {p.name: p.default for p in get_rule(rule).parameters}.get(name)
 
 
 def _short(result: Any) -> str:

@@ -13,3 +13,10 @@ def test_local_aws_reset_forgets_resources(local_aws: LocalAws) -> None:
 
 def test_local_aws_listens_on_loopback_only(local_aws: LocalAws) -> None:
     assert local_aws.endpoint_url.startswith("http://127.0.0.1:")
+
+
+def test_local_aws_stop_leaves_no_state_for_the_next_server() -> None:
+    with LocalAws() as first:
+        first.client("sqs").create_queue(QueueName="left-behind")
+    with LocalAws() as second:
+        assert second.client("sqs").list_queues().get("QueueUrls", []) == []

@@ -57,8 +57,13 @@ class LocalAws:
         return self
 
     def stop(self) -> None:
-        """Stop the server; the port is released and no thread is left running."""
+        """Forget every resource and stop the server; the port is released and no thread is left running.
+
+        moto keeps its state per process, not per server, so a later LocalAws in the same process would
+        otherwise find this one's stacks and jobs.
+        """
         if self._server is not None:
+            self.reset()
             self._server.stop()
             self._server = None
 

@@ -1,0 +1,82 @@
+"""Every example runs against the embedded local AWS, so none can drift from the API.
+
+The demo test runs `make demo`'s own code path (examples/demo.py `run`) with job time compressed further:
+the deploy, the SDK launch, the streamed profiler output, the live rules, the handlers, the alarm, the
+inbox, the stop and the report are all real; only the pacing differs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import io
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _example(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"example_{name}", ROOT / "examples" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
+    out = tmp_path_factory.mktemp("demo") / "report.html"
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = _example("demo").run(minutes=14, onset_min=3.0, speed=1e6, out=out)
+    return code, buffer.getvalue(), out
+
+
+def test_demo_stops_the_guarded_job_once_and_reports(demo_run: tuple[int, str, Path]) -> None:
+    code, text, out = demo_run
+    assert code == 0, text
+    (stop,) = re.findall(r"\[stop\] (smx-demo-\S+) is (Stopping|Stopped) after job minute ([\d.]+); "
+                         r"StopTrainingJob calls: (\d+)", text)
+    assert stop[3] == "1"
+    assert 3.0 < float(stop[2]) <= 14.0  # after the onset, before the job would have ended
+    assert "[lambda] stop_training" in text and '"outcome": "stopped"' in text
+    # the readable message and the alarm notification both reached the subscribed queue
+    assert "SageMaker Debugger rule CPUBottleneck found issues in training job" in text
+    assert re.search(r"\[inbox\] CloudWatch alarm '\S*AlarmCPUBottleneck\S*': OK -> ALARM", text)
+    assert re.search(r"onset to stop: [\d.]+ job minutes", text)
+    assert f"Report: {out.resolve()}" in text
+    html = out.read_text()
+    assert "data-rule='CPUBottleneck'" in html and "<tr class='fired' data-rule='CPUBottleneck'>" in html
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed: run `make browser` (apt-get install chromium)")
+def test_demo_report_shows_the_fired_rule_in_headless_chromium(demo_run: tuple[int, str, Path],
+                                                               tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    _, _, out = demo_run
+    dom = subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", out.as_uri()],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert re.search(r"<tr class=\"fired\" data-rule=\"CPUBottleneck\">.*?Issues found", dom, re.S)
+    shot = tmp_path / "demo-report.png"
+    subprocess.run([CHROMIUM, *FLAGS, f"--user-data-dir={tmp_path / 'profile'}", f"--screenshot={shot}",
+                    "--window-size=1300,2400", out.as_uri()], capture_output=True, text=True, timeout=120, check=True)
+    assert shot.stat().st_size > 10_000
+
+
+def test_retraining_workflow_example_reproduces_the_published_run(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _example("retraining_workflow").main() == 0
+    text = capsys.readouterr().out
+    assert text.count("fired: job stopped") == 6 and text.count("quiet: job completed") == 1
+    assert "'num_retraining': 7, 'num_warmup_adjustments': 5, 'num_batch_layer_adjustments': 1" in text
