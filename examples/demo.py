@@ -191,20 +191,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 def run(*, minutes: int, onset_min: float, speed: float, out: Path) -> int:
     _quiet_logs()
     timeline = Timeline()
-    with tempfile.TemporaryDirectory(prefix="smx-demo-") as tmp, LocalAws() as aws:
+    # aws.environment(): every default boto3 client of this process (the CLI's, the SDK's) talks to the local
+    # AWS, never to a real account.
+    with tempfile.TemporaryDirectory(prefix="smx-demo-") as tmp, LocalAws() as aws, aws.environment():
         say("1/6 start the local AWS")
-        # Every default boto3 client of this process (the CLI's, the SDK's) talks to the local AWS, never a real one.
-        saved_env = {key: os.environ.get(key) for key in aws.environ()}
-        os.environ.update(aws.environ())
-        try:
-            return _run(aws, tmp, timeline, minutes=minutes, onset_min=onset_min, speed=speed, out=out)
-        finally:
-            for key, value in saved_env.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
-            say("done", f"{time.monotonic() - timeline.started:.1f} s in all; the local AWS is shut down")
+        code = _run(aws, tmp, timeline, minutes=minutes, onset_min=onset_min, speed=speed, out=out)
+    say("done", f"{time.monotonic() - timeline.started:.1f} s in all; the local AWS is shut down")
+    return code
 
 
 def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min: float, speed: float,

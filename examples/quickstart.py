@@ -131,16 +131,8 @@ def run_local(args: argparse.Namespace) -> int:
 
         # Default clients (the SDK's, the CLI's) reach the local AWS through AWS_ENDPOINT_URL, as they would
         # reach a real account through its credentials.
-        saved = {key: os.environ.get(key) for key in aws.environ()}
-        os.environ.update(aws.environ())
-        try:
+        with aws.environment():
             return run(aws.session(), args, job_name="smx-quickstart-local-1", before_notebook=play_sagemaker)
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
 
 
 if __name__ == "__main__":

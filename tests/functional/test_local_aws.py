@@ -20,3 +20,17 @@ def test_local_aws_stop_leaves_no_state_for_the_next_server() -> None:
         first.client("sqs").create_queue(QueueName="left-behind")
     with LocalAws() as second:
         assert second.client("sqs").list_queues().get("QueueUrls", []) == []
+
+
+def test_local_aws_environment_points_default_clients_here_then_restores(local_aws: LocalAws,
+                                                                          monkeypatch) -> None:
+    import os
+
+    import boto3
+
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    with local_aws.environment():
+        boto3.client("sqs").create_queue(QueueName="via-default-client")
+    assert "AWS_ENDPOINT_URL" not in os.environ
+    urls = local_aws.client("sqs").list_queues()["QueueUrls"]
+    assert [u.rsplit("/", 1)[-1] for u in urls] == ["via-default-client"]

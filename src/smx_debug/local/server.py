@@ -6,10 +6,12 @@ EventBridge-to-Lambda delivery) is added in :mod:`smx_debug.local.extensions`, a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import urllib.request
+from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
@@ -104,6 +106,23 @@ class LocalAws:
             "AWS_DEFAULT_REGION": self.region,
             "AWS_REGION": self.region,
         }
+
+    @contextlib.contextmanager
+    def environment(self) -> Iterator[None]:
+        """Point this process's default AWS clients (``boto3.client(...)``, the SDK's, the CLI's) here, then restore.
+
+        Useful where code creates its own clients, as a notebook or the ``smx-debug`` CLI does.
+        """
+        saved = {key: os.environ.get(key) for key in self.environ()}
+        os.environ.update(self.environ())
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
     def _post_config(self, config: dict[str, Any]) -> None:
         req = urllib.request.Request(
