@@ -1,0 +1,71 @@
+"""The public surface, pinned: a change here is a change to what users import, made on purpose.
+
+smx_debug.config and smx_debug.rules are pinned in their own tests (tests/unit/config, tests/unit/rules).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+PUBLIC = {
+    "smx_debug": [
+        "AwsError", "ConfigError", "DataError", "DebugPlan", "NotFoundError", "SmxDebugError",
+        "SmxDebugWarning", "UnknownNameError", "__version__",
+    ],
+    "smx_debug.actions": [
+        "ActionSpec", "AlarmChange", "DEFAULT_NAMESPACE", "DEFAULT_STRATEGIES", "DecodedTags",
+        "JobStateChange", "Ledger", "METRIC_NAME", "MalformedEventError", "MemoryLedger", "Notification",
+        "RuleStatus", "Runtime", "Settings", "alarm_notification", "decode_tags", "encode_tags",
+        "handle_notify", "handle_retrain", "handle_rule_metrics", "handle_stop_training", "init_state",
+        "monitor_step", "notify_rules", "parse_alarm_message", "parse_state_change", "parse_step",
+        "parse_time", "plan_next", "publish_rule_metrics", "rule_notification", "stop_job", "train_step",
+    ],
+    "smx_debug.reports": [
+        "DEFAULT_STDDEV", "EVENT_COLUMNS", "JobPaths", "LocalSource", "ObjectInfo", "PERCENTILES",
+        "ProfilerReport", "REPORT_COLUMNS", "RULE_COLUMNS", "S3Source", "SETTLED_STATUSES", "STEP_COLUMNS",
+        "SYSTEM_COLUMNS", "Source", "SystemMetricsReader", "TRACE_KINDS", "framework_metrics", "job_paths",
+        "logs_url", "open_source", "parse_rule_parameters", "parse_step", "parse_system_file", "parse_trace",
+        "profiler_report", "rule_summary", "rule_summary_many", "step_durations", "step_outliers",
+        "step_statistics", "system_metrics", "system_metrics_wide", "training_phases", "utilization_stats",
+        "wait_for_rules",
+    ],
+    "smx_debug.evaluate": [
+        "INSTANCE_METRICS", "JobData", "LiveEvaluator", "LoadReport", "PROFILER_RULES", "REGISTRY",
+        "RuleResult", "RuleStatus", "SCALAR_RULES", "Transition", "empty_dataloader", "empty_scalars",
+        "empty_steps", "empty_system", "encode_parameters", "evaluate", "evaluate_rule", "instance_metrics",
+        "load_path", "parse_assignment", "parse_value", "read_scalars", "read_steps", "read_system",
+        "resolve_params", "rule_defaults", "series_frame", "training_metrics",
+    ],
+    "smx_debug.htmlreport": [
+        "CostEstimate", "InstanceSpec", "ReportInput", "RightSizing", "estimate_cost", "instance_spec",
+        "job_cost", "price_table", "render_report", "right_size", "write_report",
+    ],
+    "smx_debug.simulate": [
+        "SCENARIOS", "ScenarioKind", "Simulation", "SimulationSpec", "WriteResult",
+    ],
+    "smx_debug.local": [
+        "DEFAULT_REGION", "DeployedStack", "EmulatedResource", "LOCAL_ACCOUNT_ID", "LocalAws", "deploy_stack",
+        "publish_assets",
+    ],
+}
+
+
+@pytest.mark.parametrize("module", sorted(PUBLIC))
+def test_public_api_all_is_pinned_and_importable(module: str) -> None:
+    mod = importlib.import_module(module)
+    assert sorted(mod.__all__) == PUBLIC[module]
+    for name in mod.__all__:
+        assert getattr(mod, name) is not None, name
+
+
+def test_public_api_lambda_core_needs_no_heavy_dependencies() -> None:
+    """The Lambda assets ship smx_debug.actions alone: it must not pull pydantic, pandas or the SDK."""
+    import subprocess
+    import sys
+
+    code = ("import sys, smx_debug.actions; "
+            "print(sorted(m for m in ('pydantic', 'pandas', 'numpy', 'sagemaker', 'yaml') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
