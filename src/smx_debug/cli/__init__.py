@@ -28,12 +28,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
+
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args) or 0)
     except SmxDebugError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    # AWS errors that no module translated (credentials, region, an unexpected API error): one line, no traceback.
+    except NoRegionError:
+        print("error: AWS: no region configured (set AWS_REGION, or region in ~/.aws/config)", file=sys.stderr)
+        return 2
+    except ClientError as exc:
+        err = exc.response.get("Error", {})
+        print(f"error: AWS {exc.operation_name}: {err.get('Code', '')}: {err.get('Message', exc)}", file=sys.stderr)
+        return 2
+    except BotoCoreError as exc:
+        print(f"error: AWS: {exc}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `smx-debug ... | head`
         return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -16,6 +17,9 @@ from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.evaluate.cloudwatch import instance_metrics, training_metrics
 from smx_debug.evaluate.data import JobData
 from smx_debug.evaluate.sources import LoadReport, load_path
+
+# SageMaker's TrainingJobName pattern: anything else given as JOB_OR_PATH is a path that does not exist.
+_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 __all__ = ["JobInfo", "Source", "load_job"]
 
@@ -87,6 +91,10 @@ def load_job(
     if job_or_path.startswith("s3://"):
         data = _debugger_data(job_or_path, sagemaker_client, s3_client)
         return data, JobInfo(name=job_or_path.rstrip("/").rsplit("/", 2)[-1], source=job_or_path)
+    if not _JOB_NAME.match(job_or_path):
+        raise NotFoundError(
+            f"{job_or_path!r}: no such file or folder, and not a training job name or s3:// prefix"
+        )
     sm = sagemaker_client if sagemaker_client is not None else sagemaker_factory()
     desc = _describe(job_or_path, sm)
     res = desc.get("ResourceConfig") or {}
