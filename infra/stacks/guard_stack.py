@@ -265,36 +265,36 @@ class GuardStack(cdk.Stack):
             )
 
     def _event_rules(self) -> list[events.Rule]:
-        """One rule per way of watching (name prefix, opt-in tag), each targeting the three handlers."""
+        """One rule for the watched jobs (name prefix or opt-in tag), targeting the three handlers.
+
+        One rule, with ``$or`` when both ways of watching are on: a job that has a watched prefix *and* the tag
+        is then delivered once, not once per rule.
+        """
         config = self.config
-        details: list[tuple[str, Mapping[str, Any]]] = []
+        alternatives: list[Mapping[str, Any]] = []
         if config.watch_prefixes:
-            details.append(
-                ("WatchByPrefix", {"TrainingJobName": [{"prefix": prefix} for prefix in config.watch_prefixes]})
-            )
+            alternatives.append({"TrainingJobName": [{"prefix": prefix} for prefix in config.watch_prefixes]})
         if config.opt_in_tag:
-            details.append(("WatchByTag", {"Tags": {config.opt_in_tag: ["true"]}}))
-        rules: list[events.Rule] = []
-        for rule_id, detail in details:
-            rule = events.Rule(
-                self,
-                rule_id,
-                description=f"smx-debug: {STATE_CHANGE} events of watched jobs ({rule_id})",
-                event_pattern=events.EventPattern(
-                    source=["aws.sagemaker"], detail_type=[STATE_CHANGE], detail=dict(detail)
-                ),
-            )
-            for name in ("rule_metrics", "notify", "stop_training"):
-                rule.add_target(
-                    targets.LambdaFunction(
-                        self.functions[name].function,
-                        dead_letter_queue=self.dead_letters,
-                        retry_attempts=4,
-                        max_event_age=cdk.Duration.hours(2),
-                    )
+            alternatives.append({"Tags": {config.opt_in_tag: ["true"]}})
+        if not alternatives:
+            return []
+        detail = dict(alternatives[0]) if len(alternatives) == 1 else {"$or": [dict(a) for a in alternatives]}
+        rule = events.Rule(
+            self,
+            "WatchedJobs",
+            description=f"smx-debug: {STATE_CHANGE} events of watched jobs (name prefix or opt-in tag)",
+            event_pattern=events.EventPattern(source=["aws.sagemaker"], detail_type=[STATE_CHANGE], detail=detail),
+        )
+        for name in ("rule_metrics", "notify", "stop_training"):
+            rule.add_target(
+                targets.LambdaFunction(
+                    self.functions[name].function,
+                    dead_letter_queue=self.dead_letters,
+                    retry_attempts=4,
+                    max_event_age=cdk.Duration.hours(2),
                 )
-            rules.append(rule)
-        return rules
+            )
+        return [rule]
 
     def _alarms(self) -> dict[str, cloudwatch.Alarm]:
         """One alarm per configured rule name (``*``: the dimensionless all-rules metric), to the alarm topic."""

@@ -24,30 +24,28 @@ STATE_CHANGE = "SageMaker Training Job State Change"
 # -- EventBridge ------------------------------------------------------------------------------------------
 
 
-def test_event_rules_prefix_and_tag_patterns_target_three_handlers_with_dlq(synth: Synth) -> None:
+def test_event_rule_prefix_or_tag_pattern_targets_three_handlers_with_dlq(synth: Synth) -> None:
     template, _ = synth(watch_prefixes=["exp-", "Prod"], opt_in_tag="team:guarded")
     fns = functions_by_handler(template)
     dlq, _ = only(template, "AWS::SQS::Queue")
-    patterns = {
-        "prefix": {"TrainingJobName": [{"prefix": "exp-"}, {"prefix": "Prod"}]},
-        "tag": {"Tags": {"team:guarded": ["true"]}},
+    # One rule, so a job with a watched prefix *and* the tag is delivered once.
+    (rule,) = template.find_resources("AWS::Events::Rule").values()
+    assert rule["Properties"]["EventPattern"] == {
+        "source": ["aws.sagemaker"],
+        "detail-type": [STATE_CHANGE],
+        "detail": {"$or": [
+            {"TrainingJobName": [{"prefix": "exp-"}, {"prefix": "Prod"}]},
+            {"Tags": {"team:guarded": ["true"]}},
+        ]},
     }
-    for detail in patterns.values():
-        targets = Capture()
-        template.has_resource_properties(
-            "AWS::Events::Rule",
-            {
-                "EventPattern": {"source": ["aws.sagemaker"], "detail-type": [STATE_CHANGE], "detail": detail},
-                "State": "ENABLED",
-                "Targets": targets,
-            },
-        )
-        assert sorted(t["Arn"]["Fn::GetAtt"][0] for t in targets.as_array()) == sorted(
-            fns[name] for name in ("rule_metrics", "notify", "stop_training")
-        )
-        for target in targets.as_array():
-            assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dlq, "Arn"]}}
-            assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 7200, "MaximumRetryAttempts": 4}
+    assert rule["Properties"]["State"] == "ENABLED"
+    targets = rule["Properties"]["Targets"]
+    assert sorted(t["Arn"]["Fn::GetAtt"][0] for t in targets) == sorted(
+        fns[name] for name in ("rule_metrics", "notify", "stop_training")
+    )
+    for target in targets:
+        assert target["DeadLetterConfig"] == {"Arn": {"Fn::GetAtt": [dlq, "Arn"]}}
+        assert target["RetryPolicy"] == {"MaximumEventAgeInSeconds": 7200, "MaximumRetryAttempts": 4}
 
 
 def test_event_rules_opt_in_disabled_only_prefix_rule(synth: Synth) -> None:

@@ -65,10 +65,12 @@ def test_default_all_rules_alarm_fires_on_any_rule_trigger(local_aws: LocalAws, 
         OutputDataConfig={"S3OutputPath": f"s3://{deployed.output('OutputBucketName')}/output"},
         ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
+        Tags=[{"Key": "smx-debug:managed", "Value": "true"}],  # watched by prefix *and* by tag
     )
     ext.set_training_job_status(local_aws, job, "InProgress")
     ext.set_rule_statuses(local_aws, job, profiler={"LowGPUUtilization": "IssuesFound"})
-    ext.deliver_event(local_aws, ext.state_change_event(local_aws, job))
+    deliveries = ext.deliver_event(local_aws, ext.state_change_event(local_aws, job))
+    assert sorted(d.handler for d in deliveries) == ["notify", "rule_metrics", "stop_training"]  # once each
     (fired,) = [t for t in ext.evaluate_alarms(local_aws) if t.alarm_name == alarm["AlarmName"]]
     assert (fired.new_state, fired.notified) == ("ALARM", (deployed.output("AlarmTopicArn"),))
 
