@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 DEFAULT_WORKERS = 16
+_MIN_BYTES_IN_FLIGHT = 8 << 20
 T = TypeVar("T")
 
 
@@ -71,34 +73,100 @@ class Source(Protocol):
         ...
 
     def map(
-        self, keys: Iterable[str], fn: Callable[[str, bytes], T], *, workers: int = DEFAULT_WORKERS
+        self,
+        keys: Iterable[str],
+        fn: Callable[[str, bytes], T],
+        *,
+        workers: int = DEFAULT_WORKERS,
+        sizes: Mapping[str, int] | None = None,
     ) -> Iterator[tuple[str, T]]:
-        """Read each key and apply ``fn(key, data)`` in a worker thread; yields in the order of ``keys``."""
+        """Read each key and apply ``fn(key, data)`` in a worker thread; yields in the order of ``keys``.
+
+        ``sizes`` (bytes per key, as listed) lets the reads in flight be bounded by bytes as well as by count.
+        """
         ...
 
 
-def _bounded_map(
-    read: Callable[[str], bytes], keys: Iterable[str], fn: Callable[[str, bytes], T], workers: int
-) -> Iterator[tuple[str, T]]:
-    # At most workers + cores objects are in flight, so memory stays bounded whatever the number of keys.
-    window = max(1, workers + (os.cpu_count() or 1))
-    # Downloads may run wide, but parsing is CPU-bound: at most one parse per core at a time.
-    cpu = threading.BoundedSemaphore(os.cpu_count() or 1)
+class _ByteBudget:
+    """Bytes of object data in flight (being read, or read and not yet parsed), bounded by ``limit``.
 
-    def task(key: str) -> T:
+    One object is always admitted when nothing is in flight, so an object larger than the limit still goes.
+    """
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.used = 0
+        self._cond = threading.Condition()
+
+    def acquire(self, n: int) -> None:
+        if self.limit is None:
+            return
+        with self._cond:
+            while self.used and self.used + n > self.limit:
+                self._cond.wait()
+            self.used += n
+
+    def release(self, n: int) -> None:
+        if self.limit is None:
+            return
+        with self._cond:
+            self.used -= n
+            self._cond.notify_all()
+
+
+def _byte_limit(sizes: Mapping[str, int] | None, keys: list[str]) -> int | None:
+    # Object data in flight is at most a tenth of what is read (about two thirds of the DataFrame it parses into),
+    # so peak memory stays proportional to the result; small reads keep some concurrency, and on large reads
+    # the count window binds first.
+    if sizes is None:
+        return None
+    total = sum(sizes.get(k, 0) for k in keys)
+    return max(_MIN_BYTES_IN_FLIGHT, total // 10)
+
+
+def _bounded_map(
+    read: Callable[[str], bytes],
+    keys: Iterable[str],
+    fn: Callable[[str, bytes], T],
+    workers: int,
+    sizes: Mapping[str, int] | None = None,
+) -> Iterator[tuple[str, T]]:
+    cores = os.cpu_count() or 1
+    keys = list(keys)
+    # At most workers + cores objects are submitted and not yet yielded, so memory stays bounded whatever the
+    # number of keys; with sizes known, the bytes read and not yet parsed are bounded as well.
+    window = max(1, workers + cores)
+    budget = _ByteBudget(_byte_limit(sizes, keys))
+    # Downloads may run wide, but parsing is CPU-bound: at most one parse per core at a time.
+    cpu = threading.BoundedSemaphore(cores)
+
+    def parse(key: str) -> T:
         data = read(key)
         with cpu:
             return fn(key, data)
 
+    def task(key: str, size: int) -> T:
+        try:
+            return parse(key)  # the data is freed when parse() returns, before its bytes are given back
+        finally:
+            budget.release(size)
+
     with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="smx-read") as pool:
-        pending: list[tuple[str, Future[T]]] = []
-        for key in keys:
-            pending.append((key, pool.submit(task, key)))
-            if len(pending) >= window:
-                done_key, fut = pending.pop(0)
+        pending: deque[tuple[str, Future[T]]] = deque()
+        try:
+            for key in keys:
+                while len(pending) >= window or (pending and pending[0][1].done()):
+                    done_key, fut = pending.popleft()
+                    yield done_key, fut.result()
+                size = sizes.get(key, 0) if sizes is not None else 0
+                budget.acquire(size)
+                pending.append((key, pool.submit(task, key, size)))
+            while pending:
+                done_key, fut = pending.popleft()
                 yield done_key, fut.result()
-        for done_key, fut in pending:
-            yield done_key, fut.result()
+        finally:
+            for _key, fut in pending:
+                fut.cancel()
 
 
 class LocalSource:
@@ -132,10 +200,15 @@ class LocalSource:
         return (self.root / key).read_bytes()
 
     def map(
-        self, keys: Iterable[str], fn: Callable[[str, bytes], T], *, workers: int = DEFAULT_WORKERS
+        self,
+        keys: Iterable[str],
+        fn: Callable[[str, bytes], T],
+        *,
+        workers: int = DEFAULT_WORKERS,
+        sizes: Mapping[str, int] | None = None,
     ) -> Iterator[tuple[str, T]]:
         # Disk reads are cheap; two threads per core keep parsing busy without oversubscribing.
-        return _bounded_map(self.read, keys, fn, min(workers, 2 * (os.cpu_count() or 1)))
+        return _bounded_map(self.read, keys, fn, min(workers, 2 * (os.cpu_count() or 1)), sizes)
 
 
 class S3Source:
@@ -179,9 +252,14 @@ class S3Source:
             raise _translate(exc, "GetObject", f"s3://{self.bucket}/{self.prefix}{key}") from exc
 
     def map(
-        self, keys: Iterable[str], fn: Callable[[str, bytes], T], *, workers: int = DEFAULT_WORKERS
+        self,
+        keys: Iterable[str],
+        fn: Callable[[str, bytes], T],
+        *,
+        workers: int = DEFAULT_WORKERS,
+        sizes: Mapping[str, int] | None = None,
     ) -> Iterator[tuple[str, T]]:
-        return _bounded_map(self.read, keys, fn, workers)
+        return _bounded_map(self.read, keys, fn, workers, sizes)
 
 
 def _translate(exc: ClientError, operation: str, where: str) -> Exception:

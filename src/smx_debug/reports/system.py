@@ -391,7 +391,10 @@ class SystemMetricsReader:
         with Progress(f"system metrics {self.source.uri}", len(todo), enabled=self.progress) as bar:
             infos = {o.key: o for o in todo}
             for key, (table, skipped) in self.source.map(
-                list(infos), lambda _k, data: parse_system_file(data), workers=self.workers
+                list(infos),
+                lambda _k, data: parse_system_file(data),
+                workers=self.workers,
+                sizes={k: o.size for k, o in infos.items()},
             ):
                 info = infos[key]
                 self._parts[key] = _Part(info.etag, info.size, table, skipped)

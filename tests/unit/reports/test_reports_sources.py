@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from botocore.stub import Stubber
 
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.reports import LocalSource, S3Source, job_paths, open_source
-from smx_debug.reports.sources import split_s3_uri
+from smx_debug.reports.sources import _bounded_map, split_s3_uri
 
 DESC = {
     "TrainingJobName": "job-1",
@@ -80,3 +81,71 @@ def test_open_source_bad_argument_raises_config_error(value: object, field: str)
 def test_split_s3_uri_rejects_malformed(uri: str) -> None:
     with pytest.raises(ConfigError, match="not an S3 URI"):
         split_s3_uri(uri)
+
+
+class _CountingRead:
+    """A fake object read that records how many bytes are read-and-not-yet-parsed at once."""
+
+    def __init__(self, sizes: dict[str, int]) -> None:
+        self.sizes = sizes
+        self.lock = threading.Lock()
+        self.live = 0
+        self.peak = 0
+
+    def read(self, key: str) -> bytes:
+        with self.lock:
+            self.live += self.sizes[key]
+            self.peak = max(self.peak, self.live)
+        return key.encode()
+
+    def parse(self, key: str, data: bytes) -> str:
+        with self.lock:
+            self.live -= self.sizes[key]
+        return data.decode().upper()
+
+
+def test_bounded_map_bounds_bytes_in_flight_and_keeps_order() -> None:
+    sizes = {f"k{i:03d}": 3 << 20 for i in range(40)}  # 120 MiB: the limit is 12 MiB, four objects
+    fake = _CountingRead(sizes)
+    out = list(_bounded_map(fake.read, list(sizes), fake.parse, workers=16, sizes=sizes))
+    assert out == [(k, k.upper()) for k in sizes]
+    assert 0 < fake.peak <= 12 << 20
+
+
+def test_bounded_map_admits_an_object_larger_than_the_limit_alone() -> None:
+    sizes = {"small-1": 1 << 20, "huge": 64 << 20, "small-2": 1 << 20}
+    fake = _CountingRead(sizes)
+    out = list(_bounded_map(fake.read, list(sizes), fake.parse, workers=4, sizes=sizes))
+    assert [k for k, _ in out] == list(sizes)
+    assert fake.peak == 64 << 20  # the large object was read with nothing else in flight
+
+
+def test_bounded_map_without_sizes_uses_the_count_window() -> None:
+    fake = _CountingRead({f"k{i}": 1 for i in range(50)})
+    out = list(_bounded_map(fake.read, list(fake.sizes), fake.parse, workers=3))
+    assert [k for k, _ in out] == list(fake.sizes)
+    assert fake.peak <= 3
+
+
+def test_bounded_map_error_propagates_and_cancels_the_rest() -> None:
+    started: list[str] = []
+
+    def read(key: str) -> bytes:
+        started.append(key)
+        if key == "k2":
+            raise OSError("boom")
+        return b"x"
+
+    keys = [f"k{i}" for i in range(200)]
+    with pytest.raises(OSError, match="boom"):
+        list(_bounded_map(read, keys, lambda _k, d: d, workers=2, sizes=dict.fromkeys(keys, 1)))
+    assert len(started) < len(keys)
+
+
+def test_local_source_map_passes_sizes(tmp_path: Path) -> None:
+    for i in range(5):
+        (tmp_path / f"f{i}.json").write_bytes(b"x" * (i + 1))
+    src = LocalSource(tmp_path)
+    infos = src.list()
+    got = list(src.map([o.key for o in infos], lambda _k, d: len(d), sizes={o.key: o.size for o in infos}))
+    assert got == [(o.key, o.size) for o in infos]
