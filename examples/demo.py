@@ -87,13 +87,6 @@ def _quiet_logs() -> None:
     warnings.filterwarnings("ignore", message="Tried to parse AWS", category=UserWarning)
 
 
-def _quiet_sdk() -> None:
-    """The SDK v2 reports telemetry to an AWS endpoint on fit(); there is no network here."""
-    from sagemaker.telemetry import telemetry_logging
-
-    telemetry_logging._send_telemetry_request = lambda *args, **kwargs: None
-
-
 def deploy(aws: LocalAws, workdir: Path) -> Any:
     from infra.cdk_app import build_app
 
@@ -150,12 +143,12 @@ def print_message(body: str) -> None:
 
 
 def launch(aws: LocalAws, plan: DebugPlan, job_name: str) -> None:
-    import sagemaker
     from sagemaker.estimator import Estimator
 
+    from smx_debug.local.sdk import sagemaker_session
+
     say("3/6 launch the training job")
-    _quiet_sdk()
-    session = sagemaker.Session(boto_session=aws.session(), sagemaker_client=aws.client("sagemaker"))
+    session = sagemaker_session(aws)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SmxDebugWarning)
         kwargs = plan.to_estimator_kwargs()

@@ -96,14 +96,13 @@ def run(session: Any, args: argparse.Namespace, *, job_name: str, before_noteboo
 
 
 def run_local(args: argparse.Namespace) -> int:
-    from sagemaker.telemetry import telemetry_logging
-
     from infra.cdk_app import build_app
     from smx_debug.local import LocalAws, deploy_stack
     from smx_debug.local import extensions as ext
+    from smx_debug.local.sdk import disable_sdk_telemetry
     from smx_debug.simulate import Simulation, SimulationSpec
 
-    telemetry_logging._send_telemetry_request = lambda *a, **k: None  # no network here
+    disable_sdk_telemetry()  # no network here
     args.role = args.role or "arn:aws:iam::123456789012:role/SageMakerExecution-quickstart"
     args.image = args.image or "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
     with LocalAws() as aws, tempfile.TemporaryDirectory() as tmp:

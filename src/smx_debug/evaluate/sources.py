@@ -185,11 +185,9 @@ def _first_line(path: Path) -> str:
 
 
 def _system_via_reports(root: Path) -> pd.DataFrame | None:
-    """The reports package's reader for a folder, when it is available (it also handles S3 layouts)."""
-    try:
-        from smx_debug.reports.system import system_metrics
-    except ImportError:
-        return None
+    """The reports package's (fast) reader for a folder; None where it does not know the layout."""
+    from smx_debug.reports.system import system_metrics
+
     try:
         df = system_metrics(root, progress=False)
     except SmxDebugError:  # e.g. a layout it does not know: fall back to our reader

@@ -1,0 +1,35 @@
+"""The SageMaker Python SDK v2 pointed at the embedded local AWS.
+
+Kept apart from :mod:`smx_debug.local.server` because it needs the optional ``sagemaker`` package.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from smx_debug.local.server import LocalAws
+
+__all__ = ["disable_sdk_telemetry", "sagemaker_session"]
+
+
+def disable_sdk_telemetry() -> None:
+    """Make the SDK's telemetry a no-op for this process.
+
+    ``Estimator.fit`` reports telemetry to an AWS endpoint, which the local AWS (no network) cannot reach.
+    The SDK's documented opt-out (``TelemetryOptOut`` in its config) is re-validated against a JSON schema on
+    every lookup, about 10 s per ``fit``; replacing the sender is the cheap equivalent.
+    """
+    from sagemaker.telemetry import telemetry_logging
+
+    telemetry_logging._send_telemetry_request = lambda *args, **kwargs: None
+
+
+def sagemaker_session(aws: LocalAws, *, sagemaker_client: Any = None) -> Any:
+    """A ``sagemaker.Session`` whose calls go to ``aws`` (telemetry off)."""
+    from sagemaker.session import Session
+
+    disable_sdk_telemetry()
+    return Session(
+        boto_session=aws.session(),
+        sagemaker_client=sagemaker_client if sagemaker_client is not None else aws.client("sagemaker"),
+    )
