@@ -23,7 +23,7 @@ PACKAGE_DIR = ROOT / "src" / "smx_debug"
 HANDLER_NAMES = ("rule_metrics", "stop_training", "notify", "retrain")
 
 # What the Lambda runtime may import from the package: the standard-library-only subset.
-_PACKAGE_FILES = ("__init__.py", "errors.py", "py.typed")
+_PACKAGE_FILES = ("__init__.py", "errors.py", "contracts.py", "tags.py", "py.typed")
 _PACKAGE_TREES = ("actions",)
 
 

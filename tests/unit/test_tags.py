@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from smx_debug.actions.tags import (
+from smx_debug.tags import (
     MANAGED_TAG,
     ActionSpec,
     decode_tags,

@@ -24,7 +24,7 @@ from smx_debug.actions.notify import Notification, alarm_notification, rule_noti
 from smx_debug.actions.respond import METRIC_NAME, notify_rules, publish_rule_metrics, stop_job
 from smx_debug.actions.retrain import DEFAULT_STRATEGIES, init_state, monitor_step, plan_next, train_step
 from smx_debug.actions.settings import DEFAULT_NAMESPACE, Settings
-from smx_debug.actions.tags import ActionSpec, DecodedTags, decode_tags, encode_tags
+from smx_debug.tags import ActionSpec, DecodedTags, decode_tags, encode_tags
 
 __all__ = [
     "DEFAULT_NAMESPACE",

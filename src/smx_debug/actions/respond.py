@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from smx_debug.actions.events import ISSUES_FOUND, JobStateChange, RuleStatus
 from smx_debug.actions.notify import rule_notification
 from smx_debug.actions.settings import Settings
-from smx_debug.actions.tags import ActionSpec, decode_tags, tags_as_dict
+from smx_debug.tags import ActionSpec, decode_tags, tags_as_dict
 
 __all__ = [
     "METRIC_NAME",

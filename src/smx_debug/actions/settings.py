@@ -10,8 +10,9 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from smx_debug.actions.tags import MANAGED_TAG, ActionSpec, DecodedTags
+from smx_debug.contracts import MANAGED_TAG, is_watched
 from smx_debug.errors import ConfigError
+from smx_debug.tags import ActionSpec, DecodedTags
 
 __all__ = ["DEFAULT_NAMESPACE", "Settings"]
 
@@ -74,9 +75,7 @@ class Settings:
 
     def watches(self, job_name: str, tags: Mapping[str, str]) -> bool:
         """True if this deployment may act on the job: a watched name prefix or the opt-in tag set to true."""
-        if any(job_name.startswith(prefix) for prefix in self.watch_prefixes):
-            return True
-        return tags.get(self.opt_in_tag, "").strip().lower() == "true"
+        return is_watched(job_name, tags, self.watch_prefixes, self.opt_in_tag)
 
     def actions_for(self, rule_name: str, decoded: DecodedTags) -> tuple[ActionSpec, ...]:
         """The rule's own actions from the job's tags, then the deployment defaults, without repeats."""

@@ -2,7 +2,7 @@
 
 Built-in, carried out by the Debugger rule container:
 ``stop_training`` (optional ``training_job_prefix``), ``email`` (an address) and ``sms`` (E.164).
-Ours, carried out by the smx-debug Lambdas through the tags of :mod:`smx_debug.actions.tags`:
+Ours, carried out by the smx-debug Lambdas through the tags of :mod:`smx_debug.tags`:
 ``stop_job`` (stop exactly this job), ``notify`` (the deployment's topic, or ``topic_arn``) and
 ``retrain`` (start the retraining workflow).
 """
@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
-from smx_debug.actions.tags import ActionSpec
+from smx_debug.tags import ActionSpec
 from smx_debug.config._base import FrozenModel
 
 __all__ = [

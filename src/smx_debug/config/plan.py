@@ -11,7 +11,7 @@ import yaml
 from pydantic import Field, StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
-from smx_debug.actions.tags import ActionSpec, encode_tags
+from smx_debug.tags import ActionSpec, encode_tags
 from smx_debug.config._base import FrozenModel, PositiveInt, S3Uri
 from smx_debug.config.models import CollectionConfig, HookConfig, ProfilerSettings, RuleConfig
 from smx_debug.config.warnings import SmxDebugWarning

@@ -15,7 +15,8 @@ Encoding (all keys share the ``smx-debug:`` prefix; ``aws:`` is reserved by AWS)
 SageMaker tag limits apply: keys up to 128 characters, values up to 256, characters from
 ``[\\p{L}\\p{Z}\\p{N}_.:/=+\\-@]``, at most 50 tags. Encoding checks them and raises ConfigError;
 decoding is lenient (unknown tokens are returned, not raised) because it runs on untrusted events.
-This module imports only the standard library: the Lambda assets ship it.
+Tag names and the opt-in rule are owned by :mod:`smx_debug.contracts`. This module imports only the
+standard library: the Lambda assets ship it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from smx_debug.contracts import MANAGED_TAG, PLAN_TAG, RULE_TAG_PREFIX, TAG_PREFIX, is_opted_in
 from smx_debug.errors import ConfigError
 
 __all__ = [
@@ -38,10 +40,6 @@ __all__ = [
     "tags_as_dict",
 ]
 
-TAG_PREFIX = "smx-debug:"
-MANAGED_TAG = "smx-debug:managed"
-PLAN_TAG = "smx-debug:plan"
-RULE_TAG_PREFIX = "smx-debug:on:"
 ACTION_KINDS = ("stop", "notify", "retrain")
 
 MAX_KEY_LEN = 128
@@ -191,7 +189,7 @@ def decode_tags(tags: object) -> DecodedTags:
         if rule and specs:
             actions[rule] = tuple(specs)
     return DecodedTags(
-        managed=flat.get(MANAGED_TAG, "").lower() == "true",
+        managed=is_opted_in(flat),
         plan=flat.get(PLAN_TAG),
         actions=actions,
         unknown_tokens=tuple(unknown),

@@ -1,0 +1,228 @@
+"""The contracts between smx-debug's parts, owned here and nowhere else.
+
+Config, actions, evaluation, reports, infra and the demo import these names; none keeps a copy. Where a
+decision has a second form (the opt-in rule as an EventBridge pattern or an IAM condition), the second form
+is generated here from the first, so the places cannot disagree. Imports only the standard library: the
+Lambda assets ship this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final, Literal
+from urllib.parse import quote
+
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "DETAIL_TYPE",
+    "DIMENSION_SETS",
+    "EVENT_SOURCE",
+    "HANDLER_TAG",
+    "ISSUES_FOUND",
+    "MANAGED_TAG",
+    "METRIC_NAME",
+    "OPT_IN_VALUE",
+    "PLAN_TAG",
+    "RULE_FIELDS",
+    "RULE_KINDS",
+    "RULE_TAG_PREFIX",
+    "TAG_PREFIX",
+    "Env",
+    "RuleKind",
+    "alarm_key",
+    "console_domain",
+    "console_job_url",
+    "is_opted_in",
+    "is_watched",
+    "ledger_key",
+    "metric_dimensions",
+    "opt_in_iam_condition",
+    "opt_in_pattern",
+    "partition_of_region",
+    "prefix_pattern",
+    "retrain_key",
+    "rule_action_key",
+    "rule_logs_url",
+    "rule_logs_url_from_arn",
+    "stop_key",
+    "watch_pattern",
+]
+
+# ---------------------------------------------------------------------------------------------- tags
+TAG_PREFIX: Final = "smx-debug:"
+MANAGED_TAG: Final = "smx-debug:managed"  # the default opt-in tag key (a deployment may choose another)
+PLAN_TAG: Final = "smx-debug:plan"
+RULE_TAG_PREFIX: Final = "smx-debug:on:"  # + RuleConfigurationName -> action tokens
+HANDLER_TAG: Final = "smx-debug:handler"  # on deployed functions: which lambdas/<name> they run
+OPT_IN_VALUE: Final = "true"
+
+
+def is_opted_in(tags: Mapping[str, str], tag_key: str = MANAGED_TAG) -> bool:
+    """The opt-in rule: the tag's value equals ``true`` ignoring case, and nothing else (no trimming).
+
+    EventBridge (``equals-ignore-case``) and IAM (``StringEqualsIgnoreCase``) apply exactly this rule, so the
+    handler, the event pattern and the policies agree on every value.
+    """
+    value = tags.get(tag_key)
+    return isinstance(value, str) and value.lower() == OPT_IN_VALUE
+
+
+def is_watched(job_name: str, tags: Mapping[str, str], prefixes: Sequence[str], tag_key: str | None) -> bool:
+    """A deployment watches a job whose name starts with one of ``prefixes`` (case-sensitive, as EventBridge's
+    ``prefix``) or that is opted in with ``tag_key`` (None: watching by tag is off)."""
+    if any(prefix and job_name.startswith(prefix) for prefix in prefixes):
+        return True
+    return tag_key is not None and is_opted_in(tags, tag_key)
+
+
+def prefix_pattern(prefixes: Iterable[str]) -> dict[str, Any]:
+    """The ``detail`` fragment that matches job names starting with any of ``prefixes``."""
+    return {"TrainingJobName": [{"prefix": p} for p in prefixes]}
+
+
+def opt_in_pattern(tag_key: str = MANAGED_TAG) -> dict[str, Any]:
+    """The ``detail`` fragment that matches :func:`is_opted_in` (the event's ``Tags`` is a key -> value map)."""
+    return {"Tags": {tag_key: [{"equals-ignore-case": OPT_IN_VALUE}]}}
+
+
+def watch_pattern(prefixes: Sequence[str], tag_key: str | None) -> dict[str, Any] | None:
+    """The EventBridge ``detail`` pattern for :func:`is_watched`; None when the deployment watches nothing."""
+    alternatives = []
+    if prefixes:
+        alternatives.append(prefix_pattern(prefixes))
+    if tag_key:
+        alternatives.append(opt_in_pattern(tag_key))
+    if not alternatives:
+        return None
+    return alternatives[0] if len(alternatives) == 1 else {"$or": alternatives}
+
+
+def opt_in_iam_condition(tag_key: str = MANAGED_TAG, *, on: Literal["resource", "request"] = "resource") -> dict[
+    str, dict[str, str]
+]:
+    """The IAM condition block for :func:`is_opted_in` on the job's tags (``resource``) or a request's."""
+    prefix = "aws:ResourceTag" if on == "resource" else "aws:RequestTag"
+    return {"StringEqualsIgnoreCase": {f"{prefix}/{tag_key}": OPT_IN_VALUE}}
+
+
+# ------------------------------------------------------------------------------------ events and rules
+EVENT_SOURCE: Final = "aws.sagemaker"
+DETAIL_TYPE: Final = "SageMaker Training Job State Change"
+ISSUES_FOUND: Final = "IssuesFound"
+
+RuleKind = Literal["debugger", "profiler"]
+RULE_KINDS: Final[tuple[RuleKind, ...]] = ("debugger", "profiler")
+# rule kind -> (DescribeTrainingJob / event status list, configuration list, CreateTrainingJob config field)
+RULE_FIELDS: Final[Mapping[RuleKind, tuple[str, str]]] = {
+    "debugger": ("DebugRuleEvaluationStatuses", "DebugRuleConfigurations"),
+    "profiler": ("ProfilerRuleEvaluationStatuses", "ProfilerRuleConfigurations"),
+}
+
+# ------------------------------------------------------------------------------------------- ledger
+
+
+def ledger_key(*parts: str) -> str:
+    """Join key parts with ``#``, which never occurs in job or rule configuration names."""
+    return "#".join(parts)
+
+
+def stop_key(job_name: str) -> str:
+    """One stop per job."""
+    return ledger_key(job_name, "stop")
+
+
+def retrain_key(job_name: str) -> str:
+    """One retraining workflow started per job."""
+    return ledger_key(job_name, "retrain")
+
+
+def rule_action_key(job_name: str, kind: RuleKind, rule: str, action: str) -> str:
+    """One ``action`` (``metric``, ``notify:<topic>``) per job, rule configuration and IssuesFound."""
+    return ledger_key(job_name, f"{kind}:{rule}", ISSUES_FOUND, action)
+
+
+def alarm_key(alarm_name: str, state: str, when: str) -> str:
+    """One notification per alarm state change."""
+    return ledger_key("alarm", alarm_name, state, when, "notify")
+
+
+# ------------------------------------------------------------------------------------------- metric
+DEFAULT_NAMESPACE: Final = "SmxDebug"
+METRIC_NAME: Final = "RuleTriggered"
+# Each triggered rule puts one datapoint per dimension set: all rules (for the ["*"] alarm), per rule, per job.
+DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = ((), ("RuleName",), ("TrainingJobName", "RuleName"))
+
+
+def metric_dimensions(job_name: str, rule: str) -> list[list[dict[str, str]]]:
+    """The ``Dimensions`` of the datapoints for one triggered rule, in :data:`DIMENSION_SETS` order."""
+    values = {"TrainingJobName": job_name, "RuleName": rule}
+    return [[{"Name": n, "Value": values[n]} for n in dims] for dims in DIMENSION_SETS]
+
+
+# ---------------------------------------------------------------------------------- Lambda environment
+class Env:
+    """Environment variable names shared by the stack (which sets them) and the handlers (which read them)."""
+
+    NAMESPACE: Final = "SMX_METRIC_NAMESPACE"
+    WATCH_PREFIXES: Final = "SMX_WATCH_PREFIXES"
+    OPT_IN_TAG: Final = "SMX_OPT_IN_TAG"
+    DEFAULT_ACTIONS: Final = "SMX_DEFAULT_ACTIONS"
+    LEDGER_TABLE: Final = "SMX_LEDGER_TABLE"
+    TOPIC_ARN: Final = "SMX_TOPIC_ARN"
+    MAX_ATTEMPTS: Final = "SMX_MAX_ATTEMPTS"
+    ACCOUNT: Final = "SMX_ACCOUNT"
+    STATE_MACHINE_ARN: Final = "SMX_STATE_MACHINE_ARN"
+
+
+# --------------------------------------------------------------------------------------- console URLs
+def partition_of_region(region: str) -> str:
+    """``aws``, ``aws-cn`` or ``aws-us-gov`` for a region name."""
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+def console_domain(partition: str) -> str:
+    """The AWS console's host suffix in ``partition``."""
+    return {
+        "aws-cn": "console.amazonaws.cn",
+        "aws-us-gov": "console.amazonaws-us-gov.com",
+    }.get(partition, "console.aws.amazon.com")
+
+
+def _console(region: str) -> str:
+    return f"https://{region}.{console_domain(partition_of_region(region))}"
+
+
+def console_job_url(region: str, job_name: str) -> str:
+    """The training job's page in the SageMaker console."""
+    return f"{_console(region)}/sagemaker/home?region={region}#/jobs/{quote(job_name)}"
+
+
+RULE_LOG_GROUP: Final = "/aws/sagemaker/ProcessingJobs"
+
+
+def _cw_fragment(text: str) -> str:
+    # The CloudWatch console double-encodes fragment parts: '/' -> %2F -> $252F.
+    return quote(quote(text, safe=""), safe="").replace("%", "$")
+
+
+def rule_logs_url(region: str, processing_job_name: str) -> str:
+    """The rule evaluation job's logs: group /aws/sagemaker/ProcessingJobs, stream prefix = job name."""
+    return (
+        f"{_console(region)}/cloudwatch/home?region={region}#logsV2:log-groups/log-group/"
+        f"{_cw_fragment(RULE_LOG_GROUP)}$3FlogStreamNameFilter$3D{_cw_fragment(processing_job_name)}"
+    )
+
+
+def rule_logs_url_from_arn(rule_job_arn: str | None) -> str | None:
+    """:func:`rule_logs_url` for a rule evaluation job's ARN (``...:processing-job/<name>``); None if not one."""
+    if not rule_job_arn:
+        return None
+    parts = rule_job_arn.split(":", 5)
+    if len(parts) != 6 or parts[0] != "arn" or parts[2] != "sagemaker" or not parts[5].startswith("processing-job/"):
+        return None
+    name = parts[5].split("/", 1)[1]
+    return rule_logs_url(parts[3], name) if name and parts[3] else None
