@@ -128,10 +128,18 @@ class Simulation:
         elif kind == "gpu_memory_increase":
             growth = np.clip((t - s.onset_s) / 60.0, 0, None)[:, None] * 1.5  # +1.5 points a minute
             gmem = np.where(bad, np.clip(gmem + growth, 0, 100), gmem)
+        elif kind == "gpu_memory_jump":
+            gmem = np.where(bad, np.clip(gmem + 30.0, 0, 100), gmem)  # one step of +30 points at the onset
+        elif kind == "fluctuating_gpu":
+            idle = (k % 10 < 2)[:, None]  # 20% of samples near zero, the rest busy: p95 high, p5 low
+            gpu = np.where(bad & idle, np.clip(rng.normal(1, 1, (n, g)), 0, 100), gpu)
+        elif kind == "load_imbalance":
+            light = np.arange(g)[None, :] >= max(g // 2, 1)  # the second half of the GPUs gets little work
+            gpu = np.where(bad & light, np.clip(rng.normal(15, 5, (n, g)), 0, 100), gpu)
         total = cpu.mean(axis=1, keepdims=True)
         values = np.hstack([cpu, total, mem, np.stack([gpu, gmem], axis=2).reshape(n, 2 * g), io])
 
-        base = self.start_s + t
+        base = self.start_s + t + node * s.clock_offset_s
         # CPU and GPU samplers fire at slightly different moments, as in real files.
         offsets = np.concatenate([np.zeros(c + 2), np.full(2 * g, 0.0125), np.full(5, 0.0031)])
         ts = base[:, None] + offsets[None, :] + rng.uniform(0, 0.002, (n, 1))
@@ -184,11 +192,12 @@ class Simulation:
         """The python-timeline trace of ``node`` holding the steps that end in ``minute``, if any."""
         s = self.spec
         start, dur = self.steps(node)
-        end_abs = self.start_s + start + dur
+        clock = self.start_s + node * s.clock_offset_s  # this node's clock at job start
+        end_abs = clock + start + dur
         sel = np.nonzero((end_abs >= minute) & (end_abs < minute + 60))[0]
         if not len(sel):
             return None
-        t0_us = round(self.start_s * 1e6)
+        t0_us = round(clock * 1e6)
         pid = s.pid + node
         events: list[dict[str, Any]] = [
             {"name": "process_name", "ph": "M", "pid": 0, "args": {"start_time_since_epoch_in_micros": t0_us}},

@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 __all__ = ["SCENARIOS", "ScenarioKind", "SimulationSpec"]
 
 ScenarioKind = Literal[
-    "healthy", "cpu_bottleneck", "io_bottleneck", "low_gpu_utilization", "gpu_memory_increase", "step_outlier"
+    "healthy", "cpu_bottleneck", "io_bottleneck", "low_gpu_utilization", "gpu_memory_increase", "step_outlier",
+    "fluctuating_gpu", "load_imbalance", "gpu_memory_jump",
 ]
 SCENARIOS: tuple[ScenarioKind, ...] = (
     "healthy",
@@ -19,6 +20,9 @@ SCENARIOS: tuple[ScenarioKind, ...] = (
     "low_gpu_utilization",
     "gpu_memory_increase",
     "step_outlier",
+    "fluctuating_gpu",
+    "load_imbalance",
+    "gpu_memory_jump",
 )
 
 
@@ -45,6 +49,7 @@ class SimulationSpec(BaseModel):
     finalization_s: float = Field(default=30.0, ge=0)
     step_s: float = Field(default=0.25, gt=0)
     pid: int = Field(default=181, ge=1)
+    clock_offset_s: float = Field(default=0.0, ge=0, le=60, description="node n's clock runs n * this ahead")
 
     @model_validator(mode="after")
     def _check(self) -> SimulationSpec:

@@ -124,5 +124,6 @@ def test_simulation_spec_onset_and_scenarios() -> None:
     spec = _spec(onset_s=90.0, job_start=datetime(2026, 3, 1, tzinfo=UTC))
     assert spec.onset == datetime(2026, 3, 1, 0, 1, 30, tzinfo=UTC)
     assert SCENARIOS == ("healthy", "cpu_bottleneck", "io_bottleneck", "low_gpu_utilization",
-                         "gpu_memory_increase", "step_outlier")
+                         "gpu_memory_increase", "step_outlier", "fluctuating_gpu", "load_imbalance",
+                         "gpu_memory_jump")
     assert np.isclose(spec.records_per_node_hour, (4 + 2 + 4 + 1) * 3600)
