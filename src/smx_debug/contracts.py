@@ -17,8 +17,14 @@ __all__ = [
     "DETAIL_TYPE",
     "DIMENSION_SETS",
     "EVENT_SOURCE",
+    "DEFAULT_FUNCTION_TIMEOUT_SECONDS",
+    "DEFAULT_LEASE_SECONDS",
+    "DEFAULT_RETRAIN_WAIT_SECONDS",
     "HANDLER_TAG",
     "ISSUES_FOUND",
+    "LEDGER_KEY_ATTRIBUTE",
+    "LEDGER_RETENTION_SECONDS",
+    "LEDGER_TTL_ATTRIBUTE",
     "MANAGED_TAG",
     "METRIC_NAME",
     "OPT_IN_VALUE",
@@ -26,7 +32,11 @@ __all__ = [
     "RULE_FIELDS",
     "RULE_KINDS",
     "RULE_TAG_PREFIX",
+    "SFN_HISTORY_LIMIT",
+    "SOURCE_DEBUGGER",
+    "SOURCE_EVALUATOR",
     "TAG_PREFIX",
+    "TRIGGER_SOURCES",
     "Env",
     "RuleKind",
     "alarm_key",
@@ -40,7 +50,10 @@ __all__ = [
     "opt_in_pattern",
     "partition_of_region",
     "prefix_pattern",
+    "retrain_execution_name",
+    "retrain_history_events",
     "retrain_key",
+    "retrain_max_polls",
     "rule_action_key",
     "rule_logs_url",
     "rule_logs_url_from_arn",
@@ -118,7 +131,23 @@ RULE_FIELDS: Final[Mapping[RuleKind, tuple[str, str]]] = {
     "profiler": ("ProfilerRuleEvaluationStatuses", "ProfilerRuleConfigurations"),
 }
 
+# Who found the issue, as messages show it: Debugger's rule job, or our own evaluator (issue 14).
+SOURCE_DEBUGGER: Final = "SageMaker Debugger"
+SOURCE_EVALUATOR: Final = "smx-debug evaluator"
+TRIGGER_SOURCES: Final = (SOURCE_DEBUGGER, SOURCE_EVALUATOR)
+
 # ------------------------------------------------------------------------------------------- ledger
+LEDGER_KEY_ATTRIBUTE: Final = "pk"  # the table's partition key (string)
+# The DynamoDB TTL attribute (epoch seconds, number) that the stack enables on the ledger table. Every item
+# carries it: a completed record lives LEDGER_RETENTION_SECONDS (longer than SageMaker's 28-day maximum
+# runtime, so a job can never be acted on twice); an abandoned claim lives its lease plus that retention.
+LEDGER_TTL_ATTRIBUTE: Final = "expires_at"
+LEDGER_RETENTION_SECONDS: Final = 90 * 86_400
+# A claim is a lease: after it expires another invocation may take it over. It must outlast the function
+# timeout (a holder cannot act after Lambda kills it), and stays short so Lambda's own retries (1 and 2
+# minutes after a failure) find it expired.
+DEFAULT_FUNCTION_TIMEOUT_SECONDS: Final = 60
+DEFAULT_LEASE_SECONDS: Final = 90
 
 
 def ledger_key(*parts: str) -> str:
@@ -139,6 +168,19 @@ def retrain_key(job_name: str) -> str:
 def rule_action_key(job_name: str, kind: RuleKind, rule: str, action: str) -> str:
     """One ``action`` (``metric``, ``notify:<topic>``) per job, rule configuration and IssuesFound."""
     return ledger_key(job_name, f"{kind}:{rule}", ISSUES_FOUND, action)
+
+
+def retrain_execution_name(job_name: str) -> str:
+    """The retraining execution's name for ``job_name``: deterministic, so StartExecution is idempotent.
+
+    Step Functions allows 1-80 characters ``[A-Za-z0-9_-]``; a digest of the full name keeps long or
+    similar names apart.
+    """
+    import hashlib
+
+    digest = hashlib.sha256(job_name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "-" for c in job_name)[:56]
+    return f"smx-retrain-{safe}-{digest}"
 
 
 def alarm_key(alarm_name: str, state: str, when: str) -> str:
@@ -172,6 +214,27 @@ class Env:
     MAX_ATTEMPTS: Final = "SMX_MAX_ATTEMPTS"
     ACCOUNT: Final = "SMX_ACCOUNT"
     STATE_MACHINE_ARN: Final = "SMX_STATE_MACHINE_ARN"
+    LEASE_SECONDS: Final = "SMX_LEASE_SECONDS"  # ledger claim lease, default DEFAULT_LEASE_SECONDS
+    FUNCTION_TIMEOUT: Final = "SMX_FUNCTION_TIMEOUT"  # the function's timeout in seconds (the lease must outlast it)
+    SHOW_KEYS: Final = "SMX_SHOW_KEYS"  # comma-separated hyperparameter/environment keys whose values messages may show
+
+
+# ------------------------------------------------------------------------ Step Functions history budget
+SFN_HISTORY_LIMIT: Final = 25_000  # events per execution; past it the execution fails
+DEFAULT_RETRAIN_WAIT_SECONDS: Final = 300
+# Events of one loop turn of the retraining state machine: Wait (entered, exited) + Lambda task (entered,
+# scheduled, started, succeeded, exited) + Choice (entered, exited).
+_EVENTS_PER_POLL: Final = 9
+_EVENTS_PER_RUN: Final = 14  # Train task (5) + Choice (2) + slack for retried task attempts
+_EVENTS_FIXED: Final = 40  # start, Init, final notify step, end; plus retries
+
+
+def retrain_history_events(*, wait_seconds: int, max_runtime_seconds: int, max_retraining: int) -> int:
+    """The worst-case history length of one retraining execution: polling every ``wait_seconds`` for
+    ``max_runtime_seconds`` (the execution's timeout) with ``max_retraining`` launches. Must stay below
+    :data:`SFN_HISTORY_LIMIT`; the retrain handler and the stack's config both check it."""
+    polls = -(-max_runtime_seconds // max(wait_seconds, 1))
+    return _EVENTS_FIXED + polls * _EVENTS_PER_POLL + max_retraining * _EVENTS_PER_RUN
 
 
 # --------------------------------------------------------------------------------------- console URLs
@@ -226,3 +289,9 @@ def rule_logs_url_from_arn(rule_job_arn: str | None) -> str | None:
         return None
     name = parts[5].split("/", 1)[1]
     return rule_logs_url(parts[3], name) if name and parts[3] else None
+
+
+def retrain_max_polls(max_retraining: int) -> int:
+    """How many monitor polls one execution may make before its history would reach
+    :data:`SFN_HISTORY_LIMIT` (the retrain handler ends the loop, with a message, before that)."""
+    return max(0, (SFN_HISTORY_LIMIT - _EVENTS_FIXED - max_retraining * _EVENTS_PER_RUN) // _EVENTS_PER_POLL)
