@@ -19,6 +19,8 @@ __all__ = [
     "DEFAULT_RETRAIN_WAIT_SECONDS",
     "DETAIL_TYPE",
     "DIMENSION_SETS",
+    "EVALUATOR_SPEC_PREFIX",
+    "EVALUATOR_TAG",
     "EVENT_SOURCE",
     "HANDLER_TAG",
     "ISSUES_FOUND",
@@ -68,6 +70,10 @@ PLAN_TAG: Final = "smx-debug:plan"
 RULE_TAG_PREFIX: Final = "smx-debug:on:"  # + RuleConfigurationName -> action tokens
 HANDLER_TAG: Final = "smx-debug:handler"  # on deployed functions: which lambdas/<name> they run
 OPT_IN_VALUE: Final = "true"
+# The evaluator's rules for a job: key (in the stack's bucket) of the watch spec its plan rendered. A tag value
+# holds at most 256 characters, so the tag names the spec instead of carrying it.
+EVALUATOR_TAG: Final = "smx-debug:evaluator"
+EVALUATOR_SPEC_PREFIX: Final = "smx-debug/watch-specs/"  # + <sha256 of the spec>.json
 
 
 def is_opted_in(tags: Mapping[str, str], tag_key: str = MANAGED_TAG) -> bool:
@@ -214,6 +220,11 @@ class Env:
     MAX_ATTEMPTS: Final = "SMX_MAX_ATTEMPTS"
     ACCOUNT: Final = "SMX_ACCOUNT"
     STATE_MACHINE_ARN: Final = "SMX_STATE_MACHINE_ARN"
+    # the scheduled evaluator
+    CURSOR_TABLE: Final = "SMX_CURSOR_TABLE"
+    SPEC_BUCKET: Final = "SMX_SPEC_BUCKET"
+    DEFAULT_RULES: Final = "SMX_DEFAULT_RULES"
+    WINDOW_MINUTES: Final = "SMX_WINDOW_MINUTES"
     LEASE_SECONDS: Final = "SMX_LEASE_SECONDS"  # ledger claim lease, default DEFAULT_LEASE_SECONDS
     FUNCTION_TIMEOUT: Final = "SMX_FUNCTION_TIMEOUT"  # the function's timeout in seconds (the lease must outlast it)
     SHOW_KEYS: Final = "SMX_SHOW_KEYS"  # comma-separated hyperparameter/environment keys whose values messages may show
