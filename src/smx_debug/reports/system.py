@@ -5,13 +5,18 @@ A file is named after the minute it starts (``<epoch_s>.<node>.json``) and sits 
 (``system/incremental/<YYYYMMDDHH>/``) or, in older jobs and smdebug's tests, directly in ``incremental/``.
 File names say when and where, so files outside the time window or nodes are never downloaded.
 
-Speed: whole files are read as bytes and parsed by ``pyarrow.json`` with an explicit schema in worker
-threads; only a file whose fast parse fails (a truncated last line of a file still being written, a record
-of the wrong shape) goes through a per-line path that skips and counts the bad lines.
+Speed: whole files are read as bytes and split by pyarrow's CSV tokenizer (canonical records) or parsed by
+``pyarrow.json`` with an explicit schema, in worker threads; only a file neither can read goes through a
+per-line path. Bad records never fail a read: they are skipped and counted by reason (:data:`SKIP_REASONS`):
+lines that are not records (garbage, a truncated last line), lines with bytes that are not UTF-8, and
+timestamps outside :data:`TIMESTAMP_RANGE_S` (epoch seconds 2000-01-01 .. 2100-01-01), counted apart when
+they are epoch milliseconds, microseconds or nanoseconds written where Debugger writes seconds. A few
+garbage lines in a canonical file keep it on the fast path.
 """
 
 from __future__ import annotations
 
+import codecs
 import json
 import math
 import os
@@ -26,20 +31,36 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pj
 
-from smx_debug.errors import ConfigError, NotFoundError
+from smx_debug.errors import ConfigError, NoDataYetError, NotFoundError
 from smx_debug.reports._util import Progress, TimeLike, to_epoch_ns
 from smx_debug.reports.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 
 __all__ = [
+    "SKIP_REASONS",
     "SYSTEM_COLUMNS",
+    "TIMESTAMP_RANGE_S",
     "SystemFile",
     "SystemMetricsReader",
     "parse_system_file",
+    "system_frame",
     "system_metrics",
     "system_metrics_wide",
 ]
 
 SYSTEM_COLUMNS = ["timestamp", "node", "type", "name", "dimension", "value"]
+
+# Plausible epoch seconds for a record: 2000-01-01 <= t < 2100-01-01. Anything else is skipped and counted;
+# a value that lands in the window once divided by 1e3/1e6/1e9 is counted as a wrongly scaled timestamp.
+TIMESTAMP_RANGE_S = (946_684_800.0, 4_102_444_800.0)
+MALFORMED = "malformed lines"
+BAD_BYTES = "lines with bytes that are not UTF-8"
+OUT_OF_RANGE = "timestamps out of range"
+WRONG_SCALE = "timestamps in ms/us/ns, not seconds"
+SKIP_REASONS = (MALFORMED, BAD_BYTES, OUT_OF_RANGE, WRONG_SCALE)
+# A canonical file with more odd-but-valid records than this is parsed by the general JSON path instead.
+_MAX_ODD_RECORDS = 64
+# Per bad UTF-8 line the decoder restarts after it; beyond this many, the file is checked line by line.
+_MAX_BYTE_SCANS = 16
 
 _FILE_RE = re.compile(r"(?:^|/)(\d{10})\.([A-Za-z0-9_\-.]+?)\.json$")
 _SCHEMA = pa.schema(
@@ -79,23 +100,31 @@ class SystemFile:
     node: str
 
 
-def _parse_lines(data: bytes) -> tuple[dict[str, list[Any]], int]:
+Skips = dict[str, int]
+
+
+def _add(skips: Skips, reason: str, n: int) -> None:
+    if n:
+        skips[reason] = skips.get(reason, 0) + n
+
+
+def _parse_lines(data: bytes, skips: Skips) -> pa.Table:
+    """The per-line path: every line through ``json.loads``; bad lines skipped and counted."""
     cols: dict[str, list[Any]] = {name: [] for name in _SCHEMA.names}
-    skipped = 0
     for line in data.splitlines():
         if not line.strip():
             continue
         try:
             rec = json.loads(line)
         except ValueError:
-            skipped += 1
+            _add(skips, MALFORMED, 1)
             continue
         if not isinstance(rec, dict) or not _record_ok(rec):
-            skipped += 1
+            _add(skips, MALFORMED, 1)
             continue
         for name in _SCHEMA.names:
             cols[name].append(rec.get(name))
-    return cols, skipped
+    return pa.table(cols, schema=_SCHEMA)
 
 
 def _record_ok(rec: dict[str, Any]) -> bool:
@@ -110,6 +139,63 @@ def _record_ok(rec: dict[str, Any]) -> bool:
         if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
             return False
     return True
+
+
+def _drop_bad_bytes(data: bytes, skips: Skips) -> bytes:
+    """``data`` without the lines that are not valid UTF-8 (each counted); ASCII data costs one scan."""
+    if data.isascii():
+        return data
+    view = memoryview(data)
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    while len(spans) <= _MAX_BYTE_SCANS:
+        try:
+            codecs.utf_8_decode(view[pos:], "strict", True)
+            break
+        except UnicodeDecodeError as exc:
+            at = pos + exc.start
+            begin = data.rfind(b"\n", 0, at) + 1
+            nl = data.find(b"\n", at)
+            pos = len(data) if nl < 0 else nl + 1
+            spans.append((begin, pos))
+    else:  # many bad lines: check each line once instead of re-decoding the rest of the file
+        kept = []
+        for line in data.split(b"\n"):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                _add(skips, BAD_BYTES, 1)
+                continue
+            kept.append(line)
+        return b"\n".join(kept)
+    if not spans:
+        return data
+    _add(skips, BAD_BYTES, len(spans))
+    parts, prev = [], 0
+    for begin, stop in spans:
+        parts.append(view[prev:begin])
+        prev = stop
+    parts.append(view[prev:])
+    return b"".join(parts)
+
+
+def _plausible(stamp: Any, skips: Skips) -> Any:
+    """None when every timestamp is plausible epoch seconds, else the keep-mask (the rest counted by reason)."""
+    lo, hi = TIMESTAMP_RANGE_S
+    ok = pc.fill_null(pc.and_(pc.greater_equal(stamp, lo), pc.less(stamp, hi)), False)
+    n_ok = int(pc.sum(ok).as_py() or 0)
+    if n_ok == len(stamp):
+        return None
+    bad = pc.invert(ok)
+    scaled = None
+    for factor in (1e3, 1e6, 1e9):
+        s = pc.divide(stamp, factor)
+        hit = pc.fill_null(pc.and_(pc.greater_equal(s, lo), pc.less(s, hi)), False)
+        scaled = hit if scaled is None else pc.or_(scaled, hit)
+    n_scaled = int(pc.sum(pc.and_(bad, scaled)).as_py() or 0)
+    _add(skips, WRONG_SCALE, n_scaled)
+    _add(skips, OUT_OF_RANGE, len(stamp) - n_ok - n_scaled)
+    return ok
 
 
 # Fast path: a canonical record split on '"' gives 21 fields: keys at 1, 5, 9, 13, 15, 19; string values at
@@ -135,19 +221,33 @@ class _NotCanonical(Exception):
     pass
 
 
-def _is_json(line: str) -> bool:
-    try:
-        json.loads(line)
-    except ValueError:
-        return False
-    return True
+def _odd_rows(rows: list[str], skips: Skips) -> pa.Table | None:
+    """Lines the tokenizer rejected: garbage is counted; valid records of another shape are parsed here."""
+    records = []
+    for text in rows:
+        try:
+            rec = json.loads(text)
+        except ValueError:
+            _add(skips, MALFORMED, 1)
+            continue
+        records.append(text.encode())
+        if not isinstance(rec, dict):
+            records.pop()
+            _add(skips, MALFORMED, 1)
+    if not records:
+        return None
+    if len(records) > _MAX_ODD_RECORDS:
+        raise _NotCanonical
+    return _parse_lines(b"\n".join(records), skips)
 
 
-def _parse_fast(data: bytes) -> tuple[pa.Table, int]:
+def _parse_fast(data: bytes) -> tuple[pa.Table, Skips]:
     bad_rows: list[str] = []
 
     def on_invalid(row: Any) -> str:
         bad_rows.append(row.text)
+        if len(bad_rows) > 4 * _MAX_ODD_RECORDS:
+            return "error"  # mostly another shape: the general path is faster
         return "skip"
 
     opts = pcsv.ParseOptions(
@@ -157,35 +257,33 @@ def _parse_fast(data: bytes) -> tuple[pa.Table, int]:
         t = pcsv.read_csv(pa.py_buffer(data), read_options=_CSV_READ, parse_options=opts, convert_options=_CSV_CONVERT)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise _NotCanonical from exc
-    skipped = 0
-    if bad_rows:
-        # Only a truncated last line (a file still being written) is skipped here; anything else is not canonical.
-        last = data.rstrip().rsplit(b"\n", 1)[-1].decode("utf-8", "replace").rstrip("\r")
-        if len(bad_rows) > 1 or bad_rows[0].rstrip("\r") != last or _is_json(last):
-            raise _NotCanonical
-        skipped = 1
+    skips: Skips = {}
+    odd = _odd_rows(bad_rows, skips) if bad_rows else None
     for col, key in _KEYS.items():
         if t.num_rows and not pc.all(pc.equal(t.column(col), key)).as_py():
             raise _NotCanonical
     tail = pc.utf8_rtrim_whitespace(t.column("c20"))
     complete = pc.ends_with(tail, "}")
     if not pc.all(complete).as_py():
-        skipped += t.num_rows - int(pc.sum(complete).as_py() or 0)
+        _add(skips, MALFORMED, t.num_rows - int(pc.sum(complete).as_py() or 0))
         t, tail = t.filter(complete), tail.filter(complete)
     try:
         value = pc.cast(pc.utf8_trim(t.column("c14"), ": ,\t"), pa.float64())
         stamp = pc.cast(pc.utf8_trim(tail, ": }\t"), pa.float64())
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise _NotCanonical from exc
-    if stamp.null_count or (len(stamp) and not pc.all(pc.is_finite(stamp)).as_py()):
-        raise _NotCanonical
+    keep = _plausible(stamp, skips)
+    if keep is not None:
+        t, value, stamp = t.filter(keep), value.filter(keep), stamp.filter(keep)
     us = pc.cast(pc.floor(pc.multiply(stamp, 1e6)), pa.int64())
     table = pa.table(
         [pc.cast(pc.multiply(us, 1000), pa.int64()).cast(_TS_TYPE), t.column("c17"), t.column("c3"),
          t.column("c7"), t.column("c11"), value],
         schema=_OUT_SCHEMA,
     )
-    return _narrow(table), skipped
+    if odd is not None:
+        table = pa.concat_tables([table, _compact_wide(odd, skips)]).unify_dictionaries()
+    return _narrow(table), skips
 
 
 def _narrow(table: pa.Table) -> pa.Table:
@@ -202,20 +300,27 @@ def _narrow(table: pa.Table) -> pa.Table:
     return pa.table(cols, names=table.column_names)
 
 
-def parse_system_file(data: bytes) -> tuple[pa.Table, int]:
-    """Parse one JSON-lines file into the compact output schema; returns ``(table, skipped_lines)``.
+def parse_system_file(data: bytes) -> tuple[pa.Table, dict[str, int]]:
+    """Parse one JSON-lines file into the compact output schema; returns ``(table, skipped)``.
 
-    Records missing a required key (Type, Dimension, Value, NodeId, Timestamp) or of the wrong type are
-    skipped and counted; ``Name`` may be missing (memory and algorithm records), giving a null name.
+    ``skipped`` counts the records left out by reason (:data:`SKIP_REASONS`; empty when none): lines that are
+    not records or miss a required key (Type, Dimension, Value, NodeId, Timestamp) or have one of the wrong
+    type, lines with bytes that are not UTF-8, timestamps outside :data:`TIMESTAMP_RANGE_S` or wrongly
+    scaled. ``Name`` may be missing (smdebug reads such records with ``name=None``), giving a null name.
     """
     if not data.strip():
-        return _OUT_SCHEMA.empty_table(), 0
+        return _OUT_SCHEMA.empty_table(), {}
+    skips: Skips = {}
+    data = _drop_bad_bytes(data, skips)
     if b"\\" not in data:  # no JSON escapes: the canonical fast path can apply
         try:
-            return _parse_fast(data)
+            table, fast_skips = _parse_fast(data)
         except _NotCanonical:
             pass
-    skipped = 0
+        else:
+            for reason, n in fast_skips.items():
+                _add(skips, reason, n)
+            return table, skips
     try:
         raw = pj.read_json(pa.py_buffer(data), read_options=_READ, parse_options=_PARSE)
         valid = None
@@ -225,24 +330,17 @@ def parse_system_file(data: bytes) -> tuple[pa.Table, int]:
                 ok = pc.is_valid(col)
                 valid = ok if valid is None else pc.and_(valid, ok)
         if valid is not None:
-            skipped = raw.num_rows - int(pc.sum(valid).as_py() or 0)
+            _add(skips, MALFORMED, raw.num_rows - int(pc.sum(valid).as_py() or 0))
             raw = raw.filter(valid)
-        ts_col = raw.column("Timestamp")
-        if ts_col.null_count == 0 and len(ts_col) and not pc.all(pc.is_finite(ts_col)).as_py():
-            ok = pc.is_finite(ts_col)
-            skipped += raw.num_rows - int(pc.sum(ok).as_py() or 0)
-            raw = raw.filter(ok)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        cols, skipped = _parse_lines(data)
-        raw = pa.table(cols, schema=_SCHEMA)
-    return _compact(raw), skipped
+        raw = _parse_lines(data, skips)
+    return _narrow(_compact_wide(raw, skips)), skips
 
 
-def _compact(raw: pa.Table) -> pa.Table:
-    return _narrow(_compact_wide(raw))
-
-
-def _compact_wide(raw: pa.Table) -> pa.Table:
+def _compact_wide(raw: pa.Table, skips: Skips) -> pa.Table:
+    keep = _plausible(raw.column("Timestamp"), skips)
+    if keep is not None:
+        raw = raw.filter(keep)
     # Truncate to whole microseconds as smdebug does (int(ts * 1e6)); float64 epoch seconds carry no more.
     us = pc.cast(pc.floor(pc.multiply(raw.column("Timestamp"), 1e6)), pa.int64())
     ts = pc.cast(pc.multiply(us, 1000), pa.int64()).cast(_TS_TYPE)
@@ -323,15 +421,16 @@ class _Part:
     etag: str
     size: int
     table: pa.Table
-    skipped: int
+    skipped: dict[str, int]
 
 
 class SystemMetricsReader:
     """Reads a job's system metrics and re-reads them incrementally while the job runs.
 
     ``refresh()`` lists the source again and fetches only new files and files that grew (the last file of a
-    live job is still being written), then returns the combined frame. Skipped lines are counted in
-    ``frame.attrs["skipped_lines"]`` (total) and ``frame.attrs["skipped_by_file"]``.
+    live job is still being written), then returns the combined frame. Skipped records are counted in
+    ``frame.attrs``: ``skipped_lines`` (total), ``skipped_by_file`` (total per file) and ``skipped_by_reason``
+    (per :data:`SKIP_REASONS` entry, over all files).
     """
 
     def __init__(
@@ -363,9 +462,11 @@ class SystemMetricsReader:
     def _select(self) -> list[SystemFile]:
         files = list_system_files(self.source)
         if not files:
-            raise NotFoundError(
-                f"no system metrics under {self.source.uri}: expected "
-                "system/incremental/<YYYYMMDDHH>/<epoch_s>.<node>.json files (was profiling on?)"
+            raise NoDataYetError(
+                f"no system metrics under {self.source.uri} yet: expected "
+                "system/incremental/<YYYYMMDDHH>/<epoch_s>.<node>.json files (a job writes its first within "
+                "minutes of starting; was profiling on?)",
+                where=self.source.uri,
             )
         if self.nodes is not None:
             present = {f.node for f in files}
@@ -410,34 +511,55 @@ class SystemMetricsReader:
         skipped = {k: self._parts[k].skipped for k in keys if self._parts[k].skipped}
         if release:
             self._parts = {}
-        if tables:
-            if len({t.schema for t in tables}) > 1:  # a file with >127 distinct names kept int32 indices
-                tables = [t.cast(_OUT_SCHEMA) for t in tables]
-            table = pa.concat_tables(tables)
-            if self.start_ns is not None or self.end_ns is not None:
-                ts = pc.cast(table.column("timestamp"), pa.int64())
-                mask = None
-                if self.start_ns is not None:
-                    mask = pc.greater_equal(ts, self.start_ns)
-                if self.end_ns is not None:
-                    lt = pc.less(ts, self.end_ns)
-                    mask = lt if mask is None else pc.and_(mask, lt)
-                table = table.filter(mask)
-            del tables
-            table = table.unify_dictionaries()
-            df: pd.DataFrame = table.to_pandas(split_blocks=True, self_destruct=release)
-            del table
-        else:
-            df = _empty_frame()
-        df.attrs.update(
-            {
-                "source": self.source.uri,
-                "files": len(keys),
-                "skipped_lines": sum(skipped.values()),
-                "skipped_by_file": skipped,
-            }
-        )
-        return df
+        return system_frame(tables, skipped, source=self.source.uri, files=len(keys), start_ns=self.start_ns,
+                            end_ns=self.end_ns, release=release)
+
+
+def system_frame(
+    tables: list[pa.Table],
+    skipped: dict[str, dict[str, int]],
+    *,
+    source: str,
+    files: int,
+    start_ns: int | None = None,
+    end_ns: int | None = None,
+    release: bool = False,
+) -> pd.DataFrame:
+    """The contract frame from :func:`parse_system_file` tables, with the skip counts (per file) in ``attrs``."""
+    tables = [t for t in tables if t.num_rows]
+    if tables:
+        if len({t.schema for t in tables}) > 1:  # a file with >127 distinct names kept int32 indices
+            tables = [t.cast(_OUT_SCHEMA) for t in tables]
+        table = pa.concat_tables(tables)
+        if start_ns is not None or end_ns is not None:
+            ts = pc.cast(table.column("timestamp"), pa.int64())
+            mask = None
+            if start_ns is not None:
+                mask = pc.greater_equal(ts, start_ns)
+            if end_ns is not None:
+                lt = pc.less(ts, end_ns)
+                mask = lt if mask is None else pc.and_(mask, lt)
+            table = table.filter(mask)
+        del tables
+        table = table.unify_dictionaries()
+        df: pd.DataFrame = table.to_pandas(split_blocks=True, self_destruct=release)
+        del table
+    else:
+        df = _empty_frame()
+    by_reason: dict[str, int] = {}
+    for counts in skipped.values():
+        for reason, n in counts.items():
+            by_reason[reason] = by_reason.get(reason, 0) + n
+    df.attrs.update(
+        {
+            "source": source,
+            "files": files,
+            "skipped_lines": sum(by_reason.values()),
+            "skipped_by_file": {k: sum(v.values()) for k, v in skipped.items() if v},
+            "skipped_by_reason": by_reason,
+        }
+    )
+    return df
 
 
 def system_metrics(
@@ -456,7 +578,7 @@ def system_metrics(
     Columns: ``timestamp`` (datetime64[ns, UTC]), ``node``, ``type``, ``name``, ``dimension`` (categoricals)
     and ``value`` (float64); rows in file order (minute, node, line). ``start``/``end`` (datetimes, ISO
     strings or epoch seconds; end exclusive) and ``nodes`` restrict what is downloaded and returned.
-    Skipped lines are counted in ``df.attrs["skipped_lines"]``.
+    Skipped records are counted in ``df.attrs["skipped_lines"]`` and by reason in ``df.attrs["skipped_by_reason"]``.
     """
     reader = SystemMetricsReader(
         job_or_path,

@@ -128,8 +128,9 @@ def _lines(*records: object) -> bytes:
          "array-line", "unknown-type", "escaped-name", "empty", "blank", "only-truncated"],
 )
 def test_parse_system_file_bad_or_odd_records_skipped_and_counted(content: bytes, rows: int, skipped: int) -> None:
-    table, n_skipped = parse_system_file(content)
-    assert (table.num_rows, n_skipped) == (rows, skipped)
+    table, skips = parse_system_file(content)
+    assert (table.num_rows, sum(skips.values())) == (rows, skipped)
+    assert set(skips) <= {"malformed lines"}
     expected = []
     for line in content.splitlines():
         try:
@@ -150,7 +151,7 @@ def test_parse_system_file_fast_and_general_paths_agree(tmp_path: Path) -> None:
     # A JSON escape anywhere sends the file down the general path.
     general, skipped_general = parse_system_file(data.replace(b'"cpu0"', b'"\\u0063pu0"'))
     assert fast.num_rows == general.num_rows == records
-    assert skipped_fast == skipped_general == 0
+    assert skipped_fast == skipped_general == {}
     assert fast.to_pandas().astype(object).equals(general.to_pandas().astype(object))
 
 
@@ -265,3 +266,64 @@ def test_system_metrics_progress_printed_when_asked(data_dir: Path, capsys: pyte
     assert err.endswith(": 3/3 (100%)\n")
     system_metrics(data_dir / RES / "test_traces")  # stderr is not a terminal here: silent
     assert capsys.readouterr().err == ""
+
+
+# --- issue 11 item 8: bad bytes and implausible timestamps are skipped and counted, never fatal -------------
+
+CANON = (b'{"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization", "Value": 4.5, "NodeId": "algo-1", '
+         b'"Timestamp": 1591160699.25}\n')
+REORDERED = (b'{"Name": "cpu1", "Type": "cpu", "Dimension": "CPUUtilization", "Value": 2.5, "NodeId": "algo-1", '
+             b'"Timestamp": 1591160700.5}\n')
+BAD_LINES = {
+    "xff-byte": (CANON.replace(b'"cpu0"', b'"cpu\xff"'), "lines with bytes that are not UTF-8"),
+    "latin1-e": (CANON.replace(b'"cpu0"', "\"caf\u00e9\"".encode("latin-1")), "lines with bytes that are not UTF-8"),
+    "ts-1e20": (CANON.replace(b"1591160699.25", b"1e20"), "timestamps out of range"),
+    "ts-negative": (CANON.replace(b"1591160699.25", b"-5"), "timestamps out of range"),
+    "ts-milliseconds": (CANON.replace(b"1591160699.25", b"1591160699250"), "timestamps in ms/us/ns, not seconds"),
+    "ts-nanoseconds": (CANON.replace(b"1591160699.25", b"1591160699250000000"), "timestamps in ms/us/ns, not seconds"),
+}
+
+
+@pytest.mark.parametrize("path", ["fast", "general"])
+@pytest.mark.parametrize("case", list(BAD_LINES))
+def test_parse_system_file_bad_record_skipped_and_counted_by_reason(case: str, path: str) -> None:
+    bad, reason = BAD_LINES[case]
+    head = CANON if path == "fast" else REORDERED  # another key order sends the file down the JSON path
+    table, skips = parse_system_file(head + CANON + bad + CANON)
+    assert (table.num_rows, skips) == (3, {reason: 1})
+    assert table.to_pandas()["timestamp"].dt.year.tolist() == [2020, 2020, 2020]
+
+
+@pytest.mark.parametrize("case", list(BAD_LINES))
+def test_system_metrics_bad_record_counted_in_attrs_not_raised(case: str, tmp_path: Path) -> None:
+    bad, reason = BAD_LINES[case]
+    target = tmp_path / "system" / "incremental" / "2020060305" / "1591160640.algo-1.json"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(CANON * 5 + bad + CANON * 5)
+    df = system_metrics(tmp_path)
+    assert len(df) == 10
+    assert (df.attrs["skipped_lines"], df.attrs["skipped_by_reason"]) == (1, {reason: 1})
+    assert df["name"].astype(str).unique().tolist() == ["cpu0"]  # to_pandas did not choke on the bytes
+
+
+def test_parse_system_file_valid_utf8_names_are_kept() -> None:
+    line = CANON.replace(b'"cpu0"', '"caf\u00e9"'.encode())
+    table, skips = parse_system_file(CANON + line)
+    assert (table.column("name").to_pylist(), skips) == (["cpu0", "caf\u00e9"], {})
+
+
+def test_parse_fast_garbage_lines_stay_on_the_fast_path() -> None:
+    # One garbage line used to push the whole file through json.loads per line (7x slower); now the CSV
+    # tokenizer skips and counts it and the file stays on the fast path (_parse_fast does not raise).
+    garbage = b"\x00\x01 not a record at all {\n"
+    table, skips = _parse_fast(CANON * 100 + garbage + CANON * 100 + b'{"Type": "cpu", "Na')
+    assert (table.num_rows, skips) == (200, {"malformed lines": 2})
+
+
+def test_parse_fast_a_few_records_of_another_shape_are_parsed_not_lost() -> None:
+    no_name = b'{"Type": "memory", "Dimension": "MemoryUsedPercent", "Value": 7.5, "NodeId": "algo-1", ' \
+              b'"Timestamp": 1591160699.5}\n'
+    table, skips = _parse_fast(CANON * 10 + no_name + CANON * 10)
+    assert (table.num_rows, skips) == (21, {})
+    assert table.column("name").to_pylist().count(None) == 1
+    assert table.column("value").to_pylist()[-1] == 7.5
