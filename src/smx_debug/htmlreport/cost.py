@@ -11,7 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from smx_debug.errors import ConfigError, UnknownNameError
+from smx_debug.errors import UnknownNameError
+from smx_debug.pricing import training_cost
 
 __all__ = [
     "CostEstimate",
@@ -93,14 +94,8 @@ def instance_spec(instance_type: str) -> InstanceSpec:
 
 
 def job_cost(instance_count: int, price_per_hour: float, duration_s: float) -> float:
-    """Billed cost in USD (per-second billing): count x price x hours."""
-    if instance_count < 1:
-        raise ConfigError(f"instance_count must be at least 1, got {instance_count!r}", field="instance_count",
-                          value=instance_count)
-    if price_per_hour < 0 or duration_s < 0:
-        raise ConfigError(f"price and duration must not be negative, got {price_per_hour!r}, {duration_s!r}",
-                          field="price", value=price_per_hour)
-    return instance_count * price_per_hour * duration_s / 3600.0
+    """Billed cost in USD (per-second billing): count x price x hours (:func:`smx_debug.pricing.training_cost`)."""
+    return training_cost(instance_count, price_per_hour, duration_s)
 
 
 def right_size(
