@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -27,5 +28,24 @@ def synth(tmp_path: Path) -> Synth:
         app = build_app(context, outdir=str(tmp_path / "cdk.out"), nag=False)
         stack = next(child for child in app.node.children if isinstance(child, GuardStack))
         return Template.from_stack(stack), stack
+
+    return make
+
+
+_CACHE: dict[str, tuple[Template, GuardStack]] = {}
+
+
+@pytest.fixture(scope="session")
+def synth_cached(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """Like ``synth`` but one synthesis per distinct context for the whole session (do not mutate the stack)."""
+
+    def make(**context: Any) -> tuple[Template, GuardStack]:
+        key = json.dumps(context, sort_keys=True)
+        if key not in _CACHE:
+            outdir = tmp_path_factory.mktemp("cdk.out")
+            app = build_app(context, outdir=str(outdir), nag=False)
+            stack = next(child for child in app.node.children if isinstance(child, GuardStack))
+            _CACHE[key] = (Template.from_stack(stack), stack)
+        return _CACHE[key]
 
     return make

@@ -1,0 +1,307 @@
+"""Every edge where an AWS service delivers to one of the stack's resources, derived from the template alone.
+
+An edge is checked the way AWS checks it in a real account (which the local AWS does not):
+- a service principal writing to a resource with a resource policy (CloudWatch -> topic, SNS -> queue,
+  EventBridge -> queue, SNS/EventBridge -> Lambda, S3 logging -> bucket): the resource policy must allow it with
+  the request context the service sends, and deny the same request made on behalf of another account;
+- a service acting through a role (Lambda's DLQ and destinations, Step Functions' tasks, EventBridge targets
+  with a role): the role trusts the service and its policies allow the action on that resource;
+- when the resource is encrypted with our KMS key: the key policy allows that principal (a service principal
+  directly; a role through the key policy's delegation to IAM plus the role's own kms grant).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from infra_policy_eval import ACCOUNT, FOREIGN_ACCOUNT, REGION, Request, Resolver, Statement, decide
+
+# What each service puts in the request context when it calls the receiving resource (resource policy) and
+# when its delivery calls KMS. EventBridge's and SNS's KMS calls carry no aws:Source* keys (AWS documents
+# that conditioning a key grant on them for EventBridge silently drops every event), so a key grant that
+# requires them fails here as it would in the account.
+SOURCE_KEYS_TO_KMS = {"cloudwatch.amazonaws.com": True, "events.amazonaws.com": False, "sns.amazonaws.com": False}
+DATA_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
+
+
+@dataclass(frozen=True)
+class Edge:
+    """``source`` (an AWS service acting for ``source_arn``) delivers ``action`` to ``target`` (logical id)."""
+
+    name: str
+    service: str
+    action: str
+    source_arn: str
+    target: str
+    role: str | None = None  # the role the service uses (role-based edges); None: a resource policy edge
+    extra_resources: tuple[str, ...] = field(default=())
+
+
+class Template:
+    """A synthesized template with its intrinsics resolved for a fixed account, region and partition."""
+
+    def __init__(self, template: Mapping[str, Any], partition: str = "aws") -> None:
+        self.raw = template
+        self.resources: Mapping[str, Any] = template["Resources"]
+        self.resolve = Resolver(self.resources, partition=partition)
+
+    def of_type(self, kind: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+        for logical, resource in self.resources.items():
+            if resource["Type"] == kind:
+                yield logical, resource.get("Properties", {})
+
+    def logical_of(self, value: Any) -> str | None:
+        """The logical id a Ref/GetAtt points to (None for anything else)."""
+        if isinstance(value, dict) and set(value) == {"Ref"} and value["Ref"] in self.resources:
+            return str(value["Ref"])
+        if isinstance(value, dict) and set(value) == {"Fn::GetAtt"}:
+            target = value["Fn::GetAtt"]
+            return str(target.split(".")[0] if isinstance(target, str) else target[0])
+        return None
+
+    def arn(self, logical: str) -> str:
+        return str(self.resolve.get_att(logical, "Arn"))
+
+    # -- policies ---------------------------------------------------------------------------------------
+    def resource_policy(self, logical: str) -> list[Statement]:
+        kind = self.resources[logical]["Type"]
+        statements: list[Statement] = []
+        if kind == "AWS::Lambda::Function":
+            for _, perm in self.of_type("AWS::Lambda::Permission"):
+                if self.logical_of(perm["FunctionName"]) != logical:
+                    continue
+                condition: dict[str, dict[str, str]] = {}
+                if "SourceArn" in perm:
+                    condition["ArnLike"] = {"aws:SourceArn": self.resolve(perm["SourceArn"])}
+                if "SourceAccount" in perm:
+                    condition["StringEquals"] = {"aws:SourceAccount": self.resolve(perm["SourceAccount"])}
+                principal = self.resolve(perm["Principal"])
+                statements.append({"Effect": "Allow", "Action": perm["Action"], "Resource": self.arn(logical),
+                                   "Principal": {"Service": principal} if "." in principal else {"AWS": principal},
+                                   "Condition": condition})
+            return statements
+        holders = {"AWS::SNS::Topic": ("AWS::SNS::TopicPolicy", "Topics"),
+                   "AWS::SQS::Queue": ("AWS::SQS::QueuePolicy", "Queues"),
+                   "AWS::S3::Bucket": ("AWS::S3::BucketPolicy", "Bucket")}
+        policy_type, attached = holders[kind]
+        for _, policy in self.of_type(policy_type):
+            if logical in [self.logical_of(t) for t in (policy[attached] if isinstance(policy[attached], list)
+                                                         else [policy[attached]])]:
+                statements.extend(self.resolve(policy["PolicyDocument"]["Statement"]))
+        return statements
+
+    def key_of(self, logical: str) -> str | None:
+        props = self.resources[logical].get("Properties", {})
+        kind = self.resources[logical]["Type"]
+        if kind in ("AWS::SNS::Topic", "AWS::SQS::Queue"):
+            return self.logical_of(props.get("KmsMasterKeyId"))
+        if kind == "AWS::S3::Bucket":
+            for rule in props.get("BucketEncryption", {}).get("ServerSideEncryptionConfiguration", []):
+                default = rule.get("ServerSideEncryptionByDefault", {})
+                if default.get("SSEAlgorithm") == "aws:kms":
+                    return self.logical_of(default.get("KMSMasterKeyID"))
+        return None
+
+    def key_policy(self, key: str) -> list[Statement]:
+        return list(self.resolve(self.resources[key]["Properties"]["KeyPolicy"]["Statement"]))
+
+    def role_policy(self, role: str) -> list[Statement]:
+        statements: list[Statement] = []
+        for _, policy in self.of_type("AWS::IAM::Policy"):
+            if role in [self.logical_of(r) for r in policy.get("Roles", [])]:
+                statements.extend(self.resolve(policy["PolicyDocument"]["Statement"]))
+        for inline in self.resources[role]["Properties"].get("Policies", []):
+            statements.extend(self.resolve(inline["PolicyDocument"]["Statement"]))
+        assert not self.resources[role]["Properties"].get("ManagedPolicyArns"), f"{role}: managed policies"
+        return statements
+
+    def trusts(self, role: str, service: str, source_arn: str) -> bool:
+        trust = self.resolve(self.resources[role]["Properties"]["AssumeRolePolicyDocument"]["Statement"])
+        context = {"aws:SourceAccount": ACCOUNT, "aws:SourceArn": source_arn}
+        return decide(trust, Request("sts:AssumeRole", "*", principal_service=service, context=context),
+                      key_policy=True)
+
+
+# ---------------------------------------------------------------------------------------------- edges
+def _arn_service(arn: str) -> str:
+    return arn.split(":")[2]
+
+
+def derive_edges(t: Template) -> list[Edge]:
+    edges: list[Edge] = []
+    for alarm, props in t.of_type("AWS::CloudWatch::Alarm"):
+        for field_name in ("AlarmActions", "OKActions", "InsufficientDataActions"):
+            for action in props.get(field_name, []):
+                target = t.logical_of(action)
+                if target and t.resources[target]["Type"] == "AWS::SNS::Topic":
+                    edges.append(Edge(f"CloudWatch alarm {alarm} -> topic {target}", "cloudwatch.amazonaws.com",
+                                      "sns:Publish", t.arn(alarm), target))
+    for sub, props in t.of_type("AWS::SNS::Subscription"):
+        topic = t.logical_of(props["TopicArn"])
+        assert topic, sub
+        endpoint = t.logical_of(props.get("Endpoint"))
+        if props["Protocol"] == "lambda" and endpoint:
+            edges.append(Edge(f"SNS {topic} -> Lambda {endpoint}", "sns.amazonaws.com", "lambda:InvokeFunction",
+                              t.arn(topic), endpoint))
+        if props["Protocol"] == "sqs" and endpoint:
+            edges.append(Edge(f"SNS {topic} -> queue {endpoint}", "sns.amazonaws.com", "sqs:SendMessage",
+                              t.arn(topic), endpoint))
+        redrive = props.get("RedrivePolicy")
+        if redrive:
+            dlq = t.logical_of(redrive["deadLetterTargetArn"])
+            assert dlq, sub
+            edges.append(Edge(f"SNS {topic} subscription {sub} -> its DLQ {dlq}", "sns.amazonaws.com",
+                              "sqs:SendMessage", t.arn(topic), dlq))
+    for rule, props in t.of_type("AWS::Events::Rule"):
+        for target in props.get("Targets", []):
+            logical = t.logical_of(target["Arn"])
+            assert logical, target
+            kind = t.resources[logical]["Type"]
+            role = t.logical_of(target.get("RoleArn"))
+            action = {"AWS::Lambda::Function": "lambda:InvokeFunction", "AWS::SNS::Topic": "sns:Publish",
+                      "AWS::SQS::Queue": "sqs:SendMessage",
+                      "AWS::StepFunctions::StateMachine": "states:StartExecution"}[kind]
+            edges.append(Edge(f"EventBridge rule {rule} -> {kind.split('::')[1]} {logical}", "events.amazonaws.com",
+                              action, t.arn(rule), logical, role=role))
+            dlq = target.get("DeadLetterConfig", {}).get("Arn")
+            if dlq:
+                edges.append(Edge(f"EventBridge rule {rule} target {target['Id']} -> DLQ {t.logical_of(dlq)}",
+                                  "events.amazonaws.com", "sqs:SendMessage", t.arn(rule), str(t.logical_of(dlq))))
+    for fn, props in t.of_type("AWS::Lambda::Function"):
+        role = t.logical_of(props["Role"])
+        dlq = props.get("DeadLetterConfig", {}).get("TargetArn")
+        if dlq:
+            target = str(t.logical_of(dlq))
+            action = "sns:Publish" if t.resources[target]["Type"] == "AWS::SNS::Topic" else "sqs:SendMessage"
+            edges.append(Edge(f"Lambda {fn} async failures -> DLQ {target}", "lambda.amazonaws.com", action,
+                              t.arn(fn), target, role=role))
+    for _, props in t.of_type("AWS::Lambda::EventInvokeConfig"):
+        fn = props["FunctionName"]["Ref"]
+        role = t.logical_of(t.resources[fn]["Properties"]["Role"])
+        for outcome in ("OnFailure", "OnSuccess"):
+            dest = props.get("DestinationConfig", {}).get(outcome, {}).get("Destination")
+            if dest:
+                target = str(t.logical_of(dest))
+                action = {"AWS::SNS::Topic": "sns:Publish", "AWS::SQS::Queue": "sqs:SendMessage",
+                          "AWS::Lambda::Function": "lambda:InvokeFunction"}[t.resources[target]["Type"]]
+                edges.append(Edge(f"Lambda {fn} {outcome} destination -> {target}", "lambda.amazonaws.com",
+                                  action, t.arn(fn), target, role=role))
+    for machine, props in t.of_type("AWS::StepFunctions::StateMachine"):
+        role = t.logical_of(props["RoleArn"])
+        definition = json.loads(t.resolve(props["DefinitionString"]))
+        for state_name, state in _task_states(definition):
+            edges.extend(_task_edges(t, machine, role, state_name, state))
+    for bucket, props in t.of_type("AWS::S3::Bucket"):
+        logging = props.get("LoggingConfiguration")
+        if logging:
+            target = str(t.logical_of(logging["DestinationBucketName"]))
+            prefix = logging.get("LogFilePrefix", "")
+            edges.append(Edge(f"S3 access logs of {bucket} -> bucket {target}", "logging.s3.amazonaws.com",
+                              "s3:PutObject", t.arn(bucket), target,
+                              extra_resources=(f"{t.arn(target)}/{prefix}2026-11-23-00-00-00-ABCDEF",)))
+    return edges
+
+
+def _task_states(definition: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    for name, state in definition.get("States", {}).items():
+        if state.get("Type") == "Task":
+            yield name, state
+        for branch in state.get("Branches", []):
+            yield from _task_states(branch)
+        if "Iterator" in state or "ItemProcessor" in state:
+            yield from _task_states(state.get("ItemProcessor") or state["Iterator"])
+
+
+def _task_edges(t: Template, machine: str, role: str | None, name: str, state: Mapping[str, Any]) -> list[Edge]:
+    resource = state["Resource"]
+    params = state.get("Parameters") or state.get("Arguments") or {}
+    by_arn = {t.arn(logical): logical for logical in t.resources
+              if t.resources[logical]["Type"] in ("AWS::Lambda::Function", "AWS::SNS::Topic",
+                                                  "AWS::StepFunctions::StateMachine")}
+    if resource.startswith("arn:") and _arn_service(resource) == "lambda" and resource in by_arn:
+        return [Edge(f"Step Functions {machine} state {name} -> Lambda {by_arn[resource]}", "states.amazonaws.com",
+                     "lambda:InvokeFunction", t.arn(machine), by_arn[resource], role=role)]
+    if resource.endswith(":states:::lambda:invoke"):
+        fn = params.get("FunctionName")
+        return [Edge(f"Step Functions {machine} state {name} -> Lambda {by_arn[fn]}", "states.amazonaws.com",
+                     "lambda:InvokeFunction", t.arn(machine), by_arn[fn], role=role)]
+    if resource.endswith(":states:::sns:publish"):
+        topic = params["TopicArn"]
+        return [Edge(f"Step Functions {machine} state {name} -> topic {by_arn[topic]}", "states.amazonaws.com",
+                     "sns:Publish", t.arn(machine), by_arn[topic], role=role)]
+    if ":states:::aws-sdk:" in resource or ":states:::sagemaker:" in resource:
+        return []  # API calls on SageMaker resources (not ours): covered by the IAM reach test
+    raise AssertionError(f"state {name}: task resource {resource} is not known to the delivery test")
+
+
+# ---------------------------------------------------------------------------------------------- checks
+def _context(edge: Edge, account: str) -> dict[str, Any]:
+    source = edge.source_arn.replace(f":{ACCOUNT}:", f":{account}:")
+    return {"aws:SourceArn": source, "aws:SourceAccount": account, "aws:SecureTransport": "true"}
+
+
+def _target_arn(t: Template, edge: Edge) -> str:
+    return edge.extra_resources[0] if edge.extra_resources else t.arn(edge.target)
+
+
+def check_edge(t: Template, edge: Edge) -> list[str]:
+    """The problems with one edge (empty: AWS would deliver, and only for our own account)."""
+    problems: list[str] = []
+    resource = _target_arn(t, edge)
+    if edge.role is None:
+        policy = t.resource_policy(edge.target)
+        mine = Request(edge.action, resource, principal_service=edge.service, context=_context(edge, ACCOUNT))
+        if not decide(policy, mine):
+            problems.append(f"{edge.name}: the resource policy of {edge.target} does not allow {edge.service} "
+                            f"{edge.action} from {edge.source_arn}")
+        foreign = Request(edge.action, resource, principal_service=edge.service,
+                          context=_context(edge, FOREIGN_ACCOUNT))
+        if decide(policy, foreign):
+            problems.append(f"{edge.name}: the resource policy of {edge.target} also allows {edge.service} "
+                            f"acting for account {FOREIGN_ACCOUNT} (no aws:SourceArn/SourceAccount condition)")
+    else:
+        if not t.trusts(edge.role, edge.service, edge.source_arn):
+            problems.append(f"{edge.name}: role {edge.role} does not trust {edge.service}")
+        if not decide(t.role_policy(edge.role), Request(edge.action, resource, context={"aws:SecureTransport":
+                                                                                        "true"})):
+            problems.append(f"{edge.name}: role {edge.role} may not {edge.action} on {edge.target}")
+        if t.resources[edge.target]["Type"] in ("AWS::SNS::Topic", "AWS::SQS::Queue", "AWS::S3::Bucket"):
+            principal = t.arn(edge.role)
+            request = Request(edge.action, resource, principal_arn=principal, context={"aws:SecureTransport": "true"})
+            denies = [s for s in t.resource_policy(edge.target) if s["Effect"] == "Deny"]
+            if denies and not decide([*denies, {"Effect": "Allow", "Action": "*", "Resource": "*"}], request):
+                problems.append(f"{edge.name}: the resource policy of {edge.target} denies role {edge.role}")
+    key = t.key_of(edge.target)
+    if key is not None:
+        problems.extend(_check_key(t, edge, key))
+    return problems
+
+
+def _check_key(t: Template, edge: Edge, key: str) -> list[str]:
+    problems: list[str] = []
+    key_policy, key_arn = t.key_policy(key), t.arn(key)
+    for action in DATA_KEY_ACTIONS:
+        if edge.role is None:
+            context = _context(edge, ACCOUNT) if SOURCE_KEYS_TO_KMS.get(edge.service) else {}
+            if not decide(key_policy, Request(action, key_arn, principal_service=edge.service, context=context),
+                          key_policy=True):
+                problems.append(f"{edge.name}: the policy of key {key} does not allow {edge.service} {action} "
+                                f"(context {sorted(context)})")
+            elif SOURCE_KEYS_TO_KMS.get(edge.service) and decide(
+                key_policy, Request(action, key_arn, principal_service=edge.service,
+                                    context=_context(edge, FOREIGN_ACCOUNT)), key_policy=True):
+                problems.append(f"{edge.name}: key {key} also lets {edge.service} act for account {FOREIGN_ACCOUNT}")
+        else:
+            role_arn = t.arn(str(edge.role))
+            via_iam = decide(key_policy, Request(action, key_arn, principal_arn=role_arn), key_policy=True)
+            if not via_iam:
+                problems.append(f"{edge.name}: key {key}'s policy neither grants role {edge.role} nor delegates to IAM")
+            if not decide(t.role_policy(str(edge.role)), Request(action, key_arn)):
+                problems.append(f"{edge.name}: role {edge.role} may not {action} with key {key}")
+    return problems
+
+
+__all__ = ["ACCOUNT", "REGION", "Edge", "Template", "check_edge", "derive_edges"]
