@@ -53,6 +53,9 @@ class WriteResult:
     keys: list[str] = field(default_factory=list)
 
 
+_CHECKPOINT_S = 1.0
+
+
 def _hour_folder(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, tz=UTC).strftime("%Y%m%d%H")
 
@@ -67,6 +70,7 @@ class Simulation:
         self.end_s = self.start_s + s.duration_s
         self._prefix = self._record_prefixes()
         self._steps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._stall_from: dict[int, int] = {}
 
     # ----------------------------------------------------------------------------------------- layout
     def minutes(self) -> list[int]:
@@ -133,6 +137,9 @@ class Simulation:
         elif kind == "fluctuating_gpu":
             idle = (k % 10 < 2)[:, None]  # 20% of samples near zero, the rest busy: p95 high, p5 low
             gpu = np.where(bad & idle, np.clip(rng.normal(1, 1, (n, g)), 0, 100), gpu)
+        elif kind == "dataloader_stall":
+            idle = self._gpu_idle(node, t)[:, None]  # GPUs wait during dataloader stalls and checkpoints
+            gpu = np.where(idle, np.clip(rng.normal(2, 1, (n, g)), 0, 100), gpu)
         elif kind == "load_imbalance":
             light = np.arange(g)[None, :] >= max(g // 2, 1)  # the second half of the GPUs gets little work
             gpu = np.where(bad & light, np.clip(rng.normal(15, 5, (n, g)), 0, 100), gpu)
@@ -184,9 +191,58 @@ class Simulation:
                 spikes[:i0] = False
                 dur[spikes] *= 12.0
             start = loop_start + np.concatenate([[0.0], np.cumsum(dur + gap)[:-1]])
+        if s.scenario == "dataloader_stall":
+            i0 = self._stall_from[node] = int(np.searchsorted(start, s.onset_s))
+            dur[i0::s.stall_every] += s.stall_s
+            dur[s.checkpoint_every - 1::s.checkpoint_every] += _CHECKPOINT_S
+            start = loop_start + np.concatenate([[0.0], np.cumsum(dur + gap)[:-1]])
         keep = start + dur <= loop_end
         self._steps[node] = (start[keep], dur[keep])
         return self._steps[node]
+
+    def stall_steps(self, node: int) -> np.ndarray:
+        """dataloader_stall: indices of the steps whose dataloader blocks ``stall_s`` (every n-th after onset)."""
+        s = self.spec
+        if s.scenario != "dataloader_stall":
+            return np.zeros(0, dtype=np.int64)
+        start, _ = self.steps(node)
+        return np.arange(self._stall_from[node], len(start), s.stall_every, dtype=np.int64)
+
+    def checkpoint_steps(self, node: int) -> np.ndarray:
+        """dataloader_stall: indices of the steps ending in a 1 s checkpoint (a smaller, second cause of dips)."""
+        if self.spec.scenario != "dataloader_stall":
+            return np.zeros(0, dtype=np.int64)
+        start, _ = self.steps(node)
+        every = self.spec.checkpoint_every
+        return np.arange(every - 1, len(start), every, dtype=np.int64)
+
+    def _gpu_idle(self, node: int, t: np.ndarray) -> np.ndarray:
+        """True where ``t`` (s since job start) falls in a dataloader stall or a checkpoint of ``node``."""
+        start, dur = self.steps(node)
+        st, ck = self.stall_steps(node), self.checkpoint_steps(node)
+        lo = np.concatenate([start[st], start[ck] + dur[ck] - _CHECKPOINT_S])
+        hi = np.concatenate([start[st] + self.spec.stall_s, start[ck] + dur[ck]])
+        order = np.argsort(lo)
+        lo, hi = lo[order], hi[order]
+        i = np.searchsorted(lo, t, side="right") - 1
+        return (i >= 0) & (t < hi[np.clip(i, 0, None)])
+
+    def _phase_events(self, node: int, sel: np.ndarray, start: np.ndarray, dur: np.ndarray) -> list[dict[str, Any]]:
+        """dataloader_stall: the phases inside each selected step (dataloader, forward, backward, checkpoint)."""
+        stalls, ckpts = set(self.stall_steps(node).tolist()), set(self.checkpoint_steps(node).tolist())
+        out: list[dict[str, Any]] = []
+        for i in sel.tolist():
+            a, d = float(start[i]), float(dur[i])
+            load = self.spec.stall_s if i in stalls else 0.004
+            tail = _CHECKPOINT_S if i in ckpts else 0.0
+            compute = max(d - load - tail, 0.0)
+            phases = [("DataLoaderIter.__next__", 2, a, load), ("forward", 3, a + load, 0.4 * compute),
+                      ("backward", 3, a + load + 0.4 * compute, 0.6 * compute)]
+            if tail:
+                phases.append(("save_checkpoint", 3, a + d - tail, tail))
+            out.extend({"name": name, "pid": p, "ph": "X", "ts": round(ts * 1e6), "dur": round(du * 1e6)}
+                       for name, p, ts, du in phases)
+        return out
 
     def timeline_file(self, node: int, minute: int) -> tuple[str, bytes] | None:
         """The python-timeline trace of ``node`` holding the steps that end in ``minute``, if any."""
@@ -212,6 +268,12 @@ class Simulation:
                 {"name": "Step:ModeKeys.TRAIN", "pid": 1, "ph": "X", "ts": a, "dur": d,
                  "args": {"pid": pid, "step_num": str(i)}}
             )
+        if s.scenario == "dataloader_stall":
+            events[4:4] = [
+                {"name": "process_name", "ph": "M", "pid": 2, "args": {"name": "DataLoader"}},
+                {"name": "process_name", "ph": "M", "pid": 3, "args": {"name": "Forward/Backward"}},
+            ]
+            events.extend(self._phase_events(node, sel, start, dur))
         end_us = t0_us + ts_us[-1] + dur_us[-1]
         key = f"framework/pevents/{_hour_folder(end_us / 1e6)}/{end_us}_{pid}-algo-{node + 1}_pythontimeline.json"
         body = "[\n" + ",\n".join(json.dumps(e) for e in events) + "\n]\n"

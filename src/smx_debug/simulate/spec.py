@@ -11,7 +11,7 @@ __all__ = ["SCENARIOS", "ScenarioKind", "SimulationSpec"]
 
 ScenarioKind = Literal[
     "healthy", "cpu_bottleneck", "io_bottleneck", "low_gpu_utilization", "gpu_memory_increase", "step_outlier",
-    "fluctuating_gpu", "load_imbalance", "gpu_memory_jump",
+    "fluctuating_gpu", "load_imbalance", "gpu_memory_jump", "dataloader_stall",
 ]
 SCENARIOS: tuple[ScenarioKind, ...] = (
     "healthy",
@@ -23,6 +23,7 @@ SCENARIOS: tuple[ScenarioKind, ...] = (
     "fluctuating_gpu",
     "load_imbalance",
     "gpu_memory_jump",
+    "dataloader_stall",
 )
 
 
@@ -50,6 +51,9 @@ class SimulationSpec(BaseModel):
     step_s: float = Field(default=0.25, gt=0)
     pid: int = Field(default=181, ge=1)
     clock_offset_s: float = Field(default=0.0, ge=0, le=60, description="node n's clock runs n * this ahead")
+    stall_every: int = Field(default=40, ge=2, description="dataloader_stall: every n-th step after onset stalls")
+    stall_s: float = Field(default=1.5, gt=0, description="dataloader_stall: seconds the dataloader blocks")
+    checkpoint_every: int = Field(default=500, ge=2, description="dataloader_stall: a 1 s checkpoint every n steps")
 
     @model_validator(mode="after")
     def _check(self) -> SimulationSpec:

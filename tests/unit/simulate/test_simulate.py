@@ -125,5 +125,24 @@ def test_simulation_spec_onset_and_scenarios() -> None:
     assert spec.onset == datetime(2026, 3, 1, 0, 1, 30, tzinfo=UTC)
     assert SCENARIOS == ("healthy", "cpu_bottleneck", "io_bottleneck", "low_gpu_utilization",
                          "gpu_memory_increase", "step_outlier", "fluctuating_gpu", "load_imbalance",
-                         "gpu_memory_jump")
+                         "gpu_memory_jump", "dataloader_stall")
     assert np.isclose(spec.records_per_node_hour, (4 + 2 + 4 + 1) * 3600)
+
+
+def test_simulation_dataloader_stall_steps_lengthen_steps_and_idle_the_gpus(tmp_path) -> None:
+    from smx_debug.reports import framework_metrics
+
+    spec = _spec(scenario="dataloader_stall", duration_s=600.0, onset_s=120.0, stall_every=40, stall_s=1.5)
+    sim = Simulation(spec)
+    start, dur = sim.steps(0)
+    stalls, ckpts = sim.stall_steps(0), sim.checkpoint_steps(0)
+    assert stalls[0] == np.searchsorted(start, 120.0) or start[stalls[0]] >= 120.0
+    assert np.all(np.diff(stalls) == 40) and ckpts[0] == 499
+    assert np.all(dur[stalls] > 1.5) and np.median(dur) < 0.3
+    idle = sim._gpu_idle(0, start[stalls] + 0.5)
+    assert idle.all() and not sim._gpu_idle(0, start[stalls[:3] + 5] + 0.1).any()
+    sim.write_local(tmp_path / "profiler-output")
+    events = framework_metrics(tmp_path, nodes="algo-1", progress=False)
+    loads = events[events["name"] == "DataLoaderIter.__next__"]
+    assert len(loads) == len(start) and (loads["duration"] > 1.0).sum() == len(stalls)
+    assert (events["name"] == "save_checkpoint").sum() == len(ckpts[ckpts < len(start)])
