@@ -10,10 +10,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from smx_debug.errors import (
+    AccessDeniedError,
     AwsError,
     ConfigError,
     DataError,
+    JobNotFoundError,
+    NoDataYetError,
     NotFoundError,
+    RegionError,
     SmxDebugError,
     UnknownNameError,
 )
@@ -27,11 +31,15 @@ _LAZY = {
 }
 
 __all__ = [
+    "AccessDeniedError",
     "AwsError",
     "ConfigError",
     "DataError",
     "DebugPlan",
+    "JobNotFoundError",
+    "NoDataYetError",
     "NotFoundError",
+    "RegionError",
     "SmxDebugError",
     "SmxDebugWarning",
     "UnknownNameError",

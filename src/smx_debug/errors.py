@@ -7,14 +7,23 @@ quote the offending value. This module imports only the standard library: the La
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 __all__ = [
+    "AccessDeniedError",
     "AwsError",
     "ConfigError",
     "DataError",
+    "JobNotFoundError",
+    "NoDataYetError",
     "NotFoundError",
+    "RegionError",
     "SmxDebugError",
     "UnknownNameError",
+    "translate_client_error",
 ]
+
 
 
 class SmxDebugError(Exception):
@@ -54,3 +63,81 @@ class AwsError(SmxDebugError, RuntimeError):
         self.code = code
         self.operation = operation
         super().__init__(message)
+
+
+class JobNotFoundError(NotFoundError):
+    """Raised when no training job of that name exists in the account and region the call went to."""
+
+    def __init__(self, job_name: str, *, region: str | None = None) -> None:
+        self.job_name = job_name
+        self.region = region
+        where = f" in region {region}" if region else ""
+        super().__init__(
+            f"training job {job_name!r} not found{where}: check the name (`aws sagemaker list-training-jobs "
+            f"--name-contains ...`) and the region (AWS_DEFAULT_REGION)"
+        )
+
+
+class NoDataYetError(NotFoundError):
+    """Raised when a job exists but has not written the data asked for yet (profiler output, metrics)."""
+
+    def __init__(self, message: str, *, job_name: str = "", where: str = "") -> None:
+        self.job_name = job_name
+        self.where = where
+        super().__init__(message)
+
+
+class AccessDeniedError(AwsError, PermissionError):
+    """Raised when the caller's credentials may not make an AWS call; names the action and the resource."""
+
+
+class RegionError(SmxDebugError, ValueError):
+    """Raised when no AWS region is configured, or the one configured does not exist."""
+
+    def __init__(self, message: str = "", *, region: str | None = None) -> None:
+        self.region = region
+        super().__init__(
+            message
+            or "no AWS region configured: set AWS_DEFAULT_REGION (e.g. export AWS_DEFAULT_REGION=us-east-1) "
+            "or `region` in ~/.aws/config"
+        )
+
+
+_ACCESS_CODES = frozenset({
+    "AccessDenied", "AccessDeniedException", "AllAccessDisabled", "403", "UnauthorizedOperation",
+    "UnrecognizedClientException", "InvalidClientTokenId", "ExpiredToken", "ExpiredTokenException",
+})
+_MISSING_WORDS = ("not found", "could not find", "does not exist")
+
+
+def translate_client_error(
+    exc: Exception, *, operation: str = "", job_name: str | None = None, where: str | None = None,
+    region: str | None = None,
+) -> Exception:
+    """The SmxDebugError for a botocore ``ClientError``, chosen by its error code; ``exc`` itself when unknown.
+
+    Use at the boundary, then ``raise translated from exc`` (a returned ``exc`` is re-raised unchanged)::
+
+        except ClientError as exc:
+            raise translate_client_error(exc, operation="DescribeTrainingJob", job_name=name) from exc
+    """
+    response: Mapping[str, Any] = getattr(exc, "response", None) or {}
+    error: Mapping[str, Any] = response.get("Error") or {}
+    code = str(error.get("Code", ""))
+    message = str(error.get("Message", ""))
+    operation = operation or str(getattr(exc, "operation_name", "") or "")
+    target = where or (f"training job {job_name!r}" if job_name else "the resource")
+    if code in _ACCESS_CODES:
+        return AccessDeniedError(
+            f"access denied: {operation or 'the call'} on {target} ({code}); the credentials' policy must allow "
+            f"it (see docs/permissions.md)",
+            code=code, operation=operation,
+        )
+    missing = code in {"ResourceNotFound", "ResourceNotFoundException"} or (
+        code == "ValidationException" and any(word in message.lower() for word in _MISSING_WORDS)
+    )
+    if job_name is not None and missing:
+        return JobNotFoundError(job_name, region=region)
+    if code in {"NoSuchBucket", "NoSuchKey", "404", "NotFound"} or missing:
+        return NotFoundError(f"{target} does not exist ({code})")
+    return exc

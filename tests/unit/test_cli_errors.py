@@ -19,7 +19,10 @@ def test_cli_no_aws_region_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: 
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws-config")
     assert main(["rules", "evaluate", "some-training-job"]) == 2
-    assert capsys.readouterr().err == "error: AWS: no region configured (set AWS_REGION, or region in ~/.aws/config)\n"
+    assert capsys.readouterr().err == (
+        "error: no AWS region configured: set AWS_DEFAULT_REGION (e.g. export AWS_DEFAULT_REGION=us-east-1) "
+        "or `region` in ~/.aws/config\n"
+    )
 
 
 def test_cli_unreachable_aws_endpoint_is_one_line(monkeypatch: pytest.MonkeyPatch,

@@ -11,8 +11,9 @@ import pytest
 
 PUBLIC = {
     "smx_debug": [
-        "AwsError", "ConfigError", "DataError", "DebugPlan", "NotFoundError", "SmxDebugError",
-        "SmxDebugWarning", "UnknownNameError", "__version__",
+        "AccessDeniedError", "AwsError", "ConfigError", "DataError", "DebugPlan", "JobNotFoundError",
+        "NoDataYetError", "NotFoundError", "RegionError", "SmxDebugError", "SmxDebugWarning", "UnknownNameError",
+        "__version__",
     ],
     "smx_debug.actions": [
         "ActionSpec", "AlarmChange", "DEFAULT_NAMESPACE", "DEFAULT_STRATEGIES", "DecodedTags",
@@ -24,9 +25,10 @@ PUBLIC = {
     ],
     "smx_debug.reports": [
         "DEFAULT_STDDEV", "EVENT_COLUMNS", "JobPaths", "LocalSource", "ObjectInfo", "PERCENTILES",
-        "ProfilerReport", "REPORT_COLUMNS", "RULE_COLUMNS", "S3Source", "SETTLED_STATUSES", "STEP_COLUMNS",
+        "ProfilerReport", "REPORT_COLUMNS", "RULE_COLUMNS", "RuleSummary", "S3Source", "SETTLED_STATUSES",
+        "STEP_COLUMNS",
         "SYSTEM_COLUMNS", "Source", "SystemMetricsReader", "TRACE_KINDS", "framework_metrics", "job_paths",
-        "logs_url", "open_source", "parse_rule_parameters", "parse_step", "parse_system_file", "parse_trace",
+        "open_source", "parse_rule_parameters", "parse_step", "parse_system_file", "parse_trace",
         "profiler_report", "rule_summary", "rule_summary_many", "step_durations", "step_outliers",
         "step_statistics", "system_metrics", "system_metrics_wide", "training_phases", "utilization_stats",
         "wait_for_rules",

@@ -10,7 +10,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from smx_debug.errors import SmxDebugError
+from smx_debug.errors import RegionError, SmxDebugError, translate_client_error
 
 __all__ = ["build_parser", "main"]
 
@@ -39,9 +39,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     # AWS errors that no module translated (credentials, region, an unexpected API error): one line, no traceback.
     except NoRegionError:
-        print("error: AWS: no region configured (set AWS_REGION, or region in ~/.aws/config)", file=sys.stderr)
+        print(f"error: {RegionError()}", file=sys.stderr)
         return 2
     except ClientError as exc:
+        translated = translate_client_error(exc)
+        if translated is not exc:
+            print(f"error: {translated}", file=sys.stderr)
+            return 2
         err = exc.response.get("Error", {})
         print(f"error: AWS {exc.operation_name}: {err.get('Code', '')}: {err.get('Message', exc)}", file=sys.stderr)
         return 2

@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, NoRegionError
 
-from smx_debug.errors import ConfigError, NotFoundError
+from smx_debug.errors import ConfigError, NotFoundError, RegionError, translate_client_error
 from smx_debug.evaluate.cloudwatch import instance_metrics, training_metrics
 from smx_debug.evaluate.data import JobData
 from smx_debug.evaluate.sources import LoadReport, load_path
@@ -38,7 +38,10 @@ class JobInfo:
 
 
 def _sagemaker() -> Any:
-    return boto3.client("sagemaker", config=Config(retries={"mode": "standard"}))
+    try:
+        return boto3.client("sagemaker", config=Config(retries={"mode": "standard"}))
+    except NoRegionError as exc:
+        raise RegionError() from exc
 
 
 def _describe(job: str, client: Any) -> dict[str, Any]:
@@ -46,14 +49,8 @@ def _describe(job: str, client: Any) -> dict[str, Any]:
         desc: dict[str, Any] = client.describe_training_job(TrainingJobName=job)
         return desc
     except ClientError as exc:
-        err = exc.response.get("Error", {})
-        message = str(err.get("Message", "")).lower()
-        missing = ("not found", "could not find", "does not exist")
-        if err.get("Code") == "ResourceNotFound" or (
-            err.get("Code") == "ValidationException" and any(m in message for m in missing)
-        ):
-            raise NotFoundError(f"training job {job!r} not found (and no such local path)") from exc
-        raise
+        raise translate_client_error(exc, operation="DescribeTrainingJob", job_name=job,
+                                     region=client.meta.region_name) from exc
 
 
 def _debugger_data(job_or_uri: str, sagemaker_client: Any, s3_client: Any) -> JobData:

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import html
 import re
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote
 
 import pandas as pd
 
+from smx_debug.contracts import rule_logs_url_from_arn
 from smx_debug.errors import AwsError, ConfigError
 from smx_debug.reports._util import TimeLike, to_epoch_ns
 from smx_debug.reports.sources import _default_sagemaker, _describe
@@ -20,7 +22,7 @@ from smx_debug.reports.sources import _default_sagemaker, _describe
 __all__ = [
     "RULE_COLUMNS",
     "SETTLED_STATUSES",
-    "logs_url",
+    "RuleSummary",
     "parse_step",
     "rule_summary",
     "rule_summary_many",
@@ -32,7 +34,6 @@ RULE_COLUMNS = [
 ]
 SETTLED_STATUSES = frozenset({"NoIssuesFound", "IssuesFound", "Error", "Stopped"})
 _STEP_RE = re.compile(r"\bat step (\d+)\b")
-_ARN_RE = re.compile(r"^arn:(aws[\w-]*):sagemaker:([\w-]+):\d+:processing-job/(.+)$")
 
 
 def parse_step(details: str | None) -> int | None:
@@ -41,24 +42,6 @@ def parse_step(details: str | None) -> int | None:
         return None
     m = _STEP_RE.search(details)
     return int(m.group(1)) if m else None
-
-
-def logs_url(rule_job_arn: str | None) -> str | None:
-    """CloudWatch console link to the rule evaluation (processing) job's log streams."""
-    if not rule_job_arn:
-        return None
-    m = _ARN_RE.match(rule_job_arn)
-    if not m:
-        return None
-    partition, region, job = m.groups()
-    domain = "console.amazonaws.cn" if partition == "aws-cn" else "console.aws.amazon.com"
-    if partition == "aws-us-gov":
-        domain = "console.amazonaws-us-gov.com"
-    # The console's fragment uses its own escaping: "$25" for "%", applied twice to the group name.
-    group = quote(quote("/aws/sagemaker/ProcessingJobs", safe=""), safe="").replace("%", "$")
-    stream = quote(quote(f"?logStreamNameFilter={job}", safe=""), safe="").replace("%", "$")
-    return (f"https://{region}.{domain}/cloudwatch/home?region={region}"
-            f"#logsV2:log-groups/log-group/{group}/log-events{stream}")
 
 
 def _as_time(value: Any) -> pd.Timestamp | None:
@@ -93,7 +76,7 @@ def _rows(desc: dict[str, Any]) -> list[dict[str, Any]]:
                     "details": details.strip() if isinstance(details, str) else None,
                     "last_modified": _as_time(st.get("LastModifiedTime")),
                     "rule_job_arn": arn,
-                    "logs_url": logs_url(arn),
+                    "logs_url": rule_logs_url_from_arn(arn),
                 }
             )
         # Configured rules appear in the statuses only once their evaluation job exists.
@@ -105,8 +88,44 @@ def _rows(desc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    df = pd.DataFrame(rows, columns=RULE_COLUMNS)
+_SUMMARY_CSS = (
+    ".smx-rule-summary td{white-space:pre-wrap !important;text-align:left !important;vertical-align:top;"
+    "max-width:60em;word-break:break-word}"
+)
+
+
+class RuleSummary(pd.DataFrame):
+    """A rule summary frame: shows every reason in full (wrapped in HTML, never cut) and blanks, not NaN.
+
+    It is a plain :class:`pandas.DataFrame` otherwise; selections and copies stay ``RuleSummary``.
+    """
+
+    @property
+    def _constructor(self) -> Any:
+        return RuleSummary
+
+    def _for_display(self) -> pd.DataFrame:
+        # Nullable integers print <NA> whatever na_rep says: blank every missing cell as an object column.
+        plain = pd.DataFrame(self)
+        return plain.astype(object).where(plain.notna(), "")
+
+    def to_string(self, *args: Any, **kwargs: Any) -> str:  # type: ignore[override]
+        """``DataFrame.to_string`` with full cells and blank missing values unless asked otherwise."""
+        kwargs.setdefault("max_colwidth", None)
+        with pd.option_context("display.max_colwidth", None):
+            return str(self._for_display().to_string(*args, **kwargs))
+
+    def __repr__(self) -> str:
+        return self.to_string(index=False)
+
+    def _repr_html_(self) -> str:
+        with pd.option_context("display.max_colwidth", None):
+            table = self._for_display().to_html(index=False, escape=True, render_links=True, border=0)
+        return f"<div class='smx-rule-summary'><style>{html.escape(_SUMMARY_CSS, quote=False)}</style>{table}</div>"
+
+
+def _frame(rows: list[dict[str, Any]]) -> RuleSummary:
+    df = RuleSummary(pd.DataFrame(rows, columns=RULE_COLUMNS))
     df["step"] = pd.array(df["step"].tolist(), dtype="Int64")
     df["last_modified"] = pd.to_datetime(df["last_modified"], utc=True)
     return df
@@ -114,11 +133,12 @@ def _frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 
 def rule_summary(
     job_name: str, *, sagemaker_client: Any = None, description: dict[str, Any] | None = None
-) -> pd.DataFrame:
+) -> RuleSummary:
     """One row per Debugger and profiler rule of ``job_name``: columns :data:`RULE_COLUMNS`.
 
     ``status`` is ``None`` for a configured rule whose evaluation has not started; ``step`` is parsed from
-    ``StatusDetails``. ``description`` (a DescribeTrainingJob response) skips the API call.
+    ``StatusDetails``; ``details`` is the full reason. ``description`` (a DescribeTrainingJob response) skips
+    the API call. A mistyped name raises :class:`~smx_debug.errors.JobNotFoundError`.
     """
     if not isinstance(job_name, str) or not job_name:
         raise ConfigError(f"job_name must be a training job name, got {job_name!r}", field="job_name",
@@ -138,7 +158,7 @@ def rule_summary_many(
     max_jobs: int = 200,
     sagemaker_client: Any = None,
     workers: int = 8,
-) -> pd.DataFrame:
+) -> RuleSummary:
     """The rule summary of every training job whose name starts with ``name_prefix``, created in the window.
 
     Jobs are listed with the ListTrainingJobs paginator (newest first, at most ``max_jobs``) and described
@@ -172,7 +192,7 @@ def rule_summary_many(
             row["job_status"] = desc.get("TrainingJobStatus", js.get("TrainingJobStatus"))
             row["creation_time"] = _as_time(js.get("CreationTime"))
             rows.append(row)
-    df = pd.DataFrame(rows, columns=[*RULE_COLUMNS, "job_status", "creation_time"])
+    df = RuleSummary(pd.DataFrame(rows, columns=[*RULE_COLUMNS, "job_status", "creation_time"]))
     df["step"] = pd.array(df["step"].tolist(), dtype="Int64")
     df["last_modified"] = pd.to_datetime(df["last_modified"], utc=True)
     df["creation_time"] = pd.to_datetime(df["creation_time"], utc=True)
@@ -184,6 +204,22 @@ def _settled(df: pd.DataFrame) -> bool:
     return bool(df["status"].isin(SETTLED_STATUSES).all())
 
 
+def _in_jupyter() -> bool:
+    shell = sys.modules.get("IPython")
+    get = getattr(shell, "get_ipython", None)
+    return get is not None and type(get()).__name__ == "ZMQInteractiveShell"
+
+
+def _progress_bar(job_name: str, total: int) -> Any:
+    """A tqdm bar of settled rules: a widget in Jupyter (with ipywidgets), a text bar on a terminal."""
+    with warnings.catch_warnings():
+        # tqdm.auto announces its notebook mode (TqdmExperimentalWarning); that mode is what we want here.
+        warnings.simplefilter("ignore")
+        from tqdm.auto import tqdm
+
+        return tqdm(total=total, desc=job_name, unit="rule", file=sys.stderr, leave=True, dynamic_ncols=True)
+
+
 def wait_for_rules(
     job_name: str,
     *,
@@ -193,10 +229,11 @@ def wait_for_rules(
     progress: bool | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
-) -> pd.DataFrame:
+) -> RuleSummary:
     """Poll until every rule of ``job_name`` has a final status; returns the last rule summary.
 
-    Prints one progress line per change to stderr (when a TTY, or ``progress=True``). Raises
+    Shows a progress bar of settled rules with the count per status (a widget in Jupyter, a text bar on a
+    terminal's stderr); ``progress`` None shows it in Jupyter or when stderr is a terminal. Raises
     :class:`~smx_debug.errors.AwsError` (code ``RulesNotSettled``) after ``timeout_s``.
     """
     for field, value in (("poll_s", poll_s), ("timeout_s", timeout_s)):
@@ -204,22 +241,30 @@ def wait_for_rules(
             raise ConfigError(f"{field} must be a positive number of seconds, got {value!r}", field=field,
                               value=value)
     sm = sagemaker_client if sagemaker_client is not None else _default_sagemaker()
-    show = sys.stderr.isatty() if progress is None else progress
+    show = (sys.stderr.isatty() or _in_jupyter()) if progress is None else progress
     deadline = clock() + timeout_s
-    last_line = ""
-    while True:
-        df = rule_summary(job_name, sagemaker_client=sm)
-        counts = df["status"].fillna("NotStarted").value_counts().sort_index()
-        line = ", ".join(f"{k}: {v}" for k, v in counts.items()) or "no rules"
-        if show and line != last_line:
-            print(f"{job_name}: {line}", file=sys.stderr)
-        last_line = line
-        if _settled(df):
-            return df
-        if clock() >= deadline:
-            raise AwsError(
-                f"rules of training job {job_name!r} not settled after {timeout_s:g} s ({line})",
-                code="RulesNotSettled",
-                operation="DescribeTrainingJob",
-            )
-        sleep(poll_s)
+    bar: Any = None
+    try:
+        while True:
+            df = rule_summary(job_name, sagemaker_client=sm)
+            counts = df["status"].fillna("NotStarted").value_counts().sort_index()
+            line = ", ".join(f"{k}: {v}" for k, v in counts.items()) or "no rules"
+            if show:
+                if bar is None:
+                    bar = _progress_bar(job_name, len(df))
+                bar.total = len(df)
+                bar.n = int(df["status"].isin(SETTLED_STATUSES).sum())
+                bar.set_postfix_str(line, refresh=False)
+                bar.refresh()
+            if _settled(df):
+                return df
+            if clock() >= deadline:
+                raise AwsError(
+                    f"rules of training job {job_name!r} not settled after {timeout_s:g} s ({line})",
+                    code="RulesNotSettled",
+                    operation="DescribeTrainingJob",
+                )
+            sleep(poll_s)
+    finally:
+        if bar is not None:
+            bar.close()

@@ -18,9 +18,9 @@ from typing import Any, Literal, Protocol, TypeVar
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, NoRegionError
 
-from smx_debug.errors import AwsError, ConfigError, NotFoundError
+from smx_debug.errors import ConfigError, NotFoundError, RegionError, translate_client_error
 
 __all__ = [
     "DEFAULT_WORKERS",
@@ -44,7 +44,10 @@ def _default_s3() -> Any:
 
 
 def _default_sagemaker() -> Any:
-    return boto3.client("sagemaker", config=Config(retries={"mode": "standard"}))
+    try:
+        return boto3.client("sagemaker", config=Config(retries={"mode": "standard"}))
+    except NoRegionError as exc:
+        raise RegionError() from exc
 
 
 @dataclass(frozen=True)
@@ -263,12 +266,7 @@ class S3Source:
 
 
 def _translate(exc: ClientError, operation: str, where: str) -> Exception:
-    code = exc.response.get("Error", {}).get("Code", "")
-    if code in {"NoSuchBucket", "NoSuchKey", "404"}:
-        return NotFoundError(f"{where} does not exist ({code})")
-    if code in {"AccessDenied", "403", "AllAccessDisabled"}:
-        return AwsError(f"access denied to {where}", code=code, operation=operation)
-    return exc
+    return translate_client_error(exc, operation=operation, where=where)
 
 
 def split_s3_uri(uri: str) -> tuple[str, str]:
@@ -295,11 +293,8 @@ def _describe(job_name: str, sagemaker_client: Any) -> dict[str, Any]:
         desc: dict[str, Any] = sm.describe_training_job(TrainingJobName=job_name)
         return desc
     except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        message = exc.response.get("Error", {}).get("Message", "")
-        if (code == "ValidationException" and "not found" in message.lower()) or code == "ResourceNotFound":
-            raise NotFoundError(f"training job {job_name!r} not found") from exc
-        raise
+        raise translate_client_error(exc, operation="DescribeTrainingJob", job_name=job_name,
+                                     region=sm.meta.region_name) from exc
 
 
 def _join(base: str, *parts: str) -> str:

@@ -15,6 +15,7 @@ __all__ = [
     "step_outliers",
     "step_statistics",
     "training_phases",
+    "unit_of",
     "utilization_stats",
 ]
 
@@ -29,14 +30,47 @@ def _need(df: pd.DataFrame, cols: Sequence[str], what: str) -> None:
         raise ConfigError(f"{what} lacks columns {missing}", field=what, value=list(df.columns))
 
 
-def utilization_stats(system: pd.DataFrame, by: Sequence[str] = ("node", "dimension")) -> pd.DataFrame:
-    """Per group (default node and dimension): count, mean, min, max, p50, p90, p95, p99 of ``value``."""
+def unit_of(dimension: str) -> tuple[str, float]:
+    """The display unit of a system-metric dimension and the factor from its recorded value to that unit.
+
+    Utilizations are percent, byte rates MB/s (10^6 bytes per second), IOPS operations per second.
+    """
+    if dimension.endswith("Utilization") or dimension.endswith("Percent"):
+        return "%", 1.0
+    if "BytesPerSecond" in dimension:
+        return "MB/s", 1e-6
+    if dimension == "IOPS":
+        return "ops/s", 1.0
+    return "", 1.0
+
+
+def utilization_stats(
+    system: pd.DataFrame, by: Sequence[str] = ("node", "dimension"), *, decimals: int = 2
+) -> pd.DataFrame:
+    """Per group (default node and dimension): count, mean, min, max, p50, p90, p95, p99 of ``value``.
+
+    Each row carries its ``unit`` (see :func:`unit_of`: %, MB/s, ops/s) and its numbers in that unit, rounded to
+    ``decimals``, so a table mixing utilizations and byte rates reads as plain numbers. Grouping without
+    ``dimension`` keeps the recorded values and an empty unit.
+    """
     _need(system, [*by, "value"], "system")
+    if isinstance(decimals, bool) or not isinstance(decimals, int) or decimals < 0:
+        raise ConfigError(f"decimals must be a non-negative integer, got {decimals!r}", field="decimals",
+                          value=decimals)
     g = system.groupby(list(by), observed=True, sort=True)["value"]
     out = g.agg(["count", "mean", "min", "max"])
     q = g.quantile(np.array(PERCENTILES)).unstack(-1)
     q.columns = [f"p{round(p * 100)}" for p in PERCENTILES]
-    return out.join(q).reset_index()
+    out = out.join(q).reset_index()
+    values = ["mean", "min", "max", *q.columns]
+    if "dimension" in out.columns:
+        units = [unit_of(str(d)) for d in out["dimension"]]
+        factor = np.array([f for _, f in units])
+        out[values] = out[values].to_numpy() * factor[:, None]
+        out.insert(list(out.columns).index("dimension") + 1, "unit", [u for u, _ in units])
+    out[values] = out[values].round(decimals)
+    out["count"] = out["count"].astype("int64")
+    return out
 
 
 def training_phases(
@@ -77,7 +111,7 @@ def _check_stddev(stddev: float) -> None:
 def step_statistics(
     steps: pd.DataFrame, stddev: float = DEFAULT_STDDEV, by: Sequence[str] = ("node", "rank", "mode")
 ) -> pd.DataFrame:
-    """Per group: count, mean, std, min, p50, p95, max of ``duration`` and the number of outliers.
+    """Per group: count, mean, std, min, p50, p95, max of ``duration`` (``unit`` s) and the number of outliers.
 
     An outlier is a step with duration > mean + ``stddev`` * std of its group (StepOutlier's definition).
     """
@@ -91,7 +125,9 @@ def step_statistics(
     thr = (g.transform("mean") + stddev * g.transform("std").fillna(0.0))
     out["outliers"] = (steps["duration"] > thr).groupby([steps[c] for c in by], observed=True).sum()
     out["threshold"] = out["mean"] + stddev * out["std"].fillna(0.0)
-    return out[["count", "mean", "std", "min", "p50", "p95", "max", "threshold", "outliers"]].reset_index()
+    out = out[["count", "mean", "std", "min", "p50", "p95", "max", "threshold", "outliers"]].reset_index()
+    out.insert(len(by), "unit", "s")
+    return out
 
 
 def step_outliers(

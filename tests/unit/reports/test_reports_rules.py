@@ -16,10 +16,11 @@ import pandas as pd
 import pytest
 from botocore.stub import Stubber
 
+from smx_debug.contracts import rule_logs_url_from_arn
 from smx_debug.errors import AwsError, ConfigError, NotFoundError
 from smx_debug.reports import (
     RULE_COLUMNS,
-    logs_url,
+    RuleSummary,
     parse_step,
     rule_summary,
     rule_summary_many,
@@ -66,14 +67,33 @@ def test_parse_step_from_status_details(details: str | None, step: int | None) -
     assert parse_step(details) == step
 
 
-def test_logs_url_points_at_processing_job_streams() -> None:
-    assert logs_url(ARN) == (
-        "https://us-west-2.console.aws.amazon.com/cloudwatch/home?region=us-west-2#logsV2:log-groups/log-group/"
-        "$252Faws$252Fsagemaker$252FProcessingJobs/log-events$253FlogStreamNameFilter$253D"
-        "smdebugger-demo-mnist-tens-vanishinggradient-1db16b4d"
-    )
-    assert logs_url(None) is None
-    assert logs_url("arn:aws:s3:::bucket") is None
+def test_rule_summary_logs_url_is_the_contracts_console_link() -> None:
+    desc = {"TrainingJobName": "j", "DebugRuleEvaluationStatuses": [
+        {"RuleConfigurationName": "VanishingGradient", "RuleEvaluationJobArn": ARN, "RuleEvaluationStatus": "InProgress"}]}
+    assert rule_summary("j", description=desc)["logs_url"].tolist() == [rule_logs_url_from_arn(ARN)]
+    assert rule_logs_url_from_arn(ARN) is not None
+
+
+LONG_REASON = ("RuleEvaluationConditionMet: Evaluation of the rule LowGPUUtilization at step 5 resulted in the "
+               "condition being met: GPU utilization p95 below 70% on algo-1 gpu0 for 12 of the last 15 minutes "
+               "while the CPU stayed above 90%")
+
+
+def test_rule_summary_shows_full_reason_and_blanks_not_nan() -> None:
+    desc = {"TrainingJobName": "j",
+            "ProfilerRuleConfigurations": [{"RuleConfigurationName": "ProfilerReport", "RuleEvaluatorImage": "i"}],
+            "ProfilerRuleEvaluationStatuses": [
+                {"RuleConfigurationName": "LowGPUUtilization", "RuleEvaluationStatus": "IssuesFound",
+                 "StatusDetails": LONG_REASON + "\n", "RuleEvaluationJobArn": ARN}]}
+    df = rule_summary("j", description=desc)
+    assert isinstance(df, RuleSummary) and isinstance(df[["rule", "details"]], RuleSummary)
+    text = repr(df[["rule", "status", "step", "details"]])
+    assert LONG_REASON in text and "..." not in text
+    assert "NaN" not in text and "<NA>" not in text and "None" not in text
+    html = df._repr_html_()
+    assert LONG_REASON.replace(">", "&gt;") in html and "white-space:pre-wrap" in html
+    assert "NaN" not in html and "<NA>" not in html and "..." not in html
+    assert LONG_REASON in df[["rule", "details"]].to_string()
 
 
 def test_rule_summary_real_stopping_job_one_row_per_rule(data_dir: Path) -> None:
@@ -94,7 +114,7 @@ def test_rule_summary_real_stopping_job_one_row_per_rule(data_dir: Path) -> None
             "details": None,
             "last_modified": pd.Timestamp("2021-10-13T05:49:11.133Z"),
             "rule_job_arn": desc["DebugRuleEvaluationStatuses"][0]["RuleEvaluationJobArn"],
-            "logs_url": logs_url(desc["DebugRuleEvaluationStatuses"][0]["RuleEvaluationJobArn"]),
+            "logs_url": rule_logs_url_from_arn(desc["DebugRuleEvaluationStatuses"][0]["RuleEvaluationJobArn"]),
         },
         {
             "job_name": "xgboost-training-debugger-jobsa",
@@ -105,7 +125,7 @@ def test_rule_summary_real_stopping_job_one_row_per_rule(data_dir: Path) -> None
             "details": None,
             "last_modified": pd.Timestamp("2021-10-13T05:49:10.651Z"),
             "rule_job_arn": desc["ProfilerRuleEvaluationStatuses"][0]["RuleEvaluationJobArn"],
-            "logs_url": logs_url(desc["ProfilerRuleEvaluationStatuses"][0]["RuleEvaluationJobArn"]),
+            "logs_url": rule_logs_url_from_arn(desc["ProfilerRuleEvaluationStatuses"][0]["RuleEvaluationJobArn"]),
         },
     ]
     assert df.attrs["training_job_status"] == "Stopping"
@@ -219,7 +239,15 @@ def test_wait_for_rules_polls_until_settled_with_progress(capsys: pytest.Capture
                         clock=lambda: 0.0)
     assert df["status"].tolist() == ["IssuesFound"]
     assert (fake.calls, sleeps) == (4, [5, 5, 5])
-    assert capsys.readouterr().err.splitlines() == ["j: NotStarted: 1", "j: InProgress: 1", "j: IssuesFound: 1"]
+    err = capsys.readouterr().err  # tqdm's text bar, redrawn in place with \r
+    frames = [f for f in err.replace("\n", "\r").split("\r") if f.strip()]
+    assert [f for f in frames if "NotStarted: 1" in f] and [f for f in frames if "InProgress: 1" in f]
+    assert "1/1" in frames[-1] and "IssuesFound: 1" in frames[-1] and frames[-1].startswith("j: 100%")
+
+
+def test_wait_for_rules_quiet_off_a_terminal_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    wait_for_rules("j", sagemaker_client=FakeSageMaker([_status("NoIssuesFound")]), sleep=lambda s: None)
+    assert capsys.readouterr().err == ""
 
 
 def test_wait_for_rules_timeout_raises_aws_error() -> None:

@@ -33,14 +33,33 @@ def _system(seed: int = 1) -> pd.DataFrame:
 
 def test_utilization_stats_equal_numpy_per_group() -> None:
     df = _system()
-    stats = utilization_stats(df)
-    assert list(stats.columns) == ["node", "dimension", "count", "mean", "min", "max", "p50", "p90", "p95", "p99"]
+    stats = utilization_stats(df, decimals=6)
+    assert list(stats.columns) == ["node", "dimension", "unit", "count", "mean", "min", "max", "p50", "p90", "p95",
+                                   "p99"]
     for row in stats.itertuples(index=False):
         v = df[(df["node"] == row.node) & (df["dimension"] == row.dimension)]["value"].to_numpy()
-        assert row.count == len(v)
+        assert row.count == len(v) and row.unit == "%"
         assert np.allclose([row.mean, row.min, row.max, row.p50, row.p90, row.p95, row.p99],
-                           [v.mean(), v.min(), v.max(), *np.percentile(v, [50, 90, 95, 99])])
+                           [v.mean(), v.min(), v.max(), *np.percentile(v, [50, 90, 95, 99])], atol=1e-6)
     assert len(stats) == 4
+
+
+def test_utilization_stats_one_unit_per_row_and_plain_numbers() -> None:
+    ts = pd.date_range("2026-01-01", periods=4, freq="500ms", tz="UTC")
+    rows = [("cpu", "CPUUtilization", [10.0, 20.0, 30.0, 40.0]),
+            ("network", "ReceiveBytesPerSecond", [6.2e7, 5.0e7, 1.25e6, 0.0]),
+            ("io", "ReadThroughputInBytesPerSecond", [2.4e7, 2.4e7, 2.4e7, 2.4e7]),
+            ("io", "IOPS", [430.1, 12.0, 0.5, 3.0])]
+    system = pd.concat([pd.DataFrame({"timestamp": ts, "node": "algo-1", "type": t, "name": "x", "dimension": d,
+                                      "value": v}) for t, d, v in rows], ignore_index=True)
+    stats = utilization_stats(system).set_index("dimension")
+    assert stats["unit"].to_dict() == {"CPUUtilization": "%", "IOPS": "ops/s", "ReadThroughputInBytesPerSecond": "MB/s",
+                                       "ReceiveBytesPerSecond": "MB/s"}
+    assert stats.loc["ReceiveBytesPerSecond", "max"] == 62.0
+    assert stats.loc["ReadThroughputInBytesPerSecond", "mean"] == 24.0
+    assert stats.loc["CPUUtilization", "mean"] == 25.0
+    text = stats.to_string()
+    assert "e+" not in text and "e-" not in text
 
 
 def _steps(durations: list[float], node: str = "algo-1") -> pd.DataFrame:
@@ -57,7 +76,7 @@ def test_step_statistics_and_outliers_use_mean_plus_stddev_times_std() -> None:
     d = np.array(durations)
     thr = d.mean() + DEFAULT_STDDEV * d.std(ddof=1)
     one = stats[stats["node"] == "algo-1"].iloc[0]
-    assert (one["count"], one["outliers"]) == (100, 1)
+    assert (one["count"], one["outliers"], one["unit"]) == (100, 1, "s")
     assert np.isclose(one["threshold"], thr)
     assert np.isclose(one["p95"], np.percentile(d, 95))
     assert stats[stats["node"] == "algo-2"]["outliers"].tolist() == [0]
