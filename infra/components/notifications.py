@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
@@ -39,12 +40,30 @@ class Notifications(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
         for number in phone_numbers:
             self.topic.add_subscription(subscriptions.SmsSubscription(number))
-        # CloudWatch publishes alarm actions to an encrypted topic only if it may use the key.
+        # enforce_ssl gives the alarm topic a policy (a TLS-only Deny), which replaces SNS's default policy:
+        # CloudWatch may then publish only if a statement allows it, and only for this account's alarms.
+        stack = cdk.Stack.of(self)
+        from_our_alarms = {
+            "StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnLike": {"aws:SourceArn": stack.format_arn(service="cloudwatch", resource="alarm", resource_name="*",
+                                                          arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)},
+        }
+        self.alarm_topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                sid="CloudWatchAlarmsPublish",
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["sns:Publish"],
+                resources=[self.alarm_topic.topic_arn],
+                conditions=from_our_alarms,
+            )
+        )
+        # ...and, the topic being KMS-encrypted, only if it may use the key (same conditions).
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsPublish",
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                 actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                 resources=["*"],  # in a key policy "*" means this key
+                conditions=from_our_alarms,
             )
         )

@@ -84,15 +84,19 @@ class GuardStack(cdk.Stack):
             retention_period=cdk.Duration.days(14),
         )
         acknowledge(self.dead_letters, "AwsSolutions-SQS3", "This queue is the dead-letter queue.")
-        # EventBridge delivers failed events to the encrypted DLQ only if it may use the key.
-        self.key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="EventBridgeDeadLetters",
-                principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],  # in a key policy "*" means this key
+        # EventBridge (failed events) and SNS (the alarm subscription's redrive) deliver to the encrypted DLQ only
+        # if they may use the key. Neither sends aws:SourceArn/SourceAccount with its KMS calls, so these grants
+        # cannot be conditioned on them; the queue policy restricts who may send (aws:SourceArn).
+        for sid, service in (("EventBridgeDeadLetters", "events.amazonaws.com"),
+                             ("SnsDeadLetters", "sns.amazonaws.com")):
+            self.key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid=sid,
+                    principals=[iam.ServicePrincipal(service)],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                    resources=["*"],  # in a key policy "*" means this key
+                )
             )
-        )
 
         environment = self._environment()
         self.functions: dict[str, GuardFunction] = {}

@@ -40,12 +40,8 @@ def test_edges_include_the_paths_a_real_account_checks(template: Template) -> No
     } <= kinds, names
 
 
-# issue 12 defects 1 and 2, red until the stack is fixed.
-_BROKEN = pytest.mark.xfail(strict=True, reason="issue 12: alarm topic policy / DLQ key policy")
 
-
-@pytest.mark.parametrize("kind", [pytest.param("alarm-to-topic", marks=_BROKEN),
-                                  pytest.param("subscription-dlq", marks=_BROKEN), "other"])
+@pytest.mark.parametrize("kind", ["alarm-to-topic", "subscription-dlq", "other"])
 def test_every_delivery_edge_is_allowed_by_policy_and_key(template: Template, kind: str) -> None:
     edges = derive_edges(template)
     chosen = {
