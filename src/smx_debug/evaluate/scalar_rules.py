@@ -43,12 +43,25 @@ def _run_length(flags: np.ndarray) -> np.ndarray:
     return np.asarray(c - reset)
 
 
+def _check_points(steps: np.ndarray, num_steps: int) -> np.ndarray:
+    """Indices of the checked steps: the first saved step, then each first saved step at least
+    ``num_steps`` after the previous check (one binary search per check)."""
+    out = [0]
+    while True:
+        nxt = int(np.searchsorted(steps, steps[out[-1]] + num_steps, side="left"))
+        if nxt >= len(steps):
+            return np.asarray(out, dtype=np.int64)
+        out.append(nxt)
+
+
 def loss_not_decreasing(data: JobData, params: dict[str, Any]) -> RuleResult:
     """LossNotDecreasing: the loss does not go down.
 
-    Debugger developer guide: the rule checks every ``num_steps`` steps whether the loss decreased by
-    at least ``diff_percent`` percent since the previous check ("the minimum percentage difference by
-    which the loss should decrease between num_steps"); without ``mode`` it uses the first mode
+    Debugger developer guide: "The rule compares the loss for this step with the loss at a step which is
+    at least num_steps behind the current step ... At step 21, loss for step 21 is compared with loss for
+    step 9. The next step at which loss is checked is step 33": the first saved step is the baseline, and
+    each next check is the first saved step at least ``num_steps`` after the previous check. A check
+    fails when the loss did not decrease by at least ``diff_percent`` percent; without ``mode`` it uses the first mode
     present of EVAL, TRAIN, GLOBAL. A check where the loss also rose by more than
     ``increase_threshold_percent`` is listed under ``increases`` in Details.
     """
@@ -67,9 +80,8 @@ def loss_not_decreasing(data: JobData, params: dict[str, Any]) -> RuleResult:
     for metric, grp in sc.groupby("metric", sort=True):
         per_step = grp.groupby("step")["value"].mean().sort_index()
         steps, vals = per_step.index.to_numpy(), per_step.to_numpy(dtype=np.float64)
-        bucket = (steps - steps[0]) // int(params["num_steps"])
-        first_in_bucket = np.concatenate([[True], np.diff(bucket) > 0])
-        s_chk, v_chk = steps[first_in_bucket], vals[first_in_bucket]
+        chk = _check_points(steps, int(params["num_steps"]))
+        s_chk, v_chk = steps[chk], vals[chk]
         if len(v_chk) < 2:
             continue
         prev, cur = v_chk[:-1], v_chk[1:]

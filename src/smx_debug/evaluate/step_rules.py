@@ -115,8 +115,9 @@ def max_initialization_time(data: JobData, params: dict[str, Any]) -> RuleResult
 
     Debugger: "This rule helps to detect if the training intialization is taking too much time. The
     rule waits until first step is available" and fires once ``threshold`` minutes passed without a
-    step. Evaluated after the fact, a first step that started more than ``threshold`` minutes after
-    the job's first system datapoint also fires (the rule job would have fired while waiting).
+    step. As in the rule job, a scan fires when its START is more than ``threshold`` minutes after the
+    first scan's start and no step has been seen by the end of the scan (a step starting exactly at the
+    scan's end counts as seen, as Debugger's inclusive time-range query does).
     """
     rp = encode_parameters({"threshold": params["threshold"]})
     span = _span(data)
@@ -124,6 +125,7 @@ def max_initialization_time(data: JobData, params: dict[str, Any]) -> RuleResult
     if span is None:
         return RuleResult(rule="MaxInitializationTime", details=details, rule_parameters=rp)
     t0 = data.system_span_ns[0] if data.system_span_ns is not None else span[0]
+    interval_ns = int(params["scan_interval_us"]) * 1000
     bounds = boundaries(t0, span[1], int(params["scan_interval_us"]))
     starts = np.sort(ns(data.steps["start"])) if not data.steps.empty else np.array([], dtype=np.int64)
     if len(starts):
@@ -133,8 +135,9 @@ def max_initialization_time(data: JobData, params: dict[str, Any]) -> RuleResult
     if data.system_span_ns is not None:
         details["job_start"] = data.system_span_ns[0] / 1e9
         details["job_end"] = data.system_span_ns[1] / 1e9
-    waited = bounds - t0 > int(params["threshold"]) * 60 * 10**9
-    no_step = counts_before(starts, bounds) == 0
+    scan_start = bounds - interval_ns
+    waited = scan_start - scan_start[0] > int(params["threshold"]) * 60 * 10**9
+    no_step = np.searchsorted(starts, bounds, side="right") == 0
     hits = waited & no_step
     count = int(hits.sum())
     msg = ""

@@ -43,7 +43,7 @@ _DEBUGGER = (
         "SimilarAcrossRuns", "similar_across_runs", "debugger",
         "Tensors differ from the same tensors in another training run.",
         (
-            P("other_trial", "str", None, "the trial (completed training job) to compare with", required=True),
+            P("other_trials", "str", None, "the completed training job to compare with", required=True),
             _COLLECTION_NAMES,
             _TENSOR_REGEX,
         ),
@@ -178,7 +178,7 @@ _DEBUGGER = (
         (
             _pos("patience_train", 5, "saved steps the training loss may stall"),
             _pos("patience_validation", 10, "saved steps the validation loss may stall"),
-            P("delta", "float", 0.1, "smallest improvement that counts as a new optimum", ge=0),
+            P("delta", "float", 0.01, "smallest improvement that counts as a new optimum", ge=0),
         ),
         saved_steps_needed="patience_train",
         reads=("losses",),
@@ -201,9 +201,11 @@ _DEBUGGER = (
         "tanh or sigmoid activations are saturated.",
         (
             _COLLECTION_NAMES,
-            P("tensor_regex", "str", ".*tanh_input, .*sigmoid_input", "comma-separated regexes of the activation inputs"),
-            P("threshold_tanh", "str", "(-9.4999, 9.4999)", "(min, max) tanh input outside which the unit is saturated"),
-            P("threshold_sigmoid", "str", "(-23, 16.99999)", "(min, max) sigmoid input outside which the unit is saturated"),
+            P("tensor_regex", "regex", ".*tanh_input|.*sigmoid_input", "regex of the activation inputs"),
+            P("threshold_tanh_min", "float", -9.4999, "tanh input below which the unit is saturated"),
+            P("threshold_tanh_max", "float", 9.4999, "tanh input above which the unit is saturated"),
+            P("threshold_sigmoid_min", "float", -23, "sigmoid input below which the unit is saturated"),
+            P("threshold_sigmoid_max", "float", 16.99999, "sigmoid input above which the unit is saturated"),
             _pct("threshold_inactivity", 1.0, "percentage of saturated outputs that makes a unit inactive"),
             _pct("threshold_layer", 50.0, "percentage of inactive units in a layer that fires"),
         ),

@@ -188,7 +188,7 @@ def test_to_request_dict_plan_passes_botocore_validation(make: Any) -> None:
          "at most 20"),
         ({"region": "ap-southeast-3"}, "region", "not available in region 'ap-southeast-3'"),
         ({"rules": [{"name": "overfit"}, {"name": "overfit"}]}, "rules[1].configuration_name", "set configuration_name"),
-        ({"rules": [{"name": "similar_across_runs"}]}, "rules[0].parameters.other_trial", "needs parameter"),
+        ({"rules": [{"name": "similar_across_runs"}]}, "rules[0].parameters.other_trials", "needs parameter"),
         ({"rules": [{"name": "ProfilerReport", "parameters": {"LowGPU_threshold_p95": 70}}]},
          "rules[0].parameters.LowGPU_threshold_p95", "names no profiler rule"),
         ({"tags": {"smx-debug:managed": "x"}}, "tags", "reserved"),

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smx_debug.evaluate import JobData, evaluate_rule
+from smx_debug.evaluate import JobData, evaluate_rule, rule_defaults
 
 
 def test_step_outlier_eleven_slow_steps_fire_once_at_the_last_scan(frames):
@@ -35,10 +35,11 @@ def test_step_outlier_mode_filter_skips_other_phases(frames):
 
 @pytest.mark.parametrize(
     ("first_step_s", "expected", "first"),
-    [(1500.0, 5, 21), (300.0, 0, None), (None, 10, 21)],
+    [(1500.0, 3, 22), (300.0, 0, None), (None, 9, 22)],
 )
 def test_max_initialization_time_counts_scans_waiting_past_threshold(frames, first_step_s, expected, first):
-    # System data for 30 min; boundaries every minute; threshold 20 min: waiting scans are 1260 s .. first step.
+    # System data for 30 min, scans every minute, threshold 20 min. Like Debugger, a scan fires when its START
+    # is more than 20 min after the job's start (scan 22 = [1260, 1320)) and no step was seen by its end.
     system = frames.system(frames.series("algo-1", "cpu0", "CPUUtilization", np.full(1800, 50.0)))
     steps = frames.steps([1.0] * 5, start_s=first_step_s) if first_step_s is not None else None
     data = JobData(system=system, steps=steps) if steps is not None else JobData(system=system)
@@ -66,6 +67,26 @@ def test_loss_not_decreasing_flat_loss_fires_at_every_check(frames):
     assert r.details["loss"]["not_decreasing_steps"] == list(range(10, 101, 10))
 
 
+def test_loss_not_decreasing_next_check_is_first_saved_step_num_steps_after_last_check(frames):
+    # smdebug's own 2019 test series (tests/analysis/rules/test_loss_not_decreasing.py, awslabs/sagemaker-debugger
+    # @473575432fb9): loss saved every 4 steps. With num_steps=10 the checks are at steps 12 and 24 (the guide:
+    # "at step 21 ... compared with step 9; the next step at which loss is checked is step 33"), so the jump
+    # to 0.42 at step 24 is checked and found.
+    steps = [0, 4, 8, 12, 16, 20, 24]
+    values = [0.3, 0.33, 0.31, 0.30, 0.28, 0.2, 0.42]
+    r = evaluate_rule("LossNotDecreasing", JobData(scalars=frames.scalars("loss", "TRAIN", values, steps=steps)))
+    assert r.details["loss"]["checks"] == 2
+    assert r.details["loss"]["not_decreasing_steps"] == [12, 24]
+    assert r.details["loss"]["increases"] == [24]
+
+
+def test_loss_not_decreasing_saved_every_3_steps_checks_12_24_36(frames):
+    steps = list(range(0, 46, 3))  # saved every 3 steps
+    r = evaluate_rule("LossNotDecreasing", JobData(scalars=frames.scalars("loss", "TRAIN", [1.0] * len(steps),
+                                                                          steps=steps)), {"num_steps": 10})
+    assert r.details["loss"]["not_decreasing_steps"] == [12, 24, 36]
+
+
 def test_loss_not_decreasing_falling_loss_does_not_fire(frames):
     data = JobData(scalars=frames.scalars("loss", "TRAIN", list(0.99 ** np.arange(101))))
     assert evaluate_rule("LossNotDecreasing", data).rule_triggered == 0
@@ -85,6 +106,14 @@ def test_overfit_ratio_above_threshold_for_patience_evaluations(frames, patience
     r = evaluate_rule("Overfit", JobData(scalars=pd.concat([train, evl])), {"patience": patience})
     assert (r.rule_triggered, r.trigger_step) == (fires, 2 if patience == 1 else 3)
     assert r.details["loss"]["max_ratio"] == pytest.approx(0.3)
+
+
+def test_overtraining_default_delta_is_the_guides_and_steady_decrease_does_not_fire(frames):
+    # Issue 13: the current guide's delta is 0.01. A loss falling 0.015 per saved step improves by more
+    # than 0.01 every step, so it never stalls; with delta 0.1 it "stalled" every 7 steps.
+    assert rule_defaults("Overtraining")["delta"] == 0.01
+    data = JobData(scalars=frames.scalars("loss", "TRAIN", list(5.0 - 0.015 * np.arange(200))))
+    assert evaluate_rule("Overtraining", data).rule_triggered == 0
 
 
 def test_overtraining_plateau_fires_after_patience_train_steps(frames):

@@ -13,21 +13,35 @@ import pytest
 
 from smx_debug.evaluate import evaluate_rule
 
+_FLAT30 = {"gpu_max": 30.0, "gpu_95": 30.0, "gpu_5": 30.0, "p25": 30.0, "p50": 30.0, "p75": 30.0, "p95": 30.0,
+           "upper": 30.0, "lower": 30.0}
+
 
 def test_low_gpu_utilization_constant_low_fires_from_boundary_17(frames):
     data = frames.data(frames.series("algo-1", "gpu0", "GPUUtilization", np.full(1200, 30.0)))
     r = evaluate_rule("LowGPUUtilization", data)
+    # Debugger's Details: per GPU the box-plot statistics, and the start (us) of the last violating scan.
     assert r.to_debugger_json() == {
-        "RuleTriggered": 4, "Violations": 4, "Details": {"algo-1": {"gpu0": {"gpu_95": 30.0, "gpu_5": 30.0}}},
+        "RuleTriggered": 4, "Violations": 4, "Details": {"algo-1": {"gpu0": _FLAT30}, "last_timestamp": 1_140_000_000},
         "Datapoints": 1200, "RuleParameters": "threshold_p95:70\nthreshold_p5:10\nwindow:500\npatience:1000",
     }
     assert r.trigger_step == 17
 
 
+def test_low_gpu_utilization_counts_once_per_violating_gpu_per_scan(frames):
+    # Issue 13: six low GPUs of eight count six times per scan (real Debugger output: 464 over ~240 scans, 2 GPUs).
+    parts = [frames.series("algo-1", f"gpu{g}", "GPUUtilization", np.full(1200, 30.0 if g < 6 else 90.0))
+             for g in range(8)]
+    r = evaluate_rule("LowGPUUtilization", frames.data(*parts))
+    assert (r.rule_triggered, r.violations, r.trigger_step) == (24, 24, 17)
+    assert sorted(r.details["algo-1"]) == [f"gpu{g}" for g in range(6)]
+
+
 def test_low_gpu_utilization_fluctuating_fires(frames):
     data = frames.data(frames.series("algo-1", "gpu0", "GPUUtilization", np.tile([0.0, 100.0], 600)))
     r = evaluate_rule("LowGPUUtilization", data)
-    assert (r.rule_triggered, r.details) == (4, {"algo-1": {"gpu0": {"gpu_95": 100.0, "gpu_5": 0.0}}})
+    assert (r.rule_triggered, r.details["algo-1"]["gpu0"]["gpu_95"], r.details["algo-1"]["gpu0"]["gpu_5"]) == (
+        4, 100.0, 0.0)
     assert "fluctuating" in r.message
 
 
@@ -49,7 +63,7 @@ def test_low_gpu_utilization_node_without_gpus_is_absent_from_details(frames):
         frames.series("algo-1", "gpu0", "GPUUtilization", np.full(1200, 20.0)),
         frames.series("algo-2", "cpu0", "CPUUtilization", np.full(1200, 20.0)),
     )
-    assert list(evaluate_rule("LowGPUUtilization", data).details) == ["algo-1"]
+    assert list(evaluate_rule("LowGPUUtilization", data).details) == ["algo-1", "last_timestamp"]
 
 
 def test_low_gpu_utilization_what_if_threshold_silences_it(frames):
@@ -67,19 +81,29 @@ def test_gpu_rules_cpu_only_job_do_not_fire(frames, rule):
     assert (out["RuleTriggered"], out["Violations"], out["Details"]) == (0, 0, {})
 
 
-def test_gpu_memory_increase_jump_fires_once_in_its_scan_interval(frames):
-    # 40% for 1100 s then 60%: the 10-value moving average rises by 2 points per value for 10 values
-    # (t=1100..1109 s, all in scan interval 19 = [1080, 1140)).
+def test_gpu_memory_increase_jump_counts_each_violating_datapoint(frames):
+    # 40% for 1100 s then 60%. Debugger's moving averages: mean(v[-10:]) - mean(v[-11:-2]); after the jump
+    # they differ by 2, 4, 3.78, ..., 2.22 for 10 values (t=1100..1109 s, scan 19 = [1080, 1140)), each a violation.
     values = np.concatenate([np.full(1100, 40.0), np.full(100, 60.0)])
     data = frames.data(frames.series("algo-1", "gpu0", "GPUMemoryUtilization", values))
     r = evaluate_rule("GPUMemoryIncrease", data, {"increase": 1})
-    assert r.to_debugger_json() == {
-        "RuleTriggered": 1, "Violations": 1,
-        "Details": {"algo-1": {"gpu0": {"increase": 2.0, "memory": 60.0, "violations": 10}}},
-        "Datapoints": 1200, "RuleParameters": "increase:1\npatience:1000\nwindow:10",
-    }
+    out = r.to_debugger_json()
+    gpu = out["Details"]["algo-1"]["gpu0"]
+    assert (out["RuleTriggered"], out["Violations"], out["Datapoints"]) == (10, 10, 1200)
+    assert gpu["increase"] == pytest.approx(20 - 160 / 9)  # the last violating datapoint (t=1109 s)
+    assert {k: gpu[k] for k in ("gpu_max", "p05", "p25", "p50", "p75", "p95", "upper", "lower")} == {
+        "gpu_max": 60.0, "p05": 40.0, "p25": 40.0, "p50": 40.0, "p75": 40.0, "p95": 40.0, "upper": 40.0, "lower": 40.0}
+    assert out["Details"]["last_timestamp"] == 1_080_000_000
+    assert out["RuleParameters"] == "increase:1\npatience:1000\nwindow:10"
     assert r.trigger_step == 19
-    assert evaluate_rule("GPUMemoryIncrease", data).rule_triggered == 0  # default increase 5 > 2
+    assert evaluate_rule("GPUMemoryIncrease", data).rule_triggered == 0  # default increase 5 > 4
+
+
+def test_gpu_memory_increase_counts_per_gpu_datapoint(frames):
+    # Two GPUs with the same jump: 20 violations (Debugger counts datapoints, not scans: real output 11,467).
+    values = np.concatenate([np.full(1100, 40.0), np.full(100, 60.0)])
+    data = frames.data(*(frames.series("algo-1", f"gpu{g}", "GPUMemoryUtilization", values) for g in range(2)))
+    assert evaluate_rule("GPUMemoryIncrease", data, {"increase": 1}).rule_triggered == 20
 
 
 def test_gpu_memory_increase_before_patience_does_not_fire(frames):

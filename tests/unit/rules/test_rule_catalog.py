@@ -128,3 +128,32 @@ def test_rule_evaluator_image_region_equals_sdk_image_uri(region: str) -> None:
 def test_rule_evaluator_image_unsupported_region_raises_config_error() -> None:
     with pytest.raises(ConfigError, match="'ap-southeast-3'"):
         rule_evaluator_image("ap-southeast-3")
+
+
+def _plan(rule: dict[str, object]) -> dict[str, object]:
+    from smx_debug.config import DebugPlan
+
+    p = DebugPlan.from_dict({"region": "us-west-2", "s3_output_path": "s3://bucket/debug", "rules": [rule]})
+    out: dict[str, object] = p.to_request_dict(job_name="job-1")["DebugRuleConfigurations"][0]["RuleParameters"]
+    return out
+
+
+def test_similar_across_runs_renders_the_guides_other_trials() -> None:
+    # Issue 13: the current guide names the parameter other_trials; a container reading it ignored other_trial.
+    assert _plan({"name": "similar_across_runs", "parameters": {"other_trials": "job-0"}}) == {
+        "other_trials": "job-0", "rule_to_invoke": "SimilarAcrossRuns"}
+    assert get_rule("SimilarAcrossRuns").param("other_trials").required
+    with pytest.raises(UnknownNameError) as info:
+        get_rule("SimilarAcrossRuns").param("other_trial")
+    assert info.value.suggestion == "other_trials"
+
+
+def test_saturated_activation_renders_separate_min_max_thresholds() -> None:
+    params = {"threshold_tanh_min": -5.0, "threshold_tanh_max": 5.0, "threshold_sigmoid_min": -20,
+              "threshold_sigmoid_max": 15}
+    assert _plan({"name": "saturated_activation", "parameters": params}) == {
+        "threshold_tanh_min": "-5.0", "threshold_tanh_max": "5.0", "threshold_sigmoid_min": "-20",
+        "threshold_sigmoid_max": "15", "rule_to_invoke": "SaturatedActivation"}
+    defaults = {p.name: p.default for p in get_rule("SaturatedActivation").parameters}
+    assert (defaults["threshold_tanh_min"], defaults["threshold_tanh_max"]) == (-9.4999, 9.4999)
+    assert (defaults["threshold_sigmoid_min"], defaults["threshold_sigmoid_max"]) == (-23, 16.99999)
