@@ -8,6 +8,7 @@ Each question is one call that returns a DataFrame: :func:`rule_summary` (which 
 
 from __future__ import annotations
 
+from smx_debug.reports.dips import CAUSE_COLUMNS, DIP_COLUMNS, classify_event, dip_causes, gpu_dips
 from smx_debug.reports.framework import (
     EVENT_COLUMNS,
     STEP_COLUMNS,
@@ -16,6 +17,7 @@ from smx_debug.reports.framework import (
     parse_trace,
     step_durations,
 )
+from smx_debug.reports.loop import dataloader_share, slow_loading_steps, slowest_operators
 from smx_debug.reports.profiler_report import (
     REPORT_COLUMNS,
     ProfilerReport,
@@ -57,7 +59,9 @@ from smx_debug.reports.system import (
 )
 
 __all__ = [
+    "CAUSE_COLUMNS",
     "DEFAULT_STDDEV",
+    "DIP_COLUMNS",
     "EVENT_COLUMNS",
     "PERCENTILES",
     "REPORT_COLUMNS",
@@ -74,7 +78,11 @@ __all__ = [
     "S3Source",
     "Source",
     "SystemMetricsReader",
+    "classify_event",
+    "dataloader_share",
+    "dip_causes",
     "framework_metrics",
+    "gpu_dips",
     "job_paths",
     "open_source",
     "parse_rule_parameters",
@@ -84,6 +92,8 @@ __all__ = [
     "profiler_report",
     "rule_summary",
     "rule_summary_many",
+    "slow_loading_steps",
+    "slowest_operators",
     "step_durations",
     "step_outliers",
     "step_statistics",

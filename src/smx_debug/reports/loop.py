@@ -1,0 +1,88 @@
+"""Where the training loop's time goes, from the framework trace: dataloader share, slow loads, slow operators."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from smx_debug.evaluate.data import ns
+from smx_debug.reports.dips import classify_event
+
+__all__ = ["LOADING_COLUMNS", "OPERATOR_COLUMNS", "SHARE_COLUMNS", "dataloader_share", "slow_loading_steps",
+           "slowest_operators"]
+
+SHARE_COLUMNS = ["node", "steps", "training_s", "dataloader_s", "compute_s", "dataloader_percent"]
+LOADING_COLUMNS = ["node", "step", "step_s", "dataloader_s", "compute_s"]
+OPERATOR_COLUMNS = ["name", "category", "count", "total_s", "mean_ms", "max_ms", "share_percent"]
+
+
+def _phases(events: pd.DataFrame) -> pd.DataFrame:
+    """X events other than steps, with their category."""
+    if events.empty:
+        return events.assign(category=pd.Series([], dtype=object))
+    sel = events[(events["phase"] == "X") & events["duration"].notna()
+                 & ~events["name"].astype(str).str.startswith("Step:")]
+    names = sel["name"].astype(str)
+    cats = {n: classify_event(n) for n in names.unique()}
+    return sel.assign(category=names.map(cats))
+
+
+def _per_step(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """Per (node, step): step seconds, dataloader seconds and forward+backward seconds inside the step."""
+    phases = _phases(events)
+    out = []
+    for node, grp in steps.groupby("node", sort=True):
+        grp = grp.sort_values("start", kind="stable")
+        s_start, s_end = ns(grp["start"]), ns(grp["end"])
+        ev = phases[phases["node"] == node]
+        load: np.ndarray = np.zeros(len(grp))
+        comp: np.ndarray = np.zeros(len(grp))
+        if len(ev):
+            e_start = ns(ev["start"])
+            idx = np.searchsorted(s_start, e_start, side="right") - 1
+            inside = (idx >= 0) & (e_start < s_end[np.clip(idx, 0, None)])
+            dur = ev["duration"].to_numpy(dtype=float)
+            cat = ev["category"].to_numpy()
+            is_load, is_comp = (cat == "dataloader") & inside, np.isin(cat, ["forward", "backward"]) & inside
+            load = np.bincount(idx[is_load], weights=dur[is_load], minlength=len(grp))
+            comp = np.bincount(idx[is_comp], weights=dur[is_comp], minlength=len(grp))
+        d = grp["duration"].to_numpy(dtype=float)
+        comp = np.where(comp > 0, comp, np.clip(d - load, 0, None))  # no forward/backward events: the rest
+        out.append(pd.DataFrame({"node": node, "step": grp["step"].to_numpy(), "step_s": d, "dataloader_s": load,
+                                 "compute_s": comp}))
+    return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=LOADING_COLUMNS)
+
+
+def dataloader_share(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """Per node: time in the training steps, the dataloader's part of it and its share in percent."""
+    per = _per_step(events, steps)
+    if per.empty:
+        return pd.DataFrame(columns=SHARE_COLUMNS)
+    g = per.groupby("node", sort=True)
+    out = pd.DataFrame({"steps": g.size(), "training_s": g["step_s"].sum(), "dataloader_s": g["dataloader_s"].sum(),
+                        "compute_s": g["compute_s"].sum()}).reset_index()
+    out["dataloader_percent"] = 100.0 * out["dataloader_s"] / out["training_s"].where(out["training_s"] > 0)
+    return out[SHARE_COLUMNS]
+
+
+def slow_loading_steps(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """Steps whose data loading took longer than their compute (forward + backward), slowest loads first."""
+    per = _per_step(events, steps)
+    if per.empty:
+        return pd.DataFrame(columns=LOADING_COLUMNS)
+    slow = per[(per["dataloader_s"] > per["compute_s"]) & (per["dataloader_s"] > 0)]
+    return slow.sort_values("dataloader_s", ascending=False, kind="stable").reset_index(drop=True)[LOADING_COLUMNS]
+
+
+def slowest_operators(events: pd.DataFrame, top: int = 10) -> pd.DataFrame:
+    """Framework events other than steps, grouped by name, by total time (``top`` rows)."""
+    phases = _phases(events)
+    if phases.empty:
+        return pd.DataFrame(columns=OPERATOR_COLUMNS)
+    g = phases.groupby("name", sort=False)["duration"]
+    out = pd.DataFrame({"count": g.size(), "total_s": g.sum(), "mean_ms": g.mean() * 1e3, "max_ms": g.max() * 1e3})
+    out = out.reset_index()
+    out["category"] = out["name"].astype(str).map(classify_event)
+    total = float(out["total_s"].sum())
+    out["share_percent"] = 100.0 * out["total_s"] / total if total else 0.0
+    return out.sort_values("total_s", ascending=False, kind="stable").head(top).reset_index(drop=True)[OPERATOR_COLUMNS]
