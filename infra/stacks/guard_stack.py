@@ -29,12 +29,14 @@ from infra.components import (
     acknowledge_wildcards,
 )
 from infra.config import LOG_RETENTION_DAYS, GuardConfig
+from smx_debug.contracts import opt_in_iam_condition
 
 __all__ = ["LEDGER_ACTIONS", "METRIC_NAME", "GuardStack", "StageHandler"]
 
 METRIC_NAME = "RuleTriggered"
 LEDGER_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 STATE_CHANGE = "SageMaker Training Job State Change"
+TAGGING_ACTION = "sagemaker:TaggingAction"  # the API whose request carries the tags (AddTags' condition key)
 
 StageHandler = Callable[[str], Path]
 
@@ -174,18 +176,25 @@ class GuardStack(cdk.Stack):
             for prefix in self.config.watch_prefixes
         ]
 
-    def _job_statements(self, actions: list[str], *, request_tag: bool = False) -> list[iam.PolicyStatement]:
-        """``actions`` on watched jobs: by name prefix, and by the opt-in tag (on the job or the request)."""
+    def _job_statements(self, actions: list[str], *, request_tag: bool = False,
+                        conditions: Mapping[str, Mapping[str, str]] | None = None) -> list[iam.PolicyStatement]:
+        """``actions`` on watched jobs: by name prefix, and by the opt-in tag (on the job or the request).
+
+        The tag condition is :func:`contracts.opt_in_iam_condition`, the same rule as the handler and the
+        EventBridge pattern; ``conditions`` are added to both statements.
+        """
+        extra = {op: dict(block) for op, block in (conditions or {}).items()}
         statements: list[iam.PolicyStatement] = []
         if self.config.watch_prefixes:
-            statements.append(iam.PolicyStatement(actions=actions, resources=self.job_arns()))
+            statements.append(iam.PolicyStatement(actions=actions, resources=self.job_arns(),
+                                                  conditions=extra or None))
         if self.config.opt_in_tag:
-            tag_scope = "aws:RequestTag" if request_tag else "aws:ResourceTag"
+            tagged = opt_in_iam_condition(self.config.opt_in_tag, on="request" if request_tag else "resource")
             statements.append(
                 iam.PolicyStatement(
                     actions=actions,
                     resources=[self.format_arn(service="sagemaker", resource="training-job", resource_name="*")],
-                    conditions={"StringEqualsIgnoreCase": {f"{tag_scope}/{self.config.opt_in_tag}": "true"}},
+                    conditions={**tagged, **extra},
                 )
             )
         return statements
@@ -220,8 +229,11 @@ class GuardStack(cdk.Stack):
             return
         # Retraining launches the next run under the same name prefix (or carrying the opt-in tag).
         retrain = fns["retrain"].role
-        for statement in self._job_statements(["sagemaker:CreateTrainingJob", "sagemaker:AddTags"],
-                                              request_tag=True):
+        for statement in self._job_statements(["sagemaker:CreateTrainingJob"], request_tag=True):
+            retrain.add_to_principal_policy(statement)
+        # Tags only as part of CreateTrainingJob (never on an existing job, which would enrol it to be stopped).
+        for statement in self._job_statements(["sagemaker:AddTags"], request_tag=True,
+                                              conditions={"StringEquals": {TAGGING_ACTION: "CreateTrainingJob"}}):
             retrain.add_to_principal_policy(statement)
         retrain.add_to_principal_policy(
             iam.PolicyStatement(
