@@ -57,7 +57,7 @@ def can(statements: list[dict[str, Any]], capability: str, name: str, tags: dict
 
 def computed_table(t: Template) -> dict[tuple[str, str], dict[str, str]]:
     roles: dict[str, str] = {}
-    for logical, props in t.of_type("AWS::Lambda::Function"):
+    for _, props in t.of_type("AWS::Lambda::Function"):
         handler = {tag["Key"]: tag["Value"] for tag in props["Tags"]}["smx-debug:handler"]
         roles[handler] = str(t.logical_of(props["Role"]))
     for _, props in t.of_type("AWS::StepFunctions::StateMachine"):
