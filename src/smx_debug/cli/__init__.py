@@ -1,7 +1,8 @@
 """The ``smx-debug`` command line.
 
 Each command group lives in its own module with a ``register(subparsers)`` function. Every
-SmxDebugError becomes a one-line ``error:`` message and exit status 2: users never see a traceback.
+SmxDebugError, bad option value or unusable path becomes a one-line ``error:`` message and exit status 2:
+users never see a traceback. Dependencies' INFO lines and warnings are hidden unless ``-v``.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from smx_debug.cli._args import OneLineParser
 from smx_debug.errors import RegionError, SmxDebugError, translate_client_error
+from smx_debug.quiet import quiet_dependencies
 
 __all__ = ["build_parser", "main"]
 
@@ -18,7 +21,9 @@ __all__ = ["build_parser", "main"]
 def build_parser() -> argparse.ArgumentParser:
     from smx_debug.cli import evaluate, plan, report, rules
 
-    parser = argparse.ArgumentParser(prog="smx-debug", description="Guardrails for SageMaker training jobs.")
+    parser = OneLineParser(prog="smx-debug", description="Guardrails for SageMaker training jobs.")
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="show the SDK's and boto's INFO lines and dependency warnings")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     plan.register(sub)
     rules_sub = rules.register(sub)
@@ -32,25 +37,35 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        return int(args.func(args) or 0)
-    except SmxDebugError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    # AWS errors that no module translated (credentials, region, an unexpected API error): one line, no traceback.
-    except NoRegionError:
-        print(f"error: {RegionError()}", file=sys.stderr)
-        return 2
-    except ClientError as exc:
-        translated = translate_client_error(exc)
-        if translated is not exc:
-            print(f"error: {translated}", file=sys.stderr)
+    if args.verbose:
+        import logging
+
+        logging.basicConfig(level=logging.INFO, format="%(name)s %(levelname)s - %(message)s")
+    with quiet_dependencies(verbose=args.verbose):
+        try:
+            return int(args.func(args) or 0)
+        except SmxDebugError as exc:
+            print(f"error: {exc}", file=sys.stderr)
             return 2
-        err = exc.response.get("Error", {})
-        print(f"error: AWS {exc.operation_name}: {err.get('Code', '')}: {err.get('Message', exc)}", file=sys.stderr)
-        return 2
-    except BotoCoreError as exc:
-        print(f"error: AWS: {exc}", file=sys.stderr)
-        return 2
-    except BrokenPipeError:  # `smx-debug ... | head`
-        return 0
+        # AWS errors that no module translated (credentials, region, an unexpected API error): one line.
+        except NoRegionError:
+            print(f"error: {RegionError()}", file=sys.stderr)
+            return 2
+        except ClientError as exc:
+            translated = translate_client_error(exc)
+            if translated is not exc:
+                print(f"error: {translated}", file=sys.stderr)
+                return 2
+            err = exc.response.get("Error", {})
+            print(f"error: AWS {exc.operation_name}: {err.get('Code', '')}: {err.get('Message', exc)}",
+                  file=sys.stderr)
+            return 2
+        except BotoCoreError as exc:
+            print(f"error: AWS: {exc}", file=sys.stderr)
+            return 2
+        except BrokenPipeError:  # `smx-debug ... | head`
+            return 0
+        except OSError as exc:  # a path the checks could not foresee (permissions, a full disk)
+            where = f"{exc.filename}: " if exc.filename else ""
+            print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
+            return 2

@@ -11,6 +11,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from smx_debug.cli._args import (
+    check_output_dir,
+    check_output_file,
+    non_negative_int,
+    positive_float,
+    require_data,
+)
 from smx_debug.errors import ConfigError
 
 __all__ = ["add_rule_options", "register", "rule_selection"]
@@ -86,10 +93,20 @@ def _table(results: Mapping[str, Any]) -> str:
                                                       else "NoIssuesFound")
         reason = r.message if r.triggered else ""
         rows.append((name, status, str(r.rule_triggered), str(r.violations), str(r.datapoints),
-                     reason[:100] + ("..." if len(reason) > 100 else "")))
+                     reason))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(row[:5], widths, strict=True)) + "  " + row[5] for row in rows]
     return "\n".join(line.rstrip() for line in lines)
+
+
+def _with_status(results: Mapping[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
+    """--json: each rule's status (as the table shows it) and full reason, then Debugger's own fields."""
+    out: dict[str, Any] = {}
+    for name, r in results.items():
+        status = "IssuesFound" if r.triggered else ("NoData" if r.datapoints == 0 and r.rule != "OverallSystemUsage"
+                                                      else "NoIssuesFound")
+        out[name] = {"status": status, "reason": r.message, **payload[name]}
+    return out
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -99,8 +116,11 @@ def _run(args: argparse.Namespace) -> int:
     names, overrides, skipped = rule_selection(args)
     if args.live:
         return _live(args, names, overrides)
+    check_output_file(args.json, "--json")
+    check_output_dir(args.output_dir, "--output-dir")
     report = LoadReport()
     data, info = load_job(args.job_or_path, source=args.source, report=report)
+    require_data(data, info.name, info.source)
     results = evaluate(data, names, overrides)
     payload = {name: r.to_debugger_json() for name, r in results.items()}
     if args.output_dir:
@@ -109,7 +129,7 @@ def _run(args: argparse.Namespace) -> int:
         for name, body in payload.items():
             (out / f"{name}.json").write_text(json.dumps(body))
     if args.json:
-        text = json.dumps(payload, indent=2)
+        text = json.dumps(_with_status(results, payload), indent=2)
         if args.json == "-":
             print(text)
         else:
@@ -169,7 +189,9 @@ def register(subparsers: Any) -> Any:
     parser.add_argument("--output-dir", metavar="DIR", help="write <Rule>.json files shaped like Debugger's profiler-reports/")
     parser.add_argument("--fail-on-issues", action="store_true", help="exit 1 when a rule fires")
     parser.add_argument("--live", action="store_true", help="re-evaluate as data arrives and print status transitions")
-    parser.add_argument("--interval", type=float, default=60.0, help="seconds between live re-evaluations (default 60)")
-    parser.add_argument("--max-updates", type=int, default=0, help="stop live mode after this many evaluations")
+    parser.add_argument("--interval", type=positive_float, default=60.0,
+                        help="seconds between live re-evaluations (default 60)")
+    parser.add_argument("--max-updates", type=non_negative_int, default=0,
+                        help="stop live mode after this many evaluations (0: until the rules settle)")
     parser.set_defaults(func=_run)
     return parser

@@ -9,6 +9,8 @@ import sys
 import warnings
 from typing import Any
 
+from smx_debug.cli._args import job_name
+
 __all__ = ["register"]
 
 
@@ -19,13 +21,14 @@ def register(subparsers: Any) -> Any:
 
     validate = sub.add_parser("validate", help="check a plan; print its warnings")
     validate.add_argument("file", help="plan file (.yaml, .yml or .json)")
-    validate.add_argument("--job-name", help="the training job name, if known")
+    validate.add_argument("--job-name", type=job_name, help="the training job name, if known")
     validate.set_defaults(func=_validate)
 
     render = sub.add_parser("render", help="print the plan as CreateTrainingJob fields or estimator objects (JSON)")
     render.add_argument("file", help="plan file (.yaml, .yml or .json)")
     render.add_argument("--format", choices=("request", "estimator"), default="request")
-    render.add_argument("--job-name", help="the training job name (stop_training then stops exactly it)")
+    render.add_argument("--job-name", type=job_name,
+                        help="the training job name (stop_training then stops exactly it)")
     render.add_argument("--output-path", help="override s3_output_path")
     render.set_defaults(func=_render)
     return sub

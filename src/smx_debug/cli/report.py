@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from smx_debug.cli._args import check_output_file, non_negative_float, positive_int, require_data
 from smx_debug.cli.evaluate import add_rule_options, rule_selection
 from smx_debug.errors import ConfigError
 
@@ -25,8 +26,10 @@ def _run(args: argparse.Namespace) -> int:
                           field="--instance-count", value=args.instance_count)
     if args.price is not None and args.price < 0:
         raise ConfigError(f"--price must not be negative, got {args.price!r}", field="--price", value=args.price)
+    check_output_file(args.out, "--out")
     report = LoadReport()
     data, info = load_job(args.job_or_path, source=args.source, report=report)
+    require_data(data, info.name, info.source)
     results = evaluate(data, names, overrides)
     instance_type = args.instance_type or info.instance_type
     cost = None
@@ -58,7 +61,9 @@ def register(subparsers: Any) -> Any:
     parser.add_argument("--out", required=True, metavar="FILE", help="HTML file to write")
     parser.add_argument("--title", help="job name shown in the report (default: from JOB_OR_PATH)")
     parser.add_argument("--instance-type", help="e.g. ml.p3.8xlarge (default: from DescribeTrainingJob)")
-    parser.add_argument("--instance-count", type=int, help="number of instances (default: from the job or the nodes seen)")
-    parser.add_argument("--price", type=float, help="USD per instance-hour, overriding the bundled price table")
+    parser.add_argument("--instance-count", type=positive_int,
+                        help="number of instances (default: from the job or the nodes seen)")
+    parser.add_argument("--price", type=non_negative_float,
+                        help="USD per instance-hour, overriding the bundled price table")
     parser.set_defaults(func=_run)
     return parser

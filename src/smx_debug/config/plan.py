@@ -136,6 +136,9 @@ class DebugPlan(FrozenModel):
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise NotFoundError(f"plan file {str(path)!r} does not exist") from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(f"plan file {str(path)!r} is not UTF-8 text (byte {exc.start}): a YAML or JSON plan "
+                              "was expected", field="path", value=str(path)) from None
         except OSError as exc:
             raise ConfigError(f"plan file {str(path)!r}: {exc.strerror}", field="path", value=str(path)) from None
         if path.suffix.lower() == ".json":

@@ -28,9 +28,10 @@ def test_evaluate_json_stdout_has_debugger_shape_and_fires_cpu_bottleneck(job_di
     out = json.loads(capsys.readouterr().out)
     assert list(out) == ["CPUBottleneck", "IOBottleneck"]
     assert {k: list(v) for k, v in out.items()} == {
-        k: ["RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters"] for k in out}
-    assert out["CPUBottleneck"]["RuleTriggered"] > 0
-    assert out["IOBottleneck"]["RuleTriggered"] == 0
+        k: ["status", "reason", "RuleTriggered", "Violations", "Details", "Datapoints", "RuleParameters"] for k in out}
+    assert out["CPUBottleneck"]["RuleTriggered"] > 0 and out["CPUBottleneck"]["status"] == "IssuesFound"
+    assert "had GPU below 10% while CPU was above 90%" in out["CPUBottleneck"]["reason"]
+    assert out["IOBottleneck"]["RuleTriggered"] == 0 and out["IOBottleneck"]["status"] == "NoIssuesFound"
 
 
 def test_evaluate_what_if_threshold_changes_verdict_without_rerun(job_dir, capsys):

@@ -1,0 +1,131 @@
+"""Checked CLI values and paths: a bad one is one ``error:`` line naming the option and the value, exit 2.
+
+Numbers are checked by argparse ``type=`` functions; output paths are checked before any work starts, so a
+typo never costs a full evaluation and never leaves half-written output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from smx_debug.errors import ConfigError, NoDataYetError
+
+__all__ = [
+    "OneLineParser",
+    "check_output_dir",
+    "check_output_file",
+    "job_name",
+    "non_negative_float",
+    "non_negative_int",
+    "positive_float",
+    "positive_int",
+    "require_data",
+]
+
+# SageMaker's TrainingJobName pattern (CreateTrainingJob): 1-63 characters, letters, digits and inner hyphens.
+JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one ``error:`` line (with the command) and exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def _number(text: str, kind: type[int] | type[float]) -> float:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An integer >= 1."""
+    value = int(_number(text, int))
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer >= 0."""
+    value = int(_number(text, int))
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number > 0."""
+    value = float(_number(text, float))
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
+def non_negative_float(text: str) -> float:
+    """A finite number >= 0."""
+    value = float(_number(text, float))
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def job_name(text: str) -> str:
+    """A valid SageMaker training job name."""
+    if not JOB_NAME_RE.match(text):
+        raise argparse.ArgumentTypeError(
+            f"not a valid training job name: {text!r} (1-63 letters, digits and hyphens, starting and ending "
+            "with a letter or digit)"
+        )
+    return text
+
+
+def check_output_file(path: str | None, option: str) -> None:
+    """``path`` can be written as a file: not a folder, and its folder exists."""
+    if path is None or path == "-":
+        return
+    p = Path(path)
+    if p.is_dir():
+        raise ConfigError(f"{option} {path!r} is a folder, expected a file name", field=option, value=path)
+    parent = p.parent
+    if not parent.is_dir():
+        what = "is not a folder" if parent.exists() else "does not exist"
+        raise ConfigError(f"{option} {path!r}: folder {str(parent)!r} {what}", field=option, value=path)
+
+
+def check_output_dir(path: str | None, option: str) -> None:
+    """``path`` is a folder or can be created as one (no file in the way)."""
+    if path is None:
+        return
+    p = Path(path)
+    for candidate in (p, *p.parents):
+        if candidate.exists():
+            if not candidate.is_dir():
+                where = "" if candidate == p else f" ({str(candidate)!r} is a file)"
+                raise ConfigError(f"{option} {path!r} is not a folder{where}", field=option, value=path)
+            return
+
+
+def require_data(data: Any, name: str, source: str) -> None:
+    """Raise :class:`NoDataYetError` when a job or folder has no rows to evaluate at all."""
+    frames = [getattr(data, f, None) for f in ("system", "steps", "scalars")]
+    if any(f is not None and len(f) for f in frames):
+        return
+    hint = (
+        "CloudWatch shows instance metrics a few minutes after the job starts, and only for jobs that ran"
+        if "CloudWatch" in source
+        else "expected Debugger's profiler-output layout (system/, framework/) or a training job name"
+    )
+    raise NoDataYetError(f"{name!r}: no profiler data to evaluate (no system metrics, steps or scalars in "
+                         f"{source}); {hint}", job_name=name, where=source)

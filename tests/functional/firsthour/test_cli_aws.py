@@ -1,0 +1,41 @@
+"""The CLI against the local AWS: a job without metrics says so (exit 2), a mistyped job name is one line."""
+
+from __future__ import annotations
+
+import pytest
+
+from smx_debug.cli import main
+from smx_debug.local import LocalAws
+
+
+def _create_job(aws: LocalAws, name: str) -> None:
+    aws.client("sagemaker").create_training_job(
+        TrainingJobName=name,
+        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:1",
+                                "TrainingInputMode": "File"},
+        RoleArn="arn:aws:iam::123456789012:role/SageMakerRole",
+        OutputDataConfig={"S3OutputPath": "s3://bucket/out"},
+        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 10},
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+    )
+
+
+def test_cli_cloudwatch_source_without_metrics_says_so_and_exits_2(local_aws: LocalAws,
+                                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    _create_job(local_aws, "no-metrics-job")
+    with local_aws.environment():
+        code = main(["rules", "evaluate", "no-metrics-job", "--source", "cloudwatch"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err.startswith("error: 'no-metrics-job': no profiler data to evaluate") and "CloudWatch" in err
+    assert err.count("\n") == 1
+
+
+def test_cli_mistyped_job_name_is_one_line_not_found(local_aws: LocalAws,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    with local_aws.environment():
+        code = main(["report", "resnet-typo", "--out", "/tmp/never.html"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == ("error: training job 'resnet-typo' not found in region us-west-2: check the name "
+                   "(`aws sagemaker list-training-jobs --name-contains ...`) and the region (AWS_DEFAULT_REGION)\n")

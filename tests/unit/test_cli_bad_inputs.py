@@ -1,0 +1,115 @@
+"""Every bad value and path on the CLI: one line naming it, exit 2, no traceback, nothing half-written.
+
+The first eight rows are the ones issue 16 found (four tracebacks, four silently accepted); the rest walk the
+other options and paths a new user mistypes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import pytest
+
+from smx_debug.cli import main
+from smx_debug.simulate import Simulation, SimulationSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAN = str(ROOT / "examples" / "plans" / "cpu_bottleneck_guard.yaml")
+
+
+@pytest.fixture(scope="module")
+def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    base = tmp_path_factory.mktemp("cli-bad")
+    data = base / "job"
+    Simulation(SimulationSpec(duration_s=120.0, nodes=1, cpus=2, gpus=1, seed=1)).write_local(data)
+    (base / "empty").mkdir()
+    (base / "binary.yaml").write_bytes(bytes(range(256)) * 4)
+    (base / "a_file").write_text("not a folder\n")
+    (base / "folder").mkdir()
+    (base / "bad.yaml").write_text("rules: [\n")
+    (base / "bad.json").write_text("{\"rules\": \n")
+    (base / "empty.yaml").write_text("")
+    (base / "unknown_rule.yaml").write_text("rules:\n  - rule: not_a_rule\n")
+    return {"data": str(data), "base": str(base)}
+
+
+# (id, argv with {data}/{base} placeholders, words the one line must contain)
+CASES: list[tuple[str, list[str], list[str]]] = [
+    # the eight from the issue
+    ("plan-validate-binary-file", ["plan", "validate", "{base}/binary.yaml"], ["binary.yaml", "UTF-8"]),
+    ("json-into-missing-folder", ["rules", "evaluate", "{data}", "--json", "{base}/nope/out.json"],
+     ["--json", "nope"]),
+    ("output-dir-is-a-file", ["rules", "evaluate", "{data}", "--output-dir", "{base}/a_file"],
+     ["--output-dir", "a_file", "not a folder"]),
+    ("report-out-is-a-folder", ["report", "{data}", "--out", "{base}/folder"], ["--out", "folder", "a folder"]),
+    ("plan-render-invalid-job-name", ["plan", "render", PLAN, "--job-name", "my job!"], ["--job-name", "'my job!'"]),
+    ("max-updates-negative", ["rules", "evaluate", "{data}", "--live", "--max-updates", "-3"],
+     ["--max-updates", "-3"]),
+    ("price-nan", ["report", "{data}", "--out", "{base}/r.html", "--price", "nan"], ["--price", "nan"]),
+    ("evaluate-empty-folder", ["rules", "evaluate", "{base}/empty"], ["empty", "no profiler data"]),
+    # more values
+    ("price-negative", ["report", "{data}", "--out", "{base}/r.html", "--price", "-1"], ["--price", "-1"]),
+    ("price-inf", ["report", "{data}", "--out", "{base}/r.html", "--price", "inf"], ["--price", "inf"]),
+    ("price-not-a-number", ["report", "{data}", "--out", "{base}/r.html", "--price", "cheap"], ["--price", "cheap"]),
+    ("instance-count-zero", ["report", "{data}", "--out", "{base}/r.html", "--instance-count", "0"],
+     ["--instance-count", "0"]),
+    ("interval-zero", ["rules", "evaluate", "{data}", "--live", "--interval", "0"], ["--interval", "0"]),
+    ("interval-nan", ["rules", "evaluate", "{data}", "--live", "--interval", "nan"], ["--interval", "nan"]),
+    ("max-updates-not-int", ["rules", "evaluate", "{data}", "--live", "--max-updates", "2.5"],
+     ["--max-updates", "2.5"]),
+    ("unknown-rule", ["rules", "evaluate", "{data}", "--rule", "CPUBotleneck"], ["CPUBotleneck"]),
+    ("set-without-equals", ["rules", "evaluate", "{data}", "--set", "CPUBottleneck.threshold"],
+     ["CPUBottleneck.threshold"]),
+    ("set-unknown-parameter", ["rules", "evaluate", "{data}", "--set", "CPUBottleneck.treshold=3"], ["treshold"]),
+    ("set-bad-value", ["rules", "evaluate", "{data}", "--set", "CPUBottleneck.threshold=abc"], ["abc"]),
+    ("source-unknown", ["rules", "evaluate", "{data}", "--source", "prometheus"], ["--source", "prometheus"]),
+    ("kind-unknown", ["rules", "list", "--kind", "tensor"], ["--kind", "tensor"]),
+    ("rules-show-unknown", ["rules", "show", "loss_not_decreasng"], ["loss_not_decreasng"]),
+    ("unknown-command", ["plans", "validate", PLAN], ["plans"]),
+    # more paths
+    ("evaluate-missing-path", ["rules", "evaluate", "/no/such/folder"], ["/no/such/folder"]),
+    ("evaluate-plan-missing", ["rules", "evaluate", "{data}", "--plan", "{base}/missing.yaml"], ["missing.yaml"]),
+    ("plan-validate-missing", ["plan", "validate", "{base}/missing.yaml"], ["missing.yaml"]),
+    ("plan-validate-folder", ["plan", "validate", "{base}/folder"], ["folder"]),
+    ("plan-validate-bad-yaml", ["plan", "validate", "{base}/bad.yaml"], ["bad.yaml", "YAML"]),
+    ("plan-validate-bad-json", ["plan", "validate", "{base}/bad.json"], ["bad.json", "JSON"]),
+    ("plan-validate-empty-file", ["plan", "validate", "{base}/empty.yaml"], ["empty.yaml"]),
+    ("plan-validate-unknown-rule", ["plan", "validate", "{base}/unknown_rule.yaml"], ["not_a_rule"]),
+    ("plan-validate-invalid-job-name", ["plan", "validate", PLAN, "--job-name=-lead"], ["--job-name", "'-lead'"]),
+    ("plan-render-output-path-not-s3", ["plan", "render", PLAN, "--output-path", "bucket/x"], ["bucket/x"]),
+    ("plan-render-job-name-too-long", ["plan", "render", PLAN, "--job-name", "j" * 64], ["--job-name", "63"]),
+    ("json-is-a-folder", ["rules", "evaluate", "{data}", "--json", "{base}/folder"], ["--json", "folder"]),
+    ("output-dir-under-a-file", ["rules", "evaluate", "{data}", "--output-dir", "{base}/a_file/sub"],
+     ["--output-dir", "a_file"]),
+    ("report-out-missing-folder", ["report", "{data}", "--out", "{base}/nope/r.html"], ["--out", "nope"]),
+    ("report-empty-folder", ["report", "{base}/empty", "--out", "{base}/r2.html"], ["empty", "no profiler data"]),
+    ("report-plan-binary", ["report", "{data}", "--plan", "{base}/binary.yaml", "--out", "{base}/r3.html"],
+     ["binary.yaml"]),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), [pytest.param(a, w, id=i) for i, a, w in CASES])
+def test_cli_bad_input_is_one_line_exit_2(paths: dict[str, str], argv: list[str], words: list[str]) -> None:
+    argv = [a.format(**paths) for a in argv]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(argv)
+        except SystemExit as exc:  # argparse's own errors
+            code = exc.code  # type: ignore[assignment]
+    text = err.getvalue()
+    assert code == 2, (code, text, out.getvalue())
+    assert "Traceback" not in text and "Traceback" not in out.getvalue()
+    lines = text.strip().splitlines()
+    # one line; a plan file with several problems lists each below it, indented, one per field
+    assert len(lines) == 1 or ("problems:" in lines[0] and all(li.startswith("  ") for li in lines[1:])), text
+    assert lines[0].startswith("error: ")
+    for word in words:
+        assert word in text, (word, text)
+
+
+def test_cli_bad_inputs_leave_nothing_half_written(paths: dict[str, str]) -> None:
+    base = Path(paths["base"])
+    assert not (base / "r.html").exists() and not (base / "nope").exists()
