@@ -264,13 +264,20 @@ class DebugPlan(FrozenModel):
         self._warn(job_name=job_name)
         return request_dict(self, job_name=job_name)
 
-    def to_estimator_kwargs(self) -> dict[str, Any]:
+    def to_estimator_kwargs(self, **kwargs: Any) -> dict[str, Any]:
         """``debugger_hook_config``, ``rules``, ``profiler_config`` (``tensorboard_output_config``,
-        ``disable_profiler``) and ``tags`` as SageMaker SDK v2 objects for ``Estimator(**kwargs)``."""
+        ``disable_profiler``) and ``tags`` as SageMaker SDK v2 objects for ``Estimator(**kwargs)``.
+
+        Pass your own estimator keyword arguments here rather than next to ``**``: your ``tags`` (list or dict)
+        and ``rules`` are joined with the plan's, the rest passed through, and a real conflict (one tag key with
+        two values, one rule in both, a different ``profiler_config``) is a ConfigError naming it::
+
+            Estimator(**plan.to_estimator_kwargs(image_uri=..., role=..., tags=[{"Key": "team", "Value": "a"}]))
+        """
         from smx_debug.config.sdk import estimator_kwargs
 
         # the SDK fills the job name into stop_training at fit(): no "unknown job" warning here
         self._warn(job_name=None, sdk=True)
-        return estimator_kwargs(self)
+        return estimator_kwargs(self, kwargs)
 
 

@@ -12,7 +12,7 @@ from smx_debug.errors import ConfigError
 if TYPE_CHECKING:
     from smx_debug.config.plan import DebugPlan
 
-__all__ = ["estimator_kwargs"]
+__all__ = ["estimator_kwargs", "merge_estimator_kwargs"]
 
 
 def _debugger_module() -> ModuleType:
@@ -85,8 +85,72 @@ def _framework_profile(dbg: ModuleType, fw: FrameworkProfiling) -> Any:
     return dbg.FrameworkProfile(**kwargs)
 
 
-def estimator_kwargs(plan: DebugPlan) -> dict[str, Any]:
-    """The SDK objects for ``sagemaker.estimator.Estimator(**kwargs)``."""
+def _tag_pairs(tags: Any, field: str) -> list[dict[str, str]]:
+    """The user's ``tags``: the SDK's list of ``{"Key", "Value"}`` dicts, or a plain ``{key: value}`` mapping."""
+    if tags is None:
+        return []
+    if isinstance(tags, dict):
+        tags = [{"Key": k, "Value": v} for k, v in tags.items()]
+    if not isinstance(tags, list | tuple) or not all(
+        isinstance(t, dict) and isinstance(t.get("Key"), str) and isinstance(t.get("Value"), str) for t in tags
+    ):
+        raise ConfigError(f"{field} must be a list of {{'Key': str, 'Value': str}} or a dict of str, got {tags!r}",
+                          field=field, value=tags)
+    return [{"Key": t["Key"], "Value": t["Value"]} for t in tags]
+
+
+def _rule_name(rule: Any) -> str:
+    return str(getattr(rule, "name", None) or getattr(rule, "rule_configuration_name", None) or rule)
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b or a == b:
+        return True
+    render = [getattr(x, "_to_request_dict", None) for x in (a, b)]
+    return all(callable(r) for r in render) and render[0]() == render[1]()  # type: ignore[misc]
+
+
+def merge_estimator_kwargs(plan_kwargs: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    """The plan's estimator kwargs with the user's own: tags and rules are joined, other keys passed through.
+
+    A tag key with two different values, a rule configuration name in both, or a debugger/profiler object the
+    plan renders and the user passes differently is a real conflict: a :class:`ConfigError` names it.
+    """
+    out = dict(plan_kwargs)
+    for key, value in user.items():
+        if key == "tags":
+            merged = {t["Key"]: t["Value"] for t in plan_kwargs.get("tags", [])}
+            for tag in _tag_pairs(value, "tags"):
+                old = merged.get(tag["Key"])
+                if old is not None and old != tag["Value"]:
+                    raise ConfigError(
+                        f"tags: {tag['Key']!r} is {tag['Value']!r} in your tags but {old!r} in the plan; drop one "
+                        "(the plan's tags come from its `tags:` and its actions)",
+                        field=f"tags.{tag['Key']}", value=tag["Value"],
+                    )
+                merged[tag["Key"]] = tag["Value"]
+            out["tags"] = [{"Key": k, "Value": v} for k, v in merged.items()]
+        elif key == "rules":
+            mine = list(value or [])
+            names = {_rule_name(r) for r in plan_kwargs.get("rules", [])}
+            clash = sorted(n for n in (_rule_name(r) for r in mine) if n in names)
+            if clash:
+                raise ConfigError(f"rules: {clash} configured both in your rules and in the plan; keep one",
+                                  field="rules", value=clash)
+            out["rules"] = [*plan_kwargs.get("rules", []), *mine]
+        elif key in plan_kwargs and not _same(plan_kwargs[key], value):
+            raise ConfigError(
+                f"{key}: the plan renders its own {key} and you passed a different one ({value!r}); set it in the "
+                "plan instead, or leave it out of the keyword arguments",
+                field=key, value=value,
+            )
+        else:
+            out[key] = value
+    return out
+
+
+def estimator_kwargs(plan: DebugPlan, user: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The SDK objects for ``sagemaker.estimator.Estimator(**kwargs)``, merged with the user's ``user`` kwargs."""
     import warnings
 
     dbg = _debugger_module()
@@ -161,4 +225,4 @@ def estimator_kwargs(plan: DebugPlan) -> dict[str, Any]:
             )
     if plan.tensorboard_output_path is not None:
         out["tensorboard_output_config"] = dbg.TensorBoardOutputConfig(s3_output_path=plan.tensorboard_output_path)
-    return out
+    return merge_estimator_kwargs(out, user) if user else out
