@@ -113,16 +113,14 @@ def run_local(args: argparse.Namespace) -> int:
         def play_sagemaker(job: str, plan: DebugPlan) -> None:
             # The job trains for 20 minutes and writes its profiler output; its rule jobs then settle with
             # what our local evaluation of the same rules finds.
-            from smx_debug.evaluate import LiveEvaluator
+            from smx_debug.evaluate import LiveEvaluator, rules_from_plan
 
             spec = SimulationSpec(scenario="healthy", job_start=datetime.now(UTC) - timedelta(minutes=20),
                                   duration_s=1200.0, nodes=1, cpus=8, gpus=1, seed=3)
             bucket, _, prefix = plan.s3_output_path.removeprefix("s3://").partition("/")
             Simulation(spec).write_s3(bucket, f"{prefix}/{job}/profiler-output")
             ext.set_training_job_status(aws, job, "Completed")
-            rules = {r.rule_configuration_name: dict(r.parameters) for r in plan.profiler_rules
-                     if r.rule_configuration_name != "ProfilerReport"}
-            live = LiveEvaluator(rules=list(rules), overrides=rules)
+            live = LiveEvaluator(rules=rules_from_plan(plan, expand_profiler_report=False)[0])
             details = {t.rule: t.status_details for t in live.update(system=reports.system_metrics(job, progress=False))}
             live.finish()
             statuses = [ext.rule_status(name, status, details=details.get(name)) for name, status in live.status.items()]

@@ -34,11 +34,11 @@ PUBLIC = {
         "training_phases", "utilization_stats", "wait_for_rules",
     ],
     "smx_debug.evaluate": [
-        "INSTANCE_METRICS", "JobData", "LiveEvaluator", "LoadReport", "PROFILER_RULES", "REGISTRY",
-        "RuleResult", "RuleStatus", "SCALAR_RULES", "Transition", "empty_dataloader", "empty_scalars",
-        "empty_steps", "empty_system", "encode_parameters", "evaluate", "evaluate_rule", "instance_metrics",
-        "load_path", "parse_assignment", "parse_value", "read_scalars", "read_steps", "read_system",
-        "resolve_params", "rule_defaults", "series_frame", "training_metrics",
+        "ConfiguredRule", "INSTANCE_METRICS", "JobData", "LiveEvaluator", "LoadReport", "PROFILER_RULES",
+        "REGISTRY", "RuleResult", "RuleStatus", "SCALAR_RULES", "Transition", "configured_rule",
+        "empty_dataloader", "empty_scalars", "empty_steps", "empty_system", "encode_parameters", "evaluate",
+        "evaluate_rule", "instance_metrics", "load_path", "load_source", "parse_assignment", "parse_value",
+        "read_scalars", "resolve_params", "rule_defaults", "rules_from_plan", "series_frame", "training_metrics",
     ],
     "smx_debug.htmlreport": [
         "CostEstimate", "InstanceSpec", "ReportInput", "RightSizing", "estimate_cost", "instance_spec",

@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from smx_debug.cli._args import (
     check_output_dir,
@@ -19,6 +19,9 @@ from smx_debug.cli._args import (
     require_data,
 )
 from smx_debug.errors import ConfigError
+
+if TYPE_CHECKING:
+    from smx_debug.evaluate import ConfiguredRule
 
 __all__ = ["add_rule_options", "register", "rule_selection"]
 
@@ -35,67 +38,61 @@ def add_rule_options(parser: argparse.ArgumentParser) -> None:
                         help="for a job name: Debugger profiler output, CloudWatch instance metrics, or auto")
 
 
-def _plan_rules(path: str) -> tuple[list[str], dict[str, dict[str, Any]], list[str]]:
+def rule_selection(args: argparse.Namespace) -> tuple[list[ConfiguredRule], dict[str, dict[str, Any]], list[str]]:
+    """The rule configurations to run, ``{}`` (kept for callers; --set is folded in), and plan rules we skip.
+
+    ``--plan``: the plan's configurations, each under its configuration name (one rule configured twice is
+    two configurations). ``--rule NAME``: only the configurations with that name or rule class (a rule class
+    the plan lacks is added with its defaults). ``--set NAME.param=value``: NAME is a configuration name, or a
+    rule class (every configuration of it; added with defaults if none is selected). No plan, no --rule: every rule.
+    """
     from smx_debug.config import DebugPlan
-    from smx_debug.evaluate import PROFILER_RULES, REGISTRY
+    from smx_debug.evaluate import (
+        PROFILER_RULES,
+        SCALAR_RULES,
+        configured_rule,
+        parse_assignment,
+        rules_from_plan,
+    )
+    from smx_debug.evaluate.catalog import rule_defaults
 
-    plan = DebugPlan.from_file(path)
-    names: list[str] = []
-    overrides: dict[str, dict[str, Any]] = {}
-    skipped: list[str] = []
-    by_lower = {r.lower(): r for r in PROFILER_RULES}
-    for rc in plan.rules:
-        name = rc.spec.name
-        if name == "ProfilerReport":
-            for rule in PROFILER_RULES:
-                if rule not in names:
-                    names.append(rule)
-            for key, value in rc.parameters.items():
-                head, _, param = key.partition("_")
-                target = by_lower.get(head.lower())
-                if target is not None:
-                    overrides.setdefault(target, {})[param.lower()] = value
-        elif name in REGISTRY:
-            if name not in names:
-                names.append(name)
-            overrides.setdefault(name, {}).update(rc.parameters)
-        else:
-            skipped.append(name)
-    return names, overrides, skipped
-
-
-def rule_selection(args: argparse.Namespace) -> tuple[list[str] | None, dict[str, dict[str, Any]], list[str]]:
-    """Rules to run (None: all), parameter overrides, and plan rules we cannot evaluate locally."""
-    from smx_debug.evaluate import parse_assignment, rule_defaults
-
-    names: list[str] | None = None
-    overrides: dict[str, dict[str, Any]] = {}
     skipped: list[str] = []
     if args.plan:
-        names, overrides, skipped = _plan_rules(args.plan)
+        configs, skipped = rules_from_plan(DebugPlan.from_file(args.plan))
+    else:
+        configs = [configured_rule(r) for r in (*PROFILER_RULES, *SCALAR_RULES)]
     if args.rule:
-        for r in args.rule:
-            rule_defaults(r)
-        names = list(dict.fromkeys(args.rule))
+        picked = []
+        for name in dict.fromkeys(args.rule):
+            hits = [c for c in configs if name in (c.name, c.rule) and c not in picked]
+            if not hits:
+                rule_defaults(name)  # neither a configuration of the plan nor a rule: UnknownNameError with a hint
+                hits = [configured_rule(name)]
+            picked.extend(hits)
+        configs = picked
     for text in args.sets:
-        rule, param, value = parse_assignment(text)
-        rule_defaults(rule)
-        overrides.setdefault(rule, {})[param] = value
-        if names is not None and rule not in names:
-            names.append(rule)
-    return names, overrides, skipped
+        key, param, value = parse_assignment(text)
+        targets = [i for i, c in enumerate(configs) if c.name == key] or [
+            i for i, c in enumerate(configs) if c.rule == key]
+        if not targets:
+            rule_defaults(key)
+            configs.append(configured_rule(key))
+            targets = [len(configs) - 1]
+        for i in targets:
+            configs[i] = configs[i].with_overrides({param: value})
+    return configs, {}, skipped
 
 
 def _table(results: Mapping[str, Any]) -> str:
-    rows = [("Rule", "Status", "Triggered", "Violations", "Datapoints", "Reason")]
+    rows = [("Rule", "Class", "Status", "Triggered", "Violations", "Datapoints", "Reason")]
     for name, r in results.items():
-        status = "IssuesFound" if r.triggered else ("NoData" if r.datapoints == 0 and name != "OverallSystemUsage"
+        status = "IssuesFound" if r.triggered else ("NoData" if r.datapoints == 0 and r.rule != "OverallSystemUsage"
                                                       else "NoIssuesFound")
         reason = r.message if r.triggered else ""
-        rows.append((name, status, str(r.rule_triggered), str(r.violations), str(r.datapoints),
+        rows.append((name, r.rule, status, str(r.rule_triggered), str(r.violations), str(r.datapoints),
                      reason))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row[:5], widths, strict=True)) + "  " + row[5] for row in rows]
+    widths = [max(len(row[i]) for row in rows) for i in range(6)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(row[:6], widths, strict=True)) + "  " + row[6] for row in rows]
     return "\n".join(line.rstrip() for line in lines)
 
 
@@ -113,15 +110,15 @@ def _run(args: argparse.Namespace) -> int:
     from smx_debug.evaluate import LoadReport, evaluate
     from smx_debug.evaluate.jobs import load_job
 
-    names, overrides, skipped = rule_selection(args)
+    configs, overrides, skipped = rule_selection(args)
     if args.live:
-        return _live(args, names, overrides)
+        return _live(args, configs)
     check_output_file(args.json, "--json")
     check_output_dir(args.output_dir, "--output-dir")
     report = LoadReport()
     data, info = load_job(args.job_or_path, source=args.source, report=report)
     require_data(data, info.name, info.source)
-    results = evaluate(data, names, overrides)
+    results = evaluate(data, configs, overrides)
     payload = {name: r.to_debugger_json() for name, r in results.items()}
     if args.output_dir:
         out = Path(args.output_dir)
@@ -146,13 +143,13 @@ def _run(args: argparse.Namespace) -> int:
     return 1 if fired and args.fail_on_issues else 0
 
 
-def _live(args: argparse.Namespace, names: list[str] | None, overrides: dict[str, dict[str, Any]]) -> int:
+def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
     from smx_debug.evaluate import LiveEvaluator
     from smx_debug.evaluate.jobs import load_job
 
     if args.interval <= 0:
         raise ConfigError(f"--interval must be positive, got {args.interval!r}", field="--interval", value=args.interval)
-    live = LiveEvaluator(rules=names, overrides=overrides)
+    live = LiveEvaluator(rules=configs)
     updates = 0
     while True:
         data, info = load_job(args.job_or_path, source=args.source)

@@ -15,6 +15,7 @@ from smx_debug.evaluate.catalog import (
     rule_defaults,
 )
 from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS, instance_metrics, training_metrics
+from smx_debug.evaluate.configured import ConfiguredRule, configured_rule, rules_from_plan
 from smx_debug.evaluate.data import (
     JobData,
     empty_dataloader,
@@ -24,21 +25,24 @@ from smx_debug.evaluate.data import (
     series_frame,
 )
 from smx_debug.evaluate.live import LiveEvaluator, RuleStatus, Transition
+from smx_debug.evaluate.load import LoadReport, load_path, load_source
+from smx_debug.evaluate.metrics_file import read_scalars
 from smx_debug.evaluate.registry import REGISTRY, evaluate, evaluate_rule
 from smx_debug.evaluate.result import RuleResult, encode_parameters
-from smx_debug.evaluate.sources import LoadReport, load_path, read_scalars, read_steps, read_system
 
 __all__ = [
     "INSTANCE_METRICS",
     "PROFILER_RULES",
     "REGISTRY",
     "SCALAR_RULES",
+    "ConfiguredRule",
     "JobData",
     "LiveEvaluator",
     "LoadReport",
     "RuleResult",
     "RuleStatus",
     "Transition",
+    "configured_rule",
     "empty_dataloader",
     "empty_scalars",
     "empty_steps",
@@ -48,13 +52,13 @@ __all__ = [
     "evaluate_rule",
     "instance_metrics",
     "load_path",
+    "load_source",
     "parse_assignment",
     "parse_value",
     "read_scalars",
-    "read_steps",
-    "read_system",
     "resolve_params",
     "rule_defaults",
+    "rules_from_plan",
     "series_frame",
     "training_metrics",
 ]

@@ -36,11 +36,11 @@ SNAPSHOT_WINDOW_NS = 20_000_000
 
 
 def empty_system() -> pd.DataFrame:
-    """An empty system-metrics frame with the contract's dtypes."""
+    """An empty system-metrics frame with the reader's dtypes (categorical strings)."""
     return pd.DataFrame(
         {
             "timestamp": pd.Series([], dtype=_UTC),
-            **{c: pd.Series([], dtype=object) for c in ("node", "type", "name", "dimension")},
+            **{c: pd.Series(pd.Categorical([])) for c in ("node", "type", "name", "dimension")},
             "value": pd.Series([], dtype="float64"),
         }
     )
@@ -50,9 +50,9 @@ def empty_steps() -> pd.DataFrame:
     """An empty step-durations frame."""
     return pd.DataFrame(
         {
-            "node": pd.Series([], dtype=object),
+            "node": pd.Series([], dtype="str"),
             "rank": pd.Series([], dtype="int64"),
-            "mode": pd.Series([], dtype=object),
+            "mode": pd.Series([], dtype="str"),
             "step": pd.Series([], dtype="int64"),
             "start": pd.Series([], dtype=_UTC),
             "end": pd.Series([], dtype=_UTC),
@@ -141,14 +141,19 @@ class JobData:
         sysf = self.system
         dim_codes, dims = pd.factorize(sysf["dimension"])
         node_codes, nodes = pd.factorize(sysf["node"])
-        name_codes, names = pd.factorize(sysf["name"])
+        name_codes, name_index = pd.factorize(sysf["name"])
+        names = [str(n) for n in name_index]
+        if len(name_codes) and name_codes.min() < 0:
+            # A record without Name (null, as smdebug reads it) is node-level, like "total": one unnamed series.
+            name_codes = np.where(name_codes < 0, len(names), name_codes)
+            names.append("")
         order = np.argsort(dim_codes, kind="stable")
         cuts = np.flatnonzero(np.diff(dim_codes[order])) + 1
         by_dim = {str(dims[dim_codes[c[0]]]): c for c in np.split(order, cuts) if len(c) and dim_codes[c[0]] >= 0}
         return {
             "ts": _ns(sysf["timestamp"]), "values": sysf["value"].to_numpy(dtype=np.float64),
             "node_codes": node_codes, "nodes": [str(n) for n in nodes],
-            "name_codes": name_codes, "names": [str(n) for n in names], "by_dim": by_dim,
+            "name_codes": name_codes, "names": names, "by_dim": by_dim,
         }
 
     def dimension(self, dimension: str) -> pd.DataFrame:
@@ -157,7 +162,8 @@ class JobData:
         return self.system.iloc[idx] if idx is not None else self.system.iloc[0:0]
 
     def series(self, dimension: str, *, skip_total: bool = True) -> list[Series]:
-        """Per-(node, name) sorted series of one dimension; ``total`` rows skipped unless asked."""
+        """Per-(node, name) sorted series of one dimension; node-level rows (``total`` and records without a
+        name, whose series is named ``""``) skipped unless asked."""
         key = ("series", dimension, skip_total)
         if key in self._cache:
             return list(self._cache[key])
@@ -167,8 +173,11 @@ class JobData:
         if cols is not None and idx is not None:
             names: list[str] = cols["names"]
             name_codes = cols["name_codes"][idx]
-            if skip_total and "total" in names:
-                keep = name_codes != names.index("total")
+            if skip_total:  # node-level rows: "total" and unnamed records
+                keep = np.ones(len(idx), dtype=bool)
+                for node_level in ("total", ""):
+                    if node_level in names:
+                        keep &= name_codes != names.index(node_level)
                 idx, name_codes = idx[keep], name_codes[keep]
             width = max(len(names), 1)
             codes = cols["node_codes"][idx].astype(np.int64) * width + name_codes

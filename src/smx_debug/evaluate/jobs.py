@@ -16,7 +16,7 @@ from botocore.exceptions import ClientError, NoRegionError
 from smx_debug.errors import ConfigError, NotFoundError, RegionError, translate_client_error
 from smx_debug.evaluate.cloudwatch import instance_metrics, training_metrics
 from smx_debug.evaluate.data import JobData
-from smx_debug.evaluate.sources import LoadReport, load_path
+from smx_debug.evaluate.load import LoadReport, load_path, load_source
 
 # SageMaker's TrainingJobName pattern: anything else given as JOB_OR_PATH is a path that does not exist.
 _JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -53,14 +53,11 @@ def _describe(job: str, client: Any) -> dict[str, Any]:
                                      region=client.meta.region_name) from exc
 
 
-def _debugger_data(job_or_uri: str, sagemaker_client: Any, s3_client: Any) -> JobData:
-    """System metrics and steps from Debugger's profiler output, through the reports package's readers."""
-    from smx_debug.reports import framework_metrics, step_durations, system_metrics
+def _debugger_data(job_or_uri: str, sagemaker_client: Any, s3_client: Any, report: LoadReport | None) -> JobData:
+    """System metrics and steps from Debugger's profiler output in S3, through the reports package's readers."""
+    from smx_debug.reports import open_source
 
-    system = system_metrics(job_or_uri, sagemaker_client=sagemaker_client, s3_client=s3_client, progress=False)
-    events = framework_metrics(job_or_uri, kinds=["pythontimeline"], sagemaker_client=sagemaker_client,
-                               s3_client=s3_client, progress=False)
-    return JobData(system=system, steps=step_durations(events))
+    return load_source(open_source(job_or_uri, sagemaker_client=sagemaker_client, s3_client=s3_client), report)
 
 
 def load_job(
@@ -86,7 +83,7 @@ def load_job(
     if path.exists():
         return load_path(path, report), JobInfo(name=path.resolve().name, source=str(path))
     if job_or_path.startswith("s3://"):
-        data = _debugger_data(job_or_path, sagemaker_client, s3_client)
+        data = _debugger_data(job_or_path, sagemaker_client, s3_client, report)
         return data, JobInfo(name=job_or_path.rstrip("/").rsplit("/", 2)[-1], source=job_or_path)
     if not _JOB_NAME.match(job_or_path):
         raise NotFoundError(
@@ -101,7 +98,7 @@ def load_job(
     }
     has_profiler = bool((desc.get("ProfilerConfig") or {}).get("S3OutputPath"))
     if source == "debugger" or (source == "auto" and has_profiler):
-        data = _debugger_data(job_or_path, sm, s3_client)
+        data = _debugger_data(job_or_path, sm, s3_client, report)
         if len(data.system) or source == "debugger":
             return data, JobInfo(**info_kw, source="Debugger profiler output in S3")
     # Pad the window: instance metrics start while the job is still "Starting"; the series are per job anyway.

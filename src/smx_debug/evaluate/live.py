@@ -9,7 +9,8 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from smx_debug.evaluate.catalog import PROFILER_RULES, resolve_params, rule_defaults
+from smx_debug.evaluate.catalog import PROFILER_RULES
+from smx_debug.evaluate.configured import ConfiguredRule, RuleLike, configure
 from smx_debug.evaluate.data import (
     JobData,
     empty_dataloader,
@@ -17,7 +18,7 @@ from smx_debug.evaluate.data import (
     empty_steps,
     empty_system,
 )
-from smx_debug.evaluate.registry import REGISTRY
+from smx_debug.evaluate.registry import run
 from smx_debug.evaluate.result import RuleResult
 
 __all__ = ["LiveEvaluator", "RuleStatus", "Transition"]
@@ -26,7 +27,10 @@ RuleStatus = Literal["InProgress", "IssuesFound", "NoIssuesFound"]
 
 
 class Transition(BaseModel):
-    """One ``RuleEvaluationStatus`` change, with a ``StatusDetails`` text like AWS's."""
+    """One ``RuleEvaluationStatus`` change, with a ``StatusDetails`` text like AWS's.
+
+    ``rule`` is the configuration name (``RuleConfigurationName``); ``result.rule`` is the rule class.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -62,6 +66,9 @@ class LiveEvaluator:
     rules) and stays there, as a Debugger rule job stops once it fires. :meth:`finish` moves the rest
     to ``NoIssuesFound``.
 
+    Rules are :class:`ConfiguredRule` objects or rule class names (default: every profiler rule); statuses,
+    results and transitions are keyed by configuration name, so one rule configured twice is two statuses.
+
     Example::
 
         live = LiveEvaluator(rules=["CPUBottleneck"], overrides={"CPUBottleneck": {"patience": 100}})
@@ -73,14 +80,12 @@ class LiveEvaluator:
 
     def __init__(
         self,
-        rules: Iterable[str] | None = None,
+        rules: Iterable[RuleLike] | None = None,
         overrides: Mapping[str, Mapping[str, Any]] | None = None,
     ) -> None:
-        names = list(rules) if rules is not None else list(PROFILER_RULES)
-        for rule in [*names, *(overrides or {})]:
-            rule_defaults(rule)
-        self.params = {r: resolve_params(r, (overrides or {}).get(r)) for r in names}
-        self.status: dict[str, RuleStatus] = dict.fromkeys(names, "InProgress")
+        configs = configure(list(rules) if rules is not None else list(PROFILER_RULES), overrides)
+        self.configs: dict[str, ConfiguredRule] = {c.name: c for c in configs}
+        self.status: dict[str, RuleStatus] = dict.fromkeys(self.configs, "InProgress")
         self.results: dict[str, RuleResult] = {}
         self._system = empty_system()
         self._steps = empty_steps()
@@ -120,7 +125,7 @@ class LiveEvaluator:
         for rule, status in self.status.items():
             if status != "InProgress":
                 continue
-            result = REGISTRY[rule](data, self.params[rule])
+            result = run(self.configs[rule], data)
             self.results[rule] = result
             if result.triggered:
                 step = result.trigger_step if result.trigger_step is not None else 0
@@ -136,7 +141,7 @@ class LiveEvaluator:
         out = []
         for rule, status in self.status.items():
             if status == "InProgress":
-                result = self.results.get(rule) or REGISTRY[rule](self.data, self.params[rule])
+                result = self.results.get(rule) or run(self.configs[rule], self.data)
                 out.append(self._move(rule, "NoIssuesFound", None, "", result))
         return out
 

@@ -1,4 +1,4 @@
-"""Rule name -> evaluator, and evaluation of a set of rules with parameter overrides."""
+"""Rule class -> evaluator, and evaluation of a set of rule configurations keyed by configuration name."""
 
 from __future__ import annotations
 
@@ -6,11 +6,12 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from smx_debug.evaluate import scalar_rules, step_rules, system_rules
-from smx_debug.evaluate.catalog import PROFILER_RULES, SCALAR_RULES, resolve_params, rule_defaults
+from smx_debug.evaluate.catalog import PROFILER_RULES, SCALAR_RULES
+from smx_debug.evaluate.configured import ConfiguredRule, RuleLike, configure, configured_rule
 from smx_debug.evaluate.data import JobData
 from smx_debug.evaluate.result import RuleResult
 
-__all__ = ["REGISTRY", "Evaluator", "evaluate", "evaluate_rule"]
+__all__ = ["REGISTRY", "Evaluator", "evaluate", "evaluate_rule", "run"]
 
 Evaluator = Callable[[JobData, dict[str, Any]], RuleResult]
 
@@ -33,27 +34,32 @@ REGISTRY: dict[str, Evaluator] = {
 assert set(REGISTRY) == set(PROFILER_RULES) | set(SCALAR_RULES)
 
 
-def evaluate_rule(rule: str, data: JobData, overrides: Mapping[str, Any] | None = None) -> RuleResult:
-    """Evaluate one rule with its defaults updated by ``overrides``."""
-    rule_defaults(rule)  # unknown rule -> UnknownNameError with a suggestion
-    return REGISTRY[rule](data, resolve_params(rule, overrides))
+def run(config: ConfiguredRule, data: JobData) -> RuleResult:
+    """Evaluate one configuration; the result carries its configuration name and typed parameters."""
+    result = REGISTRY[config.rule](data, dict(config.parameters))
+    return result.model_copy(update={"configuration_name": config.name, "parameters": dict(config.parameters)})
+
+
+def evaluate_rule(rule: RuleLike, data: JobData, overrides: Mapping[str, Any] | None = None) -> RuleResult:
+    """Evaluate one rule (a class name with its defaults, or a :class:`ConfiguredRule`) updated by ``overrides``."""
+    config = rule if isinstance(rule, ConfiguredRule) else configured_rule(rule)
+    return run(config.with_overrides(overrides) if overrides else config, data)
 
 
 def evaluate(
     data: JobData,
-    rules: Iterable[str] | None = None,
+    rules: Iterable[RuleLike] | None = None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> dict[str, RuleResult]:
-    """Evaluate ``rules`` (default: all profiler and scalar rules) on ``data``.
+    """Evaluate ``rules`` (default: all profiler and scalar rules) on ``data``, keyed by configuration name.
 
     Args:
         data: the job's frames.
-        rules: rule names; None means every rule we know.
-        overrides: per rule, parameter values replacing the defaults ("what-if" thresholds).
+        rules: :class:`ConfiguredRule` objects and/or rule class names (a name is that rule with its
+            defaults, named after its class); None means every rule we know. One rule may appear under
+            several configuration names: each is evaluated.
+        overrides: per configuration name (or rule class: all its configurations), parameter values
+            replacing the ones configured ("what-if" thresholds).
     """
-    names = list(rules) if rules is not None else [*PROFILER_RULES, *SCALAR_RULES]
-    overrides = overrides or {}
-    for rule, values in overrides.items():
-        resolve_params(rule, values)  # an unknown rule or bad value fails even if the rule is not selected
-    params = {rule: resolve_params(rule, overrides.get(rule)) for rule in names}  # validate all first
-    return {rule: REGISTRY[rule](data, params[rule]) for rule in names}
+    configs = configure(rules, overrides)  # validates everything before any rule runs
+    return {c.name: run(c, data) for c in configs}

@@ -39,7 +39,10 @@ class RuleResult(BaseModel):
 
     ``rule_triggered``, ``violations``, ``details``, ``datapoints`` and ``rule_parameters`` map one to
     one to Debugger's JSON keys. ``trigger_step`` (the scan or training step at which the condition was
-    first met) and ``message`` are ours and are left out of :meth:`to_debugger_json`.
+    first met) and ``message`` are ours and are left out of :meth:`to_debugger_json`, as are
+    ``configuration_name`` (the ``RuleConfigurationName`` the result is keyed by; the rule class when empty)
+    and ``parameters`` (the typed values the rule ran with; ``rule_parameters`` is only their Debugger text).
+    ``rule`` is the rule class.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -52,6 +55,13 @@ class RuleResult(BaseModel):
     rule_parameters: str = ""
     trigger_step: int | None = None
     message: str = ""
+    configuration_name: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        """The configuration name (the rule class for a rule evaluated without one)."""
+        return self.configuration_name or self.rule
 
     @property
     def triggered(self) -> bool:

@@ -28,9 +28,12 @@ __all__ = [
     "EVENT_COLUMNS",
     "STEP_COLUMNS",
     "TRACE_KINDS",
+    "TraceFile",
     "framework_metrics",
+    "list_trace_files",
     "parse_trace",
     "step_durations",
+    "trace_file",
 ]
 
 TRACE_KINDS = ("pythontimeline", "model_timeline", "horovod_timeline")
@@ -51,7 +54,8 @@ class TraceFile:
     kind: str
 
 
-def _trace_file(info: ObjectInfo) -> TraceFile | None:
+def trace_file(info: ObjectInfo) -> TraceFile | None:
+    """What a trace file's name says (end time, pid, node, kind), or None if it is not a trace file."""
     m = _FILE_RE.search(info.key)
     if not m:
         return None
@@ -187,7 +191,7 @@ def list_trace_files(source: Source) -> list[TraceFile]:
     infos = source.list("framework/")
     if not infos:
         infos = source.list("")
-    out = [t for t in map(_trace_file, infos) if t is not None]
+    out = [t for t in map(trace_file, infos) if t is not None]
     out.sort(key=lambda t: (t.end_us, t.node, t.pid, t.info.key))
     return out
 

@@ -41,6 +41,7 @@ __all__ = [
     "TIMESTAMP_RANGE_S",
     "SystemFile",
     "SystemMetricsReader",
+    "list_system_files",
     "parse_system_file",
     "system_frame",
     "system_metrics",

@@ -123,3 +123,45 @@ def test_load_job_s3_prefix_matches_local_copy(local_aws, job_dir):
     assert (len(remote.system), len(remote.steps)) == (len(local.system), len(local.steps))
     ours = {k: v.to_debugger_json() for k, v in evaluate(remote, ["CPUBottleneck", "StepOutlier"]).items()}
     assert ours == {k: v.to_debugger_json() for k, v in evaluate(local, ["CPUBottleneck", "StepOutlier"]).items()}
+
+
+TWO_LOW_GPU = (
+    "name: p\nregion: us-west-2\ns3_output_path: s3://bucket/out\nrules:\n"
+    "  - name: LowGPUUtilization\n    configuration_name: LowGPU-strict\n"
+    "    parameters: {threshold_p95: 90, patience: 2, window: 5}\n"
+    "  - name: LowGPUUtilization\n    configuration_name: LowGPU-lax\n"
+    "    parameters: {threshold_p95: 0, threshold_p5: 0, patience: 2, window: 5}\n"
+    "  - name: CPUBottleneck\n"
+)
+
+
+def test_evaluate_plan_one_rule_two_configurations_two_verdicts_json(job_dir, tmp_path, capsys):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(TWO_LOW_GPU)
+    assert main(["rules", "evaluate", str(job_dir), "--plan", str(plan), "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out) == ["LowGPU-strict", "LowGPU-lax", "CPUBottleneck"]
+    assert out["LowGPU-strict"]["RuleParameters"].startswith("threshold_p95:90\n")
+    assert out["LowGPU-lax"]["RuleParameters"].startswith("threshold_p95:0\n")
+    assert (out["LowGPU-strict"]["RuleTriggered"] > 0, out["LowGPU-lax"]["RuleTriggered"]) == (True, 0)
+
+
+def test_evaluate_plan_one_rule_two_configurations_two_rows_and_set_by_name(job_dir, tmp_path, capsys):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(TWO_LOW_GPU)
+    assert main(["rules", "evaluate", str(job_dir), "--plan", str(plan), "--set", "LowGPU-strict.threshold_p95=0",
+                 "--set", "LowGPU-strict.threshold_p5=0", "--rule", "LowGPUUtilization"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[2:]]
+    assert [(r[0], r[1], r[2]) for r in rows] == [
+        ("LowGPU-strict", "LowGPUUtilization", "NoIssuesFound"), ("LowGPU-lax", "LowGPUUtilization", "NoIssuesFound")]
+
+
+def test_evaluate_plan_two_configurations_live_two_statuses(job_dir, tmp_path, capsys):
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(TWO_LOW_GPU)
+    assert main(["rules", "evaluate", str(job_dir), "--plan", str(plan), "--live", "--max-updates", "1",
+                 "--interval", "0.1"]) == 0
+    statuses = json.loads(capsys.readouterr().out.splitlines()[-1])
+    assert [s["RuleConfigurationName"] for s in statuses] == ["LowGPU-strict", "LowGPU-lax", "CPUBottleneck"]
+    assert statuses[0]["RuleEvaluationStatus"] == "IssuesFound"
+    assert statuses[1]["RuleEvaluationStatus"] == "InProgress"

@@ -31,9 +31,9 @@ from smx_debug.evaluate import (
     LoadReport,
     evaluate,
     load_path,
-    read_system,
     series_frame,
 )
+from smx_debug.reports import system_metrics
 
 REPORTS = Path("f3bolarinwa+AWS-Sagemaker---deep_learning_model_tuning_and_deployment/ProfilerReport/"
                "profiler-output/profiler-reports")
@@ -125,7 +125,8 @@ def test_real_32_core_capture_overall_cpu_is_mean_over_cores(data_dir):
     for f in files:  # computed independently from the raw JSON lines
         vals = [json.loads(line)["Value"] for line in f.read_text().splitlines() if line.strip()]
         expected.append(sum(vals) / len(vals))
-    data = JobData(system=read_system(files))
+    data = JobData(system=system_metrics(folder.parents[1], start=1591748100))  # the folder's 2 files of 3
+    assert data.system.attrs["files"] == 2
     res = evaluate(data, ["OverallSystemUsage", "CPUBottleneck"])
     cpu = res["OverallSystemUsage"].details["CPU"]["algo-1"]
     assert (cpu["max"], cpu["min"]) == (round(max(expected), 2), round(min(expected), 2))
@@ -136,7 +137,7 @@ def test_real_corrupt_last_line_is_skipped_and_counted(data_dir):
     report = LoadReport()
     data = load_path(data_dir / "fixtures" / RESOURCES / "1591160699.algo-1.json.corrupt", report)
     assert len(data.system) == 13  # hand-made file: 14 lines, the last truncated
-    assert report.skipped == {"malformed lines in 1591160699.algo-1.json.corrupt": 1}
+    assert report.skipped == {"malformed lines (system metrics)": 1}
 
 
 def test_real_sagemaker_metrics_file_splits_metric_and_mode(data_dir):

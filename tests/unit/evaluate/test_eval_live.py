@@ -42,3 +42,27 @@ def test_live_replace_mode_takes_whole_frames(frames):
     out = live.update(system, replace=True)  # e.g. SystemMetricsReader.refresh() returns everything so far
     assert [(t.rule, t.status, t.step) for t in out] == [("CPUBottleneck", "IssuesFound", 17)]
     assert len(live.data.system) == len(system)
+
+
+def test_live_one_rule_two_configuration_names_two_statuses(frames):
+    from smx_debug.config import DebugPlan
+    from smx_debug.evaluate import rules_from_plan
+
+    plan = DebugPlan.model_validate({
+        "name": "p", "region": "us-west-2", "s3_output_path": "s3://bucket/out",
+        "rules": [
+            {"name": "CPUBottleneck", "configuration_name": "CPU-strict", "parameters": {"threshold": 40}},
+            {"name": "CPUBottleneck", "configuration_name": "CPU-lax", "parameters": {"threshold": 100}},
+        ],
+    })
+    configs, skipped = rules_from_plan(plan)
+    live = LiveEvaluator(rules=configs)  # custom configuration names never raise
+    assert (list(live.status), skipped) == (["CPU-strict", "CPU-lax"], [])
+    fired = live.update(_job(frames))
+    assert [(t.rule, t.result.rule, t.result.parameters["threshold"]) for t in fired] == [
+        ("CPU-strict", "CPUBottleneck", 40)]
+    assert "rule CPU-strict at step" in fired[0].status_details
+    done = live.finish()
+    assert [(t.rule, t.status, t.result.configuration_name) for t in done] == [
+        ("CPU-lax", "NoIssuesFound", "CPU-lax")]
+    assert live.status == {"CPU-strict": "IssuesFound", "CPU-lax": "NoIssuesFound"}

@@ -11,7 +11,7 @@ import pytest
 
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.reports import EVENT_COLUMNS, STEP_COLUMNS, framework_metrics, parse_trace, step_durations
-from smx_debug.reports.framework import _trace_file
+from smx_debug.reports.framework import trace_file
 from smx_debug.reports.sources import ObjectInfo
 from smx_debug.simulate import Simulation, SimulationSpec
 
@@ -81,7 +81,7 @@ def test_framework_metrics_real_traces_every_event_read(data_dir: Path, folder: 
     ],
 )
 def test_trace_file_name_parsed(key: str, expected: tuple[int, int, str, str] | None) -> None:
-    tf = _trace_file(ObjectInfo(key, 1, ""))
+    tf = trace_file(ObjectInfo(key, 1, ""))
     assert (None if tf is None else (tf.end_us, tf.pid, tf.node, tf.kind)) == expected
 
 
