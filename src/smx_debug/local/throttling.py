@@ -1,0 +1,106 @@
+"""Throttling on the local AWS: make the next N calls of one API fail as AWS does under load.
+
+AWS answers a caller over its rate with error code ``Throttling`` (CloudWatch) or ``ThrottlingException``
+(SageMaker, DynamoDB's ``ThrottlingException``/``ProvisionedThroughputExceededException``); botocore's standard
+retry mode retries them with backoff. moto never throttles. :func:`throttle` wraps moto's request dispatch
+(``BaseResponse.call_action``, moto's public entry point for every action) so that the next ``times`` calls of
+``action`` on ``service`` get that error, then the calls succeed again. Every throttled call is counted.
+
+Example::
+
+    with throttle("cloudwatch", "GetMetricData", times=2) as throttled:
+        run_evaluator(...)          # the first two GetMetricData calls fail with Throttling
+    assert throttled.count == 2
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from smx_debug.errors import ConfigError
+
+__all__ = ["Throttled", "throttle"]
+
+_lock = threading.RLock()
+_installed = False
+_rules: list[Throttled] = []
+
+_CODES = {"cloudwatch": "Throttling", "sagemaker": "ThrottlingException", "dynamodb": "ThrottlingException"}
+
+
+@dataclass
+class Throttled:
+    """One active throttling rule: ``remaining`` calls still to fail, ``count`` failed so far."""
+
+    service: str
+    action: str
+    remaining: int
+    code: str
+    count: int = 0
+
+
+def _install() -> None:
+    global _installed
+    if _installed:
+        return
+    with _lock:
+        if _installed:
+            return
+        from moto.core.exceptions import ServiceException
+        from moto.core.responses import ActionResult, BaseResponse
+
+        original = BaseResponse.call_action
+
+        def call_action(self: Any) -> Any:
+            rule = _match(str(getattr(self, "service_name", "") or ""), self._get_action())
+            if rule is None:
+                return original(self)
+            error = _throttling_error(ServiceException)(rule.code, "Rate exceeded")
+            with warnings.catch_warnings():  # moto warns that the code is not in the model: AWS sends it anyway
+                warnings.simplefilter("ignore", UserWarning)
+                status, headers, body = self.serialized(ActionResult(error))
+            # The service model may not declare this error; AWS sends throttling as HTTP 400.
+            return 400 if status == 500 else status, headers, body
+
+        setattr(BaseResponse, "call_action", call_action)  # noqa: B010 (moto's dispatch entry point)
+        _installed = True
+
+
+def _throttling_error(base: type[Any]) -> type[Any]:
+    # Defined here, outside moto's packages, so moto serialises it with the called service's own model.
+    return type("ThrottlingError", (base,), {"__module__": __name__})
+
+
+def _match(service: str, action: str) -> Throttled | None:
+    with _lock:
+        for rule in _rules:
+            if rule.service == service and rule.action == action and rule.remaining > 0:
+                rule.remaining -= 1
+                rule.count += 1
+                return rule
+    return None
+
+
+@contextlib.contextmanager
+def throttle(service: str, action: str, *, times: int, code: str | None = None) -> Iterator[Throttled]:
+    """Throttle the next ``times`` calls of ``service``'s ``action`` (e.g. ``"cloudwatch"``, ``"GetMetricData"``).
+
+    Raises:
+        ConfigError: ``times`` is not a positive integer.
+    """
+    if not isinstance(times, int) or isinstance(times, bool) or times < 1:
+        raise ConfigError(f"throttle: times must be a positive integer, got {times!r}", field="times", value=times)
+    _install()
+    rule = Throttled(service, action, times, code or _CODES.get(service, "ThrottlingException"))
+    with _lock:
+        _rules.append(rule)
+    try:
+        yield rule
+    finally:
+        with _lock:
+            _rules.remove(rule)

@@ -1,0 +1,133 @@
+"""Per-job cursors in DynamoDB: what the evaluator knows about a job and the data it has read so far.
+
+One item per training job (partition key ``pk`` = job name). It holds the job's facts read once (hosts,
+instance type, metric definitions, the rules it gets, whether it is watched), ``through`` (epoch seconds: data
+before it has been read), the last ``window_minutes`` of datapoints (compressed JSON, a few kB) and the rule
+configurations that already fired. Each run reads all cursors with BatchGetItem (100 a call) and writes the
+changed ones with BatchWriteItem (25 a call), so the cost of a run does not grow with a job's length. Items
+expire (DynamoDB TTL on ``expires_at``) a week after their job was last seen running.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from smx_debug.contracts import LEDGER_TTL_ATTRIBUTE
+
+__all__ = ["CURSOR_RETENTION_SECONDS", "Cursor", "CursorStore"]
+
+CURSOR_RETENTION_SECONDS = 7 * 24 * 3600
+_FORMAT = 1
+# epoch minute -> value, per host and metric (instance data) or per metric name (training data)
+Window = dict[str, dict[str, dict[int, float]]]
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """What the evaluator keeps per job between runs."""
+
+    job: str
+    watched: bool
+    checked_at: float  # when tags (watched, spec) were last read
+    info: Mapping[str, Any] = field(default_factory=dict)  # hosts, instance_type, metrics, spec, ...
+    through: int | None = None  # epoch seconds, a minute boundary: data before it was read
+    data: Window = field(default_factory=dict)  # {"host:algo-1": {"CPUUtilization": {minute: value}}, "train": ...}
+    fired: Mapping[str, int | None] = field(default_factory=dict)  # configuration name -> step it fired at
+
+    def with_changes(self, **changes: Any) -> Cursor:
+        return replace(self, **changes)
+
+
+def _encode_window(data: Window) -> bytes:
+    plain = {s: {m: [[int(t), float(v)] for t, v in sorted(pts.items())] for m, pts in ms.items()} for s, ms in data.items()}
+    return zlib.compress(json.dumps(plain, separators=(",", ":")).encode(), 6)
+
+
+def _decode_window(blob: bytes) -> Window:
+    plain = json.loads(zlib.decompress(blob))
+    return {s: {m: {int(t): float(v) for t, v in pts} for m, pts in ms.items()} for s, ms in plain.items()}
+
+
+def _to_item(cursor: Cursor, now: float) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "pk": {"S": cursor.job},
+        "format": {"N": str(_FORMAT)},
+        "watched": {"BOOL": cursor.watched},
+        "checked_at": {"N": repr(float(cursor.checked_at))},
+        "info": {"S": json.dumps(dict(cursor.info), sort_keys=True, separators=(",", ":"))},
+        "fired": {"S": json.dumps(dict(cursor.fired), sort_keys=True)},
+        "updated_at": {"N": str(int(now))},
+        LEDGER_TTL_ATTRIBUTE: {"N": str(int(now) + CURSOR_RETENTION_SECONDS)},
+    }
+    if cursor.through is not None:
+        item["through"] = {"N": str(int(cursor.through))}
+    if cursor.data:
+        item["data"] = {"B": _encode_window(cursor.data)}
+    return item
+
+
+def _from_item(item: Mapping[str, Any]) -> Cursor | None:
+    if int(item.get("format", {}).get("N", "0")) != _FORMAT:
+        return None  # written by another version: start over for this job
+    return Cursor(
+        job=item["pk"]["S"],
+        watched=bool(item["watched"]["BOOL"]),
+        checked_at=float(item["checked_at"]["N"]),
+        info=json.loads(item["info"]["S"]),
+        through=int(item["through"]["N"]) if "through" in item else None,
+        data=_decode_window(item["data"]["B"]) if "data" in item else {},
+        fired=json.loads(item["fired"]["S"]),
+    )
+
+
+class CursorStore:
+    """Batched reads and writes of :class:`Cursor` items in one table (an injected DynamoDB client)."""
+
+    def __init__(self, table: str, dynamodb: Any, *, clock: Any = time.time, max_rounds: int = 8) -> None:
+        self.table = table
+        self.dynamodb = dynamodb
+        self.clock = clock
+        self.max_rounds = max_rounds
+
+    def load(self, jobs: Iterable[str]) -> dict[str, Cursor]:
+        """The cursors of ``jobs`` that exist (BatchGetItem, 100 keys a call, unprocessed keys retried)."""
+        names = list(dict.fromkeys(jobs))
+        out: dict[str, Cursor] = {}
+        for i in range(0, len(names), 100):
+            request: dict[str, Any] = {
+                self.table: {"Keys": [{"pk": {"S": n}} for n in names[i : i + 100]], "ConsistentRead": True}
+            }
+            for _ in range(self.max_rounds):
+                response = self.dynamodb.batch_get_item(RequestItems=request)
+                for item in response.get("Responses", {}).get(self.table, []):
+                    cursor = _from_item(item)
+                    if cursor is not None:
+                        out[cursor.job] = cursor
+                request = response.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(0.05)
+            else:
+                raise RuntimeError(f"DynamoDB left keys of {self.table} unprocessed after {self.max_rounds} rounds")
+        return out
+
+    def save(self, cursors: Iterable[Cursor]) -> int:
+        """Write ``cursors`` (BatchWriteItem, 25 a call, unprocessed items retried); returns how many."""
+        now = self.clock()
+        items = [{"PutRequest": {"Item": _to_item(c, now)}} for c in cursors]
+        for i in range(0, len(items), 25):
+            request: dict[str, Any] = {self.table: items[i : i + 25]}
+            for _ in range(self.max_rounds):
+                response = self.dynamodb.batch_write_item(RequestItems=request)
+                request = response.get("UnprocessedItems") or {}
+                if not request:
+                    break
+                time.sleep(0.05)
+            else:
+                raise RuntimeError(f"DynamoDB left items of {self.table} unprocessed after {self.max_rounds} rounds")
+        return len(items)

@@ -1,0 +1,104 @@
+"""A job's window of minute data as the evaluation frames (docs/CONTRACTS.md), one rule window at a time.
+
+CloudWatch's CPUUtilization, GPUUtilization and GPUMemoryUtilization are sums over the host's vCPUs / GPUs
+(100% per device); dividing by the device counts of the instance type makes them per-device averages, which
+is what Debugger's thresholds mean. What CloudWatch cannot show: per-core and per-GPU values (a host's average
+hides one idle GPU among busy ones) and step timings; Debugger's profiler output has them.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from smx_debug.evaluate.data import empty_scalars, empty_system
+
+__all__ = ["DEVICE_RULES", "device_counts", "scalar_frame", "system_frame"]
+
+# Rules whose thresholds are per device: they need the instance type's vCPU and GPU counts.
+DEVICE_RULES = frozenset({"CPUBottleneck", "LowGPUUtilization", "GPUMemoryIncrease"})
+# CloudWatch metric -> (type, name, dimension) in the system frame; None: divide by nothing.
+_SYSTEM = {
+    "CPUUtilization": ("cpu", "cpu0", "CPUUtilization", "vcpus"),
+    "GPUUtilization": ("gpu", "gpu0", "GPUUtilization", "gpus"),
+    "GPUMemoryUtilization": ("gpu", "gpu0", "GPUMemoryUtilization", "gpus"),
+    "MemoryUtilization": ("memory", "MemoryUsedPercent", "MemoryUtilization", None),
+    "DiskUtilization": ("disk", "DiskUtilization", "DiskUtilization", None),
+}
+_MODES = {"train": "TRAIN", "training": "TRAIN", "validation": "EVAL", "val": "EVAL", "test": "EVAL", "eval": "EVAL"}
+
+
+@cache
+def _instances() -> dict[str, Any]:
+    path = Path(__file__).resolve().parents[1] / "htmlreport" / "instances.json"
+    table: dict[str, Any] = json.loads(path.read_text())["instances"]
+    return table
+
+
+def device_counts(instance_type: str | None) -> tuple[int, int] | None:
+    """(vCPUs, GPUs) of a SageMaker instance type, or None if the table does not know it."""
+    entry = _instances().get(instance_type or "")
+    return (int(entry["vcpus"]), int(entry["gpus"])) if entry else None
+
+
+def system_frame(
+    data: dict[str, dict[str, dict[int, float]]], lo: int, hi: int, devices: tuple[int, int] | None
+) -> pd.DataFrame:
+    """Instance metrics of minutes ``lo..hi`` (epoch minutes, inclusive) as the long system frame."""
+    frames = []
+    for series, metrics in sorted(data.items()):
+        if not series.startswith("host:"):
+            continue
+        node = series.split(":", 1)[1]
+        for metric, points in sorted(metrics.items()):
+            if metric not in _SYSTEM:
+                continue
+            typ, name, dim, per = _SYSTEM[metric]
+            minutes = np.array(sorted(t for t in points if lo <= t <= hi), dtype=np.int64)
+            if not len(minutes):
+                continue
+            values = np.array([points[int(t)] for t in minutes], dtype=np.float64)
+            if per is not None:
+                count = (devices[0] if per == "vcpus" else devices[1]) if devices else 1
+                values = values / max(count, 1)
+            frames.append(pd.DataFrame({
+                "timestamp": pd.to_datetime(minutes * 60, unit="s", utc=True),
+                "node": node, "type": typ, "name": name, "dimension": dim, "value": values,
+            }))
+    if not frames:
+        return empty_system()
+    out = pd.concat(frames, ignore_index=True)
+    out["timestamp"] = out["timestamp"].astype("datetime64[ns, UTC]")
+    return out.sort_values(["timestamp", "node"], kind="stable").reset_index(drop=True)
+
+
+def scalar_frame(data: dict[str, dict[str, dict[int, float]]], lo: int, hi: int, start_minute: int) -> pd.DataFrame:
+    """Training metrics of minutes ``lo..hi`` as the scalars frame; ``step`` is the minute since the job started.
+
+    ``train:loss`` is metric ``loss`` in mode TRAIN, ``validation:loss`` mode EVAL, a name without a known
+    prefix mode GLOBAL, as the scalar rules expect.
+    """
+    frames = []
+    for name, points in sorted(data.get("train", {}).items()):
+        minutes = np.array(sorted(t for t in points if lo <= t <= hi), dtype=np.int64)
+        if not len(minutes):
+            continue
+        prefix, sep, base = name.partition(":")
+        mode = _MODES.get(prefix.lower(), "GLOBAL") if sep else "GLOBAL"
+        frames.append(pd.DataFrame({
+            "metric": base if sep else name,
+            "mode": mode,
+            "step": (minutes - start_minute).astype(np.int64),
+            "timestamp": pd.to_datetime(minutes * 60, unit="s", utc=True),
+            "value": np.array([points[int(t)] for t in minutes], dtype=np.float64),
+        }))
+    if not frames:
+        return empty_scalars()
+    out = pd.concat(frames, ignore_index=True)
+    out["timestamp"] = out["timestamp"].astype("datetime64[ns, UTC]")
+    return out

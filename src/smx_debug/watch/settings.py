@@ -1,0 +1,75 @@
+"""The evaluator's deployment settings, read from the environment once per cold start (names: contracts.Env)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from smx_debug.contracts import MANAGED_TAG, Env, is_watched
+from smx_debug.errors import ConfigError
+from smx_debug.watch.spec import WatchSpec
+
+__all__ = ["EvaluatorSettings"]
+
+
+def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = env.get(name, "") or str(default)
+    try:
+        value = int(raw)
+    except ValueError:
+        value = low - 1
+    if not low <= value <= high:
+        raise ConfigError(f"{name}: {raw!r} is not an integer from {low} to {high}", field=name, value=raw)
+    return value
+
+
+@dataclass(frozen=True)
+class EvaluatorSettings:
+    """What the scheduled evaluator watches and where it keeps its state.
+
+    Attributes:
+        watch_prefixes, opt_in_tag: which jobs are watched (contracts.is_watched; None: not by tag).
+        cursor_table: DynamoDB table of per-job cursors (partition key ``pk``).
+        spec_bucket: the stack's bucket holding the watch specs that jobs name in their evaluator tag.
+        default_rules: rules every watched job gets (cdk.json), after its own plan's.
+        window_minutes: the longest window any rule looks at; the cursor keeps this many minutes per job.
+        overlap_minutes: minutes re-read each run, so datapoints CloudWatch publishes late are still seen.
+        settle_seconds: how long after a minute ends before it is read (CloudWatch's publication delay).
+        missing_after_minutes: a job running this long without any instance metric is reported as missing data.
+        retag_minutes: how often a job's tags (watched or not, which spec) are read again.
+    """
+
+    watch_prefixes: tuple[str, ...] = ()
+    opt_in_tag: str | None = MANAGED_TAG
+    cursor_table: str = "smx-debug-cursors"
+    spec_bucket: str | None = None
+    default_rules: WatchSpec = field(default_factory=WatchSpec)
+    window_minutes: int = 10
+    overlap_minutes: int = 2
+    settle_seconds: int = 60
+    missing_after_minutes: int = 5
+    retag_minutes: int = 10
+    region: str | None = None
+
+    def watches(self, job_name: str, tags: Mapping[str, str]) -> bool:
+        """The deployment's opt-in rule, the same function the event handlers use."""
+        return is_watched(job_name, tags, self.watch_prefixes, self.opt_in_tag)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> EvaluatorSettings:
+        """Read ``SMX_*`` variables; a bad value fails the cold start with a ConfigError naming the variable."""
+        env = os.environ if environ is None else environ
+        table = env.get(Env.CURSOR_TABLE, "")
+        if not table:
+            raise ConfigError(f"{Env.CURSOR_TABLE} is not set", field=Env.CURSOR_TABLE, value="")
+        rules = env.get(Env.DEFAULT_RULES, "")
+        return cls(
+            watch_prefixes=tuple(p.strip() for p in env.get(Env.WATCH_PREFIXES, "").split(",") if p.strip()),
+            opt_in_tag=env.get(Env.OPT_IN_TAG) or MANAGED_TAG,
+            cursor_table=table,
+            spec_bucket=env.get(Env.SPEC_BUCKET) or None,
+            default_rules=WatchSpec.from_json(rules, source=Env.DEFAULT_RULES) if rules else WatchSpec(),
+            window_minutes=_int(env, Env.WINDOW_MINUTES, 10, 3, 60),
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
+        )

@@ -1,0 +1,162 @@
+"""Which rules the evaluator applies to a job: the watch spec, and the rules it can evaluate without Debugger.
+
+A debug plan that guards with the evaluator renders a :class:`WatchSpec` (its rule configurations, keyed by
+configuration name, with the parameters the plan set). The spec is stored in the stack's bucket under
+``EVALUATOR_SPEC_PREFIX + <sha256>.json`` and the job carries the key in the ``smx-debug:evaluator`` tag (tag
+values hold at most 256 characters; the key holds 92). Deployment-wide default rules (``cdk.json``) use the
+same JSON form. Standard library only: the plan renders it and the Lambda reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from smx_debug.contracts import EVALUATOR_SPEC_PREFIX
+from smx_debug.errors import ConfigError
+
+__all__ = ["EVALUATOR_RULES", "MINUTE_DEFAULTS", "SPEC_VERSION", "WatchSpec", "WatchedRule"]
+
+SPEC_VERSION: Final = 1
+ParamValue = bool | int | float | str
+
+# Rules the evaluator can judge from CloudWatch's 1-minute data (instance metrics per host, training metrics),
+# with the parameters it uses unless the plan sets them: Debugger's defaults count datapoints at 500 ms
+# (patience 1000 is 8 minutes there, 16 hours at one datapoint a minute), so these are sized for minutes.
+# ``window`` is in minutes: each evaluation looks at the last ``window`` minutes of data only.
+MINUTE_DEFAULTS: Final[Mapping[str, Mapping[str, ParamValue]]] = {
+    "CPUBottleneck": {"threshold": 50, "gpu_threshold": 10, "cpu_threshold": 90, "patience": 2},
+    "LowGPUUtilization": {"threshold_p95": 70, "threshold_p5": 10, "window": 5, "patience": 2},
+    "GPUMemoryIncrease": {"increase": 5, "patience": 5, "window": 3},
+    "LossNotDecreasing": {"num_steps": 2, "diff_percent": 0.1},
+    "Overtraining": {"patience_train": 5, "patience_validation": 5, "delta": 0.01},
+    "Overfit": {"patience": 3, "ratio_threshold": 0.1},
+}
+EVALUATOR_RULES: Final = tuple(MINUTE_DEFAULTS)
+_WINDOWS: Final = {"CPUBottleneck": 5, "LowGPUUtilization": 5, "GPUMemoryIncrease": 10}
+DEFAULT_RULE_WINDOW: Final = 10
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
+
+
+@dataclass(frozen=True)
+class WatchedRule:
+    """One rule configuration the evaluator applies: ``name`` is the RuleConfigurationName (the key everywhere).
+
+    ``parameters`` holds only what the plan set; :meth:`resolved` adds the evaluator's minute defaults.
+    """
+
+    name: str
+    rule: str
+    parameters: Mapping[str, ParamValue] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name or not set(self.name) <= _NAME_CHARS:
+            raise ConfigError(
+                f"watch spec: rule configuration name {self.name!r} must be letters, digits and '-'",
+                field="rules[].name",
+                value=self.name,
+            )
+        if self.rule not in MINUTE_DEFAULTS:
+            raise ConfigError(
+                f"watch spec: rule {self.rule!r} (configuration {self.name!r}) cannot be evaluated without "
+                f"Debugger; the evaluator evaluates {', '.join(EVALUATOR_RULES)}",
+                field="rules[].rule",
+                value=self.rule,
+            )
+        for key, value in self.parameters.items():
+            if not isinstance(key, str) or not isinstance(value, bool | int | float | str):
+                raise ConfigError(
+                    f"watch spec: parameter {key!r} of {self.name!r} must be a bool, number or string, got {value!r}",
+                    field=f"rules[{self.name}].parameters.{key}",
+                    value=value,
+                )
+
+    def resolved(self) -> dict[str, ParamValue]:
+        """The evaluator's minute defaults updated with the plan's parameters."""
+        return {**MINUTE_DEFAULTS[self.rule], **self.parameters}
+
+    @property
+    def window_minutes(self) -> int:
+        """How many of the latest minutes one evaluation looks at."""
+        window = _WINDOWS.get(self.rule, DEFAULT_RULE_WINDOW)
+        if self.rule == "LossNotDecreasing":
+            # Align LossNotDecreasing's checks (every num_steps steps from the window's first step) so that the
+            # newest minute is always a check: the window spans a whole number of num_steps, plus one.
+            n = max(1, int(self.resolved()["num_steps"]))
+            window = n * max(1, -(-(DEFAULT_RULE_WINDOW - 1) // n)) + 1
+        return window
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "rule": self.rule, "parameters": dict(self.parameters)}
+
+
+@dataclass(frozen=True)
+class WatchSpec:
+    """The evaluator's rules for one job (or a deployment's defaults), in order, unique by configuration name."""
+
+    rules: tuple[WatchedRule, ...] = ()
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for rule in self.rules:
+            if rule.name in seen:
+                raise ConfigError(
+                    f"watch spec: rule configuration name {rule.name!r} is used twice", field="rules", value=rule.name
+                )
+            seen.add(rule.name)
+
+    def to_json(self) -> str:
+        """Canonical JSON (sorted keys, no spaces), so equal specs have equal keys."""
+        body = {"version": SPEC_VERSION, "rules": [r.as_dict() for r in self.rules]}
+        return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+    @property
+    def key(self) -> str:
+        """The object key in the stack's bucket, content-addressed: the same spec always has the same key."""
+        return f"{EVALUATOR_SPEC_PREFIX}{hashlib.sha256(self.to_json().encode()).hexdigest()}.json"
+
+    def merged_with(self, defaults: WatchSpec, *, skip: frozenset[str] = frozenset()) -> WatchSpec:
+        """This spec's rules, then each default rule whose configuration name is neither here nor in ``skip``."""
+        names = {r.name for r in self.rules} | skip
+        return WatchSpec(rules=(*self.rules, *(r for r in defaults.rules if r.name not in names)))
+
+    @classmethod
+    def from_json(cls, text: str | bytes, *, source: str = "watch spec") -> WatchSpec:
+        """Parse :meth:`to_json`'s form (or a bare list of rules, as ``cdk.json`` defaults may be written).
+
+        Raises:
+            ConfigError: not JSON, an unknown version, or a bad rule (the message names ``source`` and the field).
+        """
+        try:
+            body = json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{source}: not JSON ({exc})", field="(spec)", value=str(text)[:80]) from None
+        if isinstance(body, list):
+            body = {"version": SPEC_VERSION, "rules": body}
+        if not isinstance(body, dict) or body.get("version") != SPEC_VERSION or not isinstance(body.get("rules"), list):
+            raise ConfigError(
+                f"{source}: expected {{'version': {SPEC_VERSION}, 'rules': [...]}}", field="(spec)", value=str(body)[:80]
+            )
+        rules = []
+        for i, item in enumerate(body["rules"]):
+            if not isinstance(item, dict) or not isinstance(item.get("rule"), str):
+                raise ConfigError(f"{source}: rules[{i}] needs a 'rule' name", field=f"rules[{i}]", value=item)
+            params = item.get("parameters", {})
+            if not isinstance(params, dict):
+                raise ConfigError(f"{source}: rules[{i}].parameters must be a mapping", field=f"rules[{i}]", value=params)
+            extra = set(item) - {"name", "rule", "parameters"}
+            if extra:
+                raise ConfigError(
+                    f"{source}: rules[{i}] has unknown fields {sorted(extra)}", field=f"rules[{i}]", value=sorted(extra)
+                )
+            try:
+                rules.append(WatchedRule(name=item.get("name") or item["rule"], rule=item["rule"], parameters=params))
+            except ConfigError as exc:
+                raise ConfigError(f"{source}: {exc}", field=exc.field, value=exc.value) from None
+        try:
+            return cls(rules=tuple(rules))
+        except ConfigError as exc:
+            raise ConfigError(f"{source}: {exc}", field=exc.field, value=exc.value) from None

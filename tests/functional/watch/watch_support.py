@@ -1,0 +1,102 @@
+"""Shared set-up for the evaluator's tests on the local AWS: jobs, their metrics, the cursor table, a clock."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from smx_debug.local import LocalAws, job_metrics, metric_data
+from smx_debug.local import extensions as ext
+from smx_debug.local.job_metrics import Scenario, publish_minutes
+from smx_debug.watch import Clients, EvaluatorSettings, Trigger
+from smx_debug.watch.spec import WatchSpec
+
+T0 = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)  # every simulated job starts here
+TABLE = "smx-debug-cursors"
+BUCKET = "smx-guard-bucket"
+
+
+def clients(aws: LocalAws) -> Clients:
+    return Clients(
+        sagemaker=ext._client(aws, "sagemaker"),
+        cloudwatch=ext._client(aws, "cloudwatch"),
+        dynamodb=ext._client(aws, "dynamodb"),
+        s3=ext._client(aws, "s3"),
+    )
+
+
+def make_table(aws: LocalAws, table: str = TABLE) -> None:
+    metric_data.install()
+    job_metrics.install()
+    aws.client("dynamodb").create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    aws.client("s3").create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": aws.region})
+
+
+def create_job(
+    aws: LocalAws,
+    name: str,
+    *,
+    tags: Mapping[str, str] | None = None,
+    hosts: int = 1,
+    instance_type: str = "ml.g4dn.2xlarge",
+    metrics: Sequence[str] = ("train:loss", "validation:loss"),
+) -> None:
+    """An InProgress job with no Debugger configuration at all (no rules, profiler disabled)."""
+    sm = ext._client(aws, "sagemaker")
+    sm.create_training_job(
+        TrainingJobName=name,
+        AlgorithmSpecification={
+            "TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
+            "TrainingInputMode": "File",
+            "MetricDefinitions": [{"Name": m, "Regex": f"{m}=(.*?);"} for m in metrics],
+        },
+        RoleArn="arn:aws:iam::123456789012:role/smx-training",
+        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
+        ResourceConfig={"InstanceType": instance_type, "InstanceCount": hosts, "VolumeSizeInGB": 5},
+        StoppingCondition={"MaxRuntimeInSeconds": 36000},
+        ProfilerConfig={"DisableProfiler": True},
+        Tags=[{"Key": k, "Value": v} for k, v in (tags or {}).items()],
+    )
+    ext.set_training_job_status(aws, name, "InProgress")
+    job_metrics.set_start_time(aws, name, T0)
+
+
+def publish(aws: LocalAws, job: str, first: int, last: int, scenario: Scenario, hosts: int = 1) -> None:
+    publish_minutes(aws, job, start=T0, first=first, last=last, scenario=scenario, hosts=hosts)
+
+
+def at(minute: float) -> float:
+    """Epoch seconds ``minute`` minutes after T0 (a run's "now")."""
+    return T0.timestamp() + minute * 60
+
+
+def settings(**changes: Any) -> EvaluatorSettings:
+    base: dict[str, Any] = {
+        "watch_prefixes": ("guarded-",),
+        "cursor_table": TABLE,
+        "spec_bucket": BUCKET,
+        "default_rules": WatchSpec.from_json('[{"rule": "CPUBottleneck"}, {"rule": "LossNotDecreasing"}]'),
+    }
+    base.update(changes)
+    return EvaluatorSettings(**base)
+
+
+@dataclass
+class Recorder:
+    """A responder that records what it was asked to act on (the action path has its own tests)."""
+
+    calls: list[tuple[str, list[Trigger]]] = field(default_factory=list)
+
+    def __call__(self, job: str, triggers: Sequence[Trigger]) -> Mapping[str, Any]:
+        self.calls.append((job, list(triggers)))
+        return {"job": job, "acted": [t.name for t in triggers]}
+
+    def jobs(self) -> list[str]:
+        return [job for job, _ in self.calls]

@@ -1,0 +1,115 @@
+"""The watch spec (which rules the evaluator applies to a job) and the evaluator's settings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, MANAGED_TAG
+from smx_debug.errors import ConfigError
+from smx_debug.watch import EVALUATOR_RULES, EvaluatorSettings, WatchedRule, WatchSpec
+
+TWO = WatchSpec(rules=(
+    WatchedRule(name="CPU-strict", rule="CPUBottleneck", parameters={"threshold": 20}),
+    WatchedRule(name="CPU-lax", rule="CPUBottleneck", parameters={"threshold": 90}),
+))
+
+
+def test_spec_json_round_trip_keeps_order_names_and_parameters() -> None:
+    assert WatchSpec.from_json(TWO.to_json()) == TWO
+    assert json.loads(TWO.to_json())["rules"][0] == {"name": "CPU-strict", "rule": "CPUBottleneck",
+                                                      "parameters": {"threshold": 20}}
+
+
+def test_spec_key_is_content_addressed_under_the_prefix_and_fits_a_tag() -> None:
+    same = WatchSpec.from_json(TWO.to_json())
+    assert TWO.key == same.key
+    assert TWO.key.startswith(EVALUATOR_SPEC_PREFIX) and TWO.key.endswith(".json")
+    assert len(TWO.key) <= 256
+    assert WatchSpec(rules=TWO.rules[:1]).key != TWO.key
+
+
+def test_spec_bare_list_takes_the_rule_name_as_configuration_name() -> None:
+    spec = WatchSpec.from_json('[{"rule": "LossNotDecreasing", "parameters": {"num_steps": 4}}]')
+    assert spec.rules == (WatchedRule(name="LossNotDecreasing", rule="LossNotDecreasing",
+                                      parameters={"num_steps": 4}),)
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("not json", "(spec)"),
+    ('{"version": 2, "rules": []}', "(spec)"),
+    ('[{"rule": "ExplodingTensor"}]', "rules[].rule"),
+    ('[{"rule": "CPUBottleneck", "name": "has space"}]', "rules[].name"),
+    ('[{"rule": "CPUBottleneck", "parameters": {"threshold": [1]}}]', "rules[CPUBottleneck].parameters.threshold"),
+    ('[{"rule": "CPUBottleneck", "color": "red"}]', "rules[0]"),
+    ('[{"rule": "CPUBottleneck"}, {"rule": "CPUBottleneck"}]', "rules"),
+])
+def test_spec_bad_input_raises_config_error_naming_the_field(text: str, field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        WatchSpec.from_json(text, source="cdk.json evaluator.default_rules")
+    assert info.value.field == field
+    assert "cdk.json evaluator.default_rules" in str(info.value)
+
+
+def test_spec_rule_the_evaluator_cannot_judge_names_the_ones_it_can() -> None:
+    with pytest.raises(ConfigError, match="cannot be evaluated without Debugger; the evaluator evaluates CPUBottleneck"):
+        WatchedRule(name="x", rule="VanishingGradient")
+    assert "LossNotDecreasing" in EVALUATOR_RULES
+
+
+def test_spec_merged_with_defaults_skips_names_already_used() -> None:
+    defaults = WatchSpec.from_json('[{"rule": "CPUBottleneck"}, {"rule": "LossNotDecreasing"}]')
+    own = WatchSpec(rules=(WatchedRule(name="CPUBottleneck", rule="CPUBottleneck", parameters={"threshold": 30}),))
+    merged = own.merged_with(defaults, skip=frozenset({"LossNotDecreasing"}))
+    assert [(r.name, dict(r.parameters)) for r in merged.rules] == [("CPUBottleneck", {"threshold": 30})]
+
+
+def test_rule_resolved_parameters_are_minute_defaults_updated_by_the_plan() -> None:
+    rule = WatchedRule(name="c", rule="CPUBottleneck", parameters={"threshold": 20})
+    assert rule.resolved() == {"threshold": 20, "gpu_threshold": 10, "cpu_threshold": 90, "patience": 2}
+
+
+@pytest.mark.parametrize("num_steps", [1, 2, 3, 4, 7])
+def test_loss_not_decreasing_window_puts_the_newest_minute_on_a_check(num_steps: int) -> None:
+    window = WatchedRule(name="l", rule="LossNotDecreasing", parameters={"num_steps": num_steps}).window_minutes
+    assert (window - 1) % num_steps == 0
+    assert window >= 10
+
+
+def test_settings_from_env_reads_the_contract_names() -> None:
+    env = {
+        "SMX_CURSOR_TABLE": "t", "SMX_SPEC_BUCKET": "b", "SMX_WATCH_PREFIXES": "a-, b-",
+        "SMX_DEFAULT_RULES": '[{"rule": "CPUBottleneck"}]', "SMX_WINDOW_MINUTES": "15", "AWS_REGION": "us-west-2",
+    }
+    settings = EvaluatorSettings.from_env(env)
+    assert settings.cursor_table == "t" and settings.spec_bucket == "b"
+    assert settings.watch_prefixes == ("a-", "b-")
+    assert settings.opt_in_tag == MANAGED_TAG
+    assert [r.name for r in settings.default_rules.rules] == ["CPUBottleneck"]
+    assert settings.window_minutes == 15
+    assert settings.watches("a-job", {}) and settings.watches("x", {MANAGED_TAG: "TRUE"})
+    assert not settings.watches("x", {MANAGED_TAG: " true"})
+
+
+@pytest.mark.parametrize(("env", "field"), [
+    ({}, "SMX_CURSOR_TABLE"),
+    ({"SMX_CURSOR_TABLE": "t", "SMX_WINDOW_MINUTES": "two"}, "SMX_WINDOW_MINUTES"),
+    ({"SMX_CURSOR_TABLE": "t", "SMX_WINDOW_MINUTES": "1000"}, "SMX_WINDOW_MINUTES"),
+    ({"SMX_CURSOR_TABLE": "t", "SMX_DEFAULT_RULES": "[{}]"}, "rules[0]"),
+])
+def test_settings_bad_environment_fails_with_the_variable_named(env: dict[str, str], field: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        EvaluatorSettings.from_env(env)
+    assert info.value.field == field
+
+
+def test_watch_public_surface_is_pinned() -> None:
+    import smx_debug.watch as watch
+
+    assert sorted(watch.__all__) == [
+        "Clients", "EVALUATOR_RULES", "EvaluatorRunError", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",
+        "Responder", "RunReport", "Trigger", "WatchSpec", "WatchedRule", "run_once",
+    ]
+    for name in watch.__all__:
+        assert getattr(watch, name) is not None
