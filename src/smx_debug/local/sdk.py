@@ -5,6 +5,7 @@ Kept apart from :mod:`smx_debug.local.server` because it needs the optional ``sa
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from smx_debug.local.server import LocalAws
@@ -24,12 +25,21 @@ def disable_sdk_telemetry() -> None:
     telemetry_logging._send_telemetry_request = lambda *args, **kwargs: None
 
 
-def sagemaker_session(aws: LocalAws, *, sagemaker_client: Any = None) -> Any:
-    """A ``sagemaker.Session`` whose calls go to ``aws`` (telemetry off)."""
+def sagemaker_session(aws: LocalAws, *, sagemaker_client: Any = None, default_bucket: str | None = None) -> Any:
+    """A ``sagemaker.Session`` whose every call goes to ``aws``: no real STS, no real default bucket.
+
+    The SDK finds the account (STS ``GetCallerIdentity``) and creates its default bucket
+    ``sagemaker-<region>-<account>`` through clients it makes with explicit endpoints; the local session sends
+    those to ``aws`` as well. Telemetry is off; the SDK's config INFO lines are hidden unless its logger is set.
+    """
+    config_logger = logging.getLogger("sagemaker.config")
+    if config_logger.level == logging.NOTSET:
+        config_logger.setLevel(logging.WARNING)
     from sagemaker.session import Session
 
     disable_sdk_telemetry()
     return Session(
         boto_session=aws.session(),
         sagemaker_client=sagemaker_client if sagemaker_client is not None else aws.client("sagemaker"),
+        default_bucket=default_bucket,
     )

@@ -18,11 +18,38 @@ from typing import Any
 import boto3
 from botocore.config import Config
 
-__all__ = ["DEFAULT_REGION", "LOCAL_ACCOUNT_ID", "LocalAws"]
+__all__ = ["DEFAULT_REGION", "LOCAL_ACCOUNT_ID", "MAX_POOL_CONNECTIONS", "LocalAws"]
 
 DEFAULT_REGION = "us-west-2"
 LOCAL_ACCOUNT_ID = "123456789012"  # moto's default account
 _FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+# Connections each client keeps to the server: the report readers fetch with up to 16 threads
+# (smx_debug.reports.sources.DEFAULT_WORKERS) and the SDK and handlers add a few; botocore's default is 10.
+MAX_POOL_CONNECTIONS = 32
+
+
+class _LocalSession(boto3.Session):
+    """A boto3 session whose every client and resource goes to the local server.
+
+    Also those created with an explicit ``endpoint_url``: the SageMaker SDK asks for the regional STS endpoint
+    by URL (``Session.account_id``, ``default_bucket``), which would otherwise reach the real AWS.
+    """
+
+    def __init__(self, endpoint_url: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._smx_endpoint_url = endpoint_url
+
+    def _local(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        ours = Config(retries={"mode": "standard", "max_attempts": 3}, max_pool_connections=MAX_POOL_CONNECTIONS)
+        theirs = kwargs.get("config")
+        return {**kwargs, "endpoint_url": self._smx_endpoint_url,
+                "config": ours.merge(theirs) if theirs is not None else ours}
+
+    def client(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        return super().client(*args, **self._local(kwargs))
+
+    def resource(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        return super().resource(*args, **self._local(kwargs))
 
 
 class LocalAws:
@@ -84,18 +111,21 @@ class LocalAws:
         self.stop()
 
     def session(self) -> boto3.Session:
-        """A boto3 session with fake credentials for the local account."""
-        return boto3.Session(
+        """A boto3 session with fake credentials for the local account; all its clients go to this server."""
+        if not self.endpoint_url:
+            raise RuntimeError("LocalAws.session() before start(): use `with LocalAws() as aws:`")
+        return _LocalSession(
+            self.endpoint_url,
             region_name=self.region,
             aws_access_key_id=_FAKE_CREDENTIALS["aws_access_key_id"],
             aws_secret_access_key=_FAKE_CREDENTIALS["aws_secret_access_key"],
         )
 
     def client(self, service: str, **kwargs: Any) -> Any:
-        """A boto3 client for ``service`` pointed at the local server."""
-        config = kwargs.pop("config", None) or Config(retries={"mode": "standard", "max_attempts": 3})
+        """A boto3 client for ``service`` pointed at the local server (standard retries, a pool of
+        :data:`MAX_POOL_CONNECTIONS`; a ``config`` given is merged over that)."""
         session: Any = self.session()  # boto3-stubs overloads client() per literal service name
-        return session.client(service, endpoint_url=self.endpoint_url, config=config, **kwargs)
+        return session.client(service, **kwargs)
 
     def environ(self) -> dict[str, str]:
         """Environment variables that point an AWS SDK (or a subprocess) at this server."""
