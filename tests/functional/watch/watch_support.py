@@ -100,3 +100,46 @@ class Recorder:
 
     def jobs(self) -> list[str]:
         return [job for job, _ in self.calls]
+
+
+LEDGER = "smx-ledger"
+
+
+def action_env(aws: LocalAws, **extra: str) -> dict[str, str]:
+    """A ledger table, a topic with a queue subscribed (to read the messages) and the handlers' environment."""
+    from smx_debug.local.server import LOCAL_ACCOUNT_ID
+
+    ext.install(aws)
+    aws.client("dynamodb").create_table(
+        TableName=LEDGER,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    sns, sqs = ext._client(aws, "sns"), ext._client(aws, "sqs")
+    topic = sns.create_topic(Name="smx-notify")["TopicArn"]
+    queue = sqs.create_queue(QueueName="smx-inbox")["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+    return {
+        "SMX_LEDGER_TABLE": LEDGER, "SMX_TOPIC_ARN": topic, "SMX_ACCOUNT": LOCAL_ACCOUNT_ID,
+        "AWS_REGION": aws.region, "SMX_WATCH_PREFIXES": "guarded-", "SMX_DEFAULT_ACTIONS": "stop notify",
+        "SMX_CURSOR_TABLE": TABLE, "SMX_SPEC_BUCKET": BUCKET,
+        "SMX_DEFAULT_RULES": '[{"rule": "CPUBottleneck"}, {"rule": "LossNotDecreasing"}]',
+        "SMX_INBOX": queue, **extra,
+    }
+
+
+def messages(aws: LocalAws, env: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The notifications published so far (SNS envelopes; ``Message`` is the text)."""
+    import json
+
+    sqs = ext._client(aws, "sqs")
+    out: list[dict[str, Any]] = []
+    while True:
+        batch = sqs.receive_message(QueueUrl=env["SMX_INBOX"], MaxNumberOfMessages=10).get("Messages", [])
+        if not batch:
+            return out
+        for message in batch:
+            out.append(json.loads(message["Body"]))
+            sqs.delete_message(QueueUrl=env["SMX_INBOX"], ReceiptHandle=message["ReceiptHandle"])

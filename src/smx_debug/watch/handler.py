@@ -1,0 +1,65 @@
+"""The scheduled evaluator's Lambda body: settings and clients once per cold start, one run per invocation.
+
+``lambdas/evaluator/handler.py`` calls :func:`handle_scheduled`. The event (EventBridge Scheduler's or a
+``rate()`` rule's) carries nothing the run needs: the run's "now" is the clock. One JSON line is logged with the
+run's summary. An action failure (:class:`~smx_debug.watch.run.EvaluatorRunError`) or any other error
+propagates, so the invocation fails and the function's error alarm sees it; the next scheduled run, a minute
+later, reads the cursors the failed one saved and retries the triggers it could not act on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from smx_debug.watch.respond import action_responder
+from smx_debug.watch.run import Clients, Responder, run_once
+from smx_debug.watch.settings import EvaluatorSettings
+
+__all__ = ["EvaluatorRuntime", "handle_scheduled"]
+
+_runtime: EvaluatorRuntime | None = None
+
+
+@dataclass(frozen=True)
+class EvaluatorRuntime:
+    """What one cold start builds: the evaluator's settings, the AWS clients and the responder."""
+
+    settings: EvaluatorSettings
+    clients: Clients
+    responder: Responder
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, context: Any = None) -> EvaluatorRuntime:
+        from smx_debug.actions import Runtime
+
+        actions = Runtime.from_env(environ, context=context)
+        return cls(
+            settings=EvaluatorSettings.from_env(environ),
+            clients=Clients(
+                sagemaker=actions.clients("sagemaker"),
+                cloudwatch=actions.clients("cloudwatch"),
+                dynamodb=actions.clients("dynamodb"),
+                s3=actions.clients("s3"),
+            ),
+            responder=action_responder(actions),
+        )
+
+
+def handle_scheduled(event: object, context: Any = None, *, runtime: EvaluatorRuntime | None = None) -> dict[str, Any]:
+    """Run the evaluator once; returns (and logs) the run's summary."""
+    global _runtime
+    from smx_debug.actions.runtime import log_json
+
+    if runtime is None:
+        if _runtime is None:
+            _runtime = EvaluatorRuntime.from_env(context=context)
+        runtime = _runtime
+    started = time.monotonic()
+    report = run_once(runtime.settings, runtime.clients, runtime.responder)
+    summary = {"handler": "evaluator", **report.summary(), "seconds": round(time.monotonic() - started, 3)}
+    log_json(logging.INFO, **summary)
+    return summary

@@ -1,0 +1,64 @@
+"""The evaluator through the real action path on the local AWS: verify, ledger, metric, message, one stop."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from watch_support import Recorder, action_env, at, clients, create_job, messages, publish
+
+from smx_debug.contracts import METRIC_NAME, SOURCE_EVALUATOR, stop_key
+from smx_debug.local import LocalAws
+from smx_debug.local import extensions as ext
+from smx_debug.local.job_metrics import Scenario
+from smx_debug.watch import run_once
+from smx_debug.watch.handler import EvaluatorRuntime, handle_scheduled
+from smx_debug.watch.respond import action_responder
+from smx_debug.watch.settings import EvaluatorSettings
+
+CPU = Scenario(kind="cpu_bottleneck", onset=10)
+
+
+def _runtime(aws: LocalAws, env: dict[str, str]) -> Any:
+    from smx_debug.actions import Runtime
+
+    return Runtime.from_env(env, clients=lambda service: ext._client(aws, service))
+
+
+def test_evaluator_stops_a_job_without_debugger_once_and_says_it_decided(aws: LocalAws) -> None:
+    env = action_env(aws)
+    create_job(aws, "guarded-nodebugger")
+    publish(aws, "guarded-nodebugger", 0, 30, CPU)
+    runtime = _runtime(aws, env)
+    settings = EvaluatorSettings.from_env(env)
+    responder = action_responder(runtime)
+    stopped_at = None
+    for m in range(8, 20):
+        report = run_once(settings, clients(aws), responder, now=at(m) + 5)
+        if report.triggers and stopped_at is None:
+            stopped_at = m
+            assert report.outcomes["guarded-nodebugger"].response is not None
+    assert stopped_at is not None and stopped_at - CPU.onset <= 5
+    assert ext.stop_calls(aws, "guarded-nodebugger") == 1
+    record = ext._client(aws, "dynamodb").get_item(
+        TableName=env["SMX_LEDGER_TABLE"], Key={"pk": {"S": stop_key("guarded-nodebugger")}}
+    )["Item"]
+    assert record["state"]["S"] == "done"
+    sent = messages(aws, env)
+    assert len(sent) == 1
+    assert SOURCE_EVALUATOR in sent[0]["Message"] and "CPUBottleneck" in sent[0]["Message"]
+    metrics = ext._client(aws, "cloudwatch").list_metrics(Namespace="SmxDebug", MetricName=METRIC_NAME)["Metrics"]
+    assert {tuple(sorted(d["Value"] for d in m["Dimensions"])) for m in metrics} == {
+        (), ("CPUBottleneck",), ("CPUBottleneck", "guarded-nodebugger"),
+    }
+
+
+def test_evaluator_handler_runs_one_scheduled_invocation(aws: LocalAws) -> None:
+    env = action_env(aws)
+    create_job(aws, "guarded-a")
+    runtime = EvaluatorRuntime(
+        settings=EvaluatorSettings.from_env(env), clients=clients(aws), responder=Recorder(),
+    )
+    summary = handle_scheduled({"source": "aws.scheduler"}, None, runtime=runtime)
+    assert summary["handler"] == "evaluator"
+    assert summary["running"] == 1 and summary["watched"] == 1
+    assert summary["seconds"] >= 0
