@@ -1,6 +1,7 @@
 """Lambda entry point `handler.handler` for rule_metrics: a thin adapter over smx_debug.actions.
 
-Environment (read once per cold start): see docs/CONTRACTS.md, "Lambda handlers".
+Environment (read once per cold start): see docs/CONTRACTS.md, "Lambda handlers". Only a malformed event
+returns normally; any other failure raises, so Lambda retries and the DLQ keeps the event.
 """
 
 from __future__ import annotations
@@ -15,5 +16,5 @@ _runtime: Runtime | None = None
 def handler(event: Any, context: Any = None) -> Any:
     global _runtime
     if _runtime is None:
-        _runtime = Runtime.from_env()
+        _runtime = Runtime.from_env(context=context)  # the account comes from the function's ARN
     return handle_rule_metrics(event, _runtime)

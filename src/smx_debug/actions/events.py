@@ -3,8 +3,11 @@
 The event's ``detail`` mirrors DescribeTrainingJob. Real events carry epoch-millisecond timestamps
 (numbers or strings); DescribeTrainingJob output (moto, boto3, the Go SDK) carries datetimes or ISO
 strings. Everything is normalised to float epoch seconds. Fields may be missing; anything we need
-that is absent or of the wrong type raises :class:`MalformedEventError`, which handlers log as
-rejected. Imports only the standard library.
+that is absent or of the wrong type, and any name SageMaker could not have produced (a lone surrogate, a
+job name outside SageMaker's pattern), raises :class:`MalformedEventError`, which handlers log as rejected.
+
+The event only says where to look: its ``Tags`` and rule statuses are not trusted (see
+:mod:`smx_debug.actions.verify`). Imports only the standard library.
 """
 
 from __future__ import annotations
@@ -12,10 +15,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from smx_debug.contracts import DETAIL_TYPE, EVENT_SOURCE, ISSUES_FOUND, RULE_FIELDS, RULE_KINDS, RuleKind
 from smx_debug.errors import DataError
 
 __all__ = [
@@ -23,20 +27,25 @@ __all__ = [
     "ISSUES_FOUND",
     "SOURCE",
     "AlarmChange",
+    "JobArn",
     "JobStateChange",
     "MalformedEventError",
     "RuleStatus",
     "parse_alarm_message",
+    "parse_job_arn",
     "parse_state_change",
     "parse_step",
     "parse_time",
     "rule_statuses_from_description",
 ]
 
-SOURCE = "aws.sagemaker"
-DETAIL_TYPE = "SageMaker Training Job State Change"
-ISSUES_FOUND = "IssuesFound"
-_MAX_NAME = 256  # rule configuration and job names are far shorter; longer is junk, not data
+SOURCE = EVENT_SOURCE
+_MAX_NAME = 256  # rule configuration names are at most 256 characters; longer is junk, not data
+# SageMaker's TrainingJobName pattern (CreateTrainingJob): anything else cannot name a real job.
+_JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+_JOB_ARN = re.compile(
+    r"arn:(aws[a-z-]*):sagemaker:([a-z0-9-]{1,32}):(\d{12}):training-job/([a-z0-9](-*[a-z0-9]){0,62})"
+)
 _STEP = re.compile(r"\bat step (\d{1,18})\b")
 
 
@@ -50,7 +59,7 @@ class RuleStatus:
 
     name: str
     status: str
-    kind: str = "debug"  # or "profiler"
+    kind: RuleKind = "debugger"
     details: str | None = None
     step: int | None = None
     evaluation_job_arn: str | None = None
@@ -65,23 +74,40 @@ class RuleStatus:
 
 
 @dataclass(frozen=True)
+class JobArn:
+    """The parts of a training job's ARN."""
+
+    arn: str
+    partition: str
+    region: str
+    account: str
+    name: str  # lower case: SageMaker lower-cases the job name in its ARN
+
+
+def parse_job_arn(arn: str) -> JobArn | None:
+    """Split ``arn:<partition>:sagemaker:<region>:<account>:training-job/<name>``; None if it is not one."""
+    match = _JOB_ARN.fullmatch(arn)
+    if match is None:
+        return None
+    return JobArn(arn, match.group(1), match.group(2), match.group(3), match.group(4))
+
+
+@dataclass(frozen=True)
 class JobStateChange:
-    """What one state-change event says about one training job."""
+    """Where one state-change event says to look: a job (name, ARN), an account and a region."""
 
     job_name: str
     job_arn: str | None
     status: str | None
     secondary_status: str | None = None
     last_modified: float | None = None
-    rules: tuple[RuleStatus, ...] = ()
-    tags: Mapping[str, str] | None = None  # None: the event did not carry tags, ask ListTags
+    rules: tuple[RuleStatus, ...] = ()  # what the event claims; the actions read DescribeTrainingJob instead
     region: str | None = None
     account: str | None = None
     event_id: str | None = None
-    hyperparameters: Mapping[str, str] = field(default_factory=dict)
 
     def triggered(self) -> tuple[RuleStatus, ...]:
-        """Rules whose evaluation currently reports IssuesFound."""
+        """Rules the event claims report IssuesFound (a hint only: SageMaker's word is checked before acting)."""
         return tuple(r for r in self.rules if r.status == ISSUES_FOUND)
 
 
@@ -119,15 +145,26 @@ def parse_step(details: object) -> int | None:
     return int(match.group(1)) if match else None
 
 
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: no AWS API produces one
+        return False
+    return True
+
+
 def _opt_str(value: object, limit: int = 2048) -> str | None:
-    return value[:limit] if isinstance(value, str) and value else None
+    if not isinstance(value, str) or not value:
+        return None
+    text = value[:limit]
+    return text if _encodable(text) else text.encode("utf-8", "replace").decode("utf-8")
 
 
-def _rules(raw: object, kind: str) -> list[RuleStatus]:
+def _rules(raw: object, kind: RuleKind, field_name: str) -> list[RuleStatus]:
     if raw is None:
         return []
     if not isinstance(raw, list):
-        raise MalformedEventError(f"detail.{kind}: expected a list, got {type(raw).__name__}")
+        raise MalformedEventError(f"detail.{field_name}: expected a list, got {type(raw).__name__}")
     out: list[RuleStatus] = []
     for entry in raw:
         if not isinstance(entry, Mapping):
@@ -136,12 +173,14 @@ def _rules(raw: object, kind: str) -> list[RuleStatus]:
         status = entry.get("RuleEvaluationStatus")
         if not isinstance(name, str) or not isinstance(status, str) or not 0 < len(name) <= _MAX_NAME:
             continue
+        if not _encodable(name) or not name.isprintable():
+            continue
         details = _opt_str(entry.get("StatusDetails"))
         out.append(
             RuleStatus(
                 name=name,
                 status=status[:64],
-                kind="profiler" if kind.startswith("Profiler") else "debug",
+                kind=kind,
                 details=details,
                 step=parse_step(details),
                 evaluation_job_arn=_opt_str(entry.get("RuleEvaluationJobArn"), 512),
@@ -153,10 +192,11 @@ def _rules(raw: object, kind: str) -> list[RuleStatus]:
 
 def rule_statuses_from_description(detail: Mapping[str, Any]) -> tuple[RuleStatus, ...]:
     """Rule statuses from a DescribeTrainingJob response or an event ``detail``; bad entries skipped."""
-    return tuple(
-        _rules(detail.get("DebugRuleEvaluationStatuses"), "DebugRuleEvaluationStatuses")
-        + _rules(detail.get("ProfilerRuleEvaluationStatuses"), "ProfilerRuleEvaluationStatuses")
-    )
+    out: list[RuleStatus] = []
+    for kind in RULE_KINDS:
+        status_field = RULE_FIELDS[kind][0]
+        out += _rules(detail.get(status_field), kind, status_field)
+    return tuple(out)
 
 
 def parse_state_change(event: object) -> JobStateChange:
@@ -173,30 +213,27 @@ def parse_state_change(event: object) -> JobStateChange:
     if not isinstance(detail, Mapping):
         raise MalformedEventError(f"event.detail: expected an object, got {type(detail).__name__}")
     name = detail.get("TrainingJobName")
-    if not isinstance(name, str) or not 0 < len(name) <= _MAX_NAME:
-        raise MalformedEventError(f"detail.TrainingJobName: expected a job name, got {str(name)[:80]!r}")
-    tags_raw = detail.get("Tags")
-    tags: dict[str, str] | None = None
-    if isinstance(tags_raw, Mapping):
-        tags = {k: v for k, v in tags_raw.items() if isinstance(k, str) and isinstance(v, str)}
-    hyper = detail.get("HyperParameters")
-    hyperparameters = (
-        {k: v for k, v in hyper.items() if isinstance(k, str) and isinstance(v, str)}
-        if isinstance(hyper, Mapping)
-        else {}
-    )
+    if not isinstance(name, str) or not _JOB_NAME.fullmatch(name):
+        shown = name[:80].encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace") if isinstance(
+            name, str
+        ) else type(name).__name__
+        raise MalformedEventError(
+            f"detail.TrainingJobName: {shown!r} is not a SageMaker training job name "
+            "(1-63 letters, digits and hyphens)"
+        )
+    arn = detail.get("TrainingJobArn")
+    if arn is not None and (not isinstance(arn, str) or parse_job_arn(arn) is None):
+        raise MalformedEventError(f"detail.TrainingJobArn: {str(arn)[:120]!a} is not a training job ARN")
     return JobStateChange(
         job_name=name,
-        job_arn=_opt_str(detail.get("TrainingJobArn"), 512),
+        job_arn=arn,
         status=_opt_str(detail.get("TrainingJobStatus"), 64),
         secondary_status=_opt_str(detail.get("SecondaryStatus"), 64),
         last_modified=parse_time(detail.get("LastModifiedTime")),
         rules=rule_statuses_from_description(detail),
-        tags=tags,
         region=_opt_str(event.get("region"), 64),
         account=_opt_str(event.get("account"), 64),
         event_id=_opt_str(event.get("id"), 128),
-        hyperparameters=hyperparameters,
     )
 
 

@@ -1,32 +1,37 @@
-"""The Lambda entry points' shared body: build clients once, parse, call the core, log the outcome.
+"""The Lambda entry points' shared body: build clients once, parse, verify, call the core, log the outcome.
 
-A malformed event is logged as one JSON line with ``"rejected": true`` and the reason, and the handler
-returns normally (retrying cannot fix it). An AWS failure left after botocore's standard retries
-propagates, so Lambda retries the invocation or sends the event to the dead-letter queue.
-Imports only boto3 and the standard library.
+The guard rejects only what the event parser says is malformed (:class:`MalformedEventError`): it is
+logged as one JSON line with ``"rejected": true`` and the handler returns normally (retrying cannot fix
+it). An event naming a job this deployment must not touch (:class:`EventRefusedError`) is logged and
+dropped the same way. Every other exception (an AWS failure left after retries, a live claim held by
+another invocation, a bug) propagates, so Lambda retries the invocation and then keeps the event in the
+dead-letter queue. Imports only boto3 and the standard library.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from smx_debug.actions.events import MalformedEventError, parse_alarm_message, parse_state_change
-from smx_debug.actions.ledger import Ledger, MemoryLedger
+from smx_debug.actions.ledger import Ledger, LedgerLike, MemoryLedger
 from smx_debug.actions.notify import alarm_notification
-from smx_debug.actions.respond import LedgerLike, job_tags, notify_rules, publish_rule_metrics, stop_job
+from smx_debug.actions.once import once
+from smx_debug.actions.respond import respond
 from smx_debug.actions.runtime import ClientFactory, client_factory, log_json
 from smx_debug.actions.settings import Settings
+from smx_debug.actions.verify import EventRefusedError, debugger_triggers, verify_job
+from smx_debug.contracts import Env, alarm_key
+from smx_debug.errors import ConfigError
 
 __all__ = [
     "Runtime",
     "handle_notify",
     "handle_retrain",
     "handle_rule_metrics",
+    "handle_state_change",
     "handle_stop_training",
 ]
 
@@ -43,12 +48,19 @@ class Runtime:
 
     @classmethod
     def from_env(
-        cls, environ: Mapping[str, str] | None = None, clients: ClientFactory | None = None
+        cls,
+        environ: Mapping[str, str] | None = None,
+        clients: ClientFactory | None = None,
+        context: Any = None,
     ) -> Runtime:
-        settings = Settings.from_env(environ)
-        factory = clients or client_factory(settings.region, settings.max_attempts)
+        settings = Settings.from_env(environ, context)
+        factory = clients or client_factory(
+            settings.region, settings.max_attempts, settings.connect_timeout, settings.read_timeout
+        )
         ledger: LedgerLike = (
-            Ledger(factory("dynamodb"), settings.ledger_table) if settings.ledger_table else MemoryLedger()
+            Ledger(factory("dynamodb"), settings.ledger_table, lease_seconds=settings.lease_seconds)
+            if settings.ledger_table
+            else MemoryLedger(lease_seconds=settings.lease_seconds)
         )
         return cls(settings=settings, clients=factory, ledger=ledger)
 
@@ -57,53 +69,61 @@ class Runtime:
         return self.settings.region or _DEFAULT_REGION
 
 
-def _guard(name: str, event: object, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+def _guard(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     try:
         result = body()
-    except MalformedEventError as exc:
-        log_json(logging.WARNING, handler=name, rejected=True, reason=str(exc)[:1000])
-        return {"rejected": True, "reason": str(exc)[:1000]}
-    except (ClientError, BotoCoreError) as exc:
-        log_json(
-            logging.ERROR, handler=name, rejected=False, error=type(exc).__name__, message=str(exc)[:1000]
-        )
+    except (MalformedEventError, EventRefusedError) as exc:
+        what = "rejected" if isinstance(exc, MalformedEventError) else "refused"
+        log_json(logging.WARNING, handler=name, **{what: True}, reason=str(exc)[:1000])
+        return {what: True, "reason": str(exc)[:1000]}
+    except Exception as exc:
+        log_json(logging.ERROR, handler=name, error=type(exc).__name__, message=str(exc)[:1000])
         raise
-    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as exc:
-        # Data we could not make sense of (a shape we did not foresee): reject, don't crash-loop.
-        reason = f"unusable event ({type(exc).__name__}: {str(exc)[:500]})"
-        log_json(logging.WARNING, handler=name, rejected=True, reason=reason)
-        return {"rejected": True, "reason": reason}
-    log_json(logging.INFO, handler=name, rejected=False, **result)
+    log_json(logging.INFO, handler=name, **result)
     return result
+
+
+def handle_state_change(event: object, runtime: Runtime, actions: Collection[str]) -> dict[str, Any]:
+    """The Debugger-event path: parse -> verify with SageMaker -> :func:`respond` with SageMaker's triggers.
+
+    An event that claims no rule found issues costs no AWS call; one that does is checked against
+    DescribeTrainingJob and ListTags, and only what SageMaker shows is acted on.
+    """
+    change = parse_state_change(event)
+    if not change.triggered():
+        return {"job": change.job_name, "skipped": "no rule found issues"}
+    job = verify_job(
+        runtime.clients("sagemaker"),
+        job_name=change.job_name,
+        job_arn=change.job_arn,
+        event_account=change.account,
+        event_region=change.region,
+        deployment_account=runtime.settings.account,
+        deployment_region=runtime.settings.region,
+    )
+    return respond(
+        job,
+        debugger_triggers(job),
+        settings=runtime.settings,
+        ledger=runtime.ledger,
+        clients=runtime.clients,
+        actions=actions,
+    )
 
 
 def handle_rule_metrics(event: object, runtime: Runtime) -> dict[str, Any]:
     """EventBridge state change -> ``SmxDebug/RuleTriggered`` datapoints for newly triggered rules."""
-
-    def body() -> dict[str, Any]:
-        change = parse_state_change(event)
-        if not change.triggered():
-            return {"action": "metrics", "job": change.job_name, "published": []}
-        tags = job_tags(change, runtime.clients("sagemaker"), runtime.region)
-        return publish_rule_metrics(
-            change, runtime.settings, runtime.ledger, runtime.clients("cloudwatch"), tags
-        )
-
-    return _guard("rule_metrics", event, body)
+    return _guard(
+        "rule_metrics", lambda: {"action": "metrics", **handle_state_change(event, runtime, ("metric",))}
+    )
 
 
 def handle_stop_training(event: object, runtime: Runtime) -> dict[str, Any]:
-    """EventBridge state change -> StopTrainingJob for a watched job whose rule asks for ``stop``."""
-
-    def body() -> dict[str, Any]:
-        change = parse_state_change(event)
-        if not change.triggered():
-            return {"action": "stop", "job": change.job_name, "skipped": "no rule found issues"}
-        sagemaker = runtime.clients("sagemaker")
-        tags = job_tags(change, sagemaker, runtime.region)
-        return stop_job(change, runtime.settings, runtime.ledger, sagemaker, tags)
-
-    return _guard("stop_training", event, body)
+    """EventBridge state change -> StopTrainingJob (``stop``) and the retraining workflow (``retrain``)."""
+    return _guard(
+        "stop_training",
+        lambda: {"action": "stop", **handle_state_change(event, runtime, ("stop", "retrain"))},
+    )
 
 
 def _sns_records(event: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
@@ -118,7 +138,9 @@ def _notify_alarms(records: list[Mapping[str, Any]], runtime: Runtime) -> dict[s
     rejected: list[str] = []
     topic = runtime.settings.topic_arn
     if not topic:
-        raise MalformedEventError("SMX_TOPIC_ARN is not set: nowhere to send alarm notifications")
+        raise ConfigError(
+            f"{Env.TOPIC_ARN}: not set, nowhere to send alarm notifications", field=Env.TOPIC_ARN, value=None
+        )
     for record in records:
         sns_part = record.get("Sns")
         if not isinstance(sns_part, Mapping):
@@ -129,18 +151,26 @@ def _notify_alarms(records: list[Mapping[str, Any]], runtime: Runtime) -> dict[s
         except MalformedEventError as exc:
             rejected.append(str(exc)[:300])
             continue
-        key = f"alarm#{alarm.alarm_name}#{alarm.new_state}#{alarm.change_time or sns_part.get('MessageId')}#notify"
-        if not runtime.ledger.claim(key, {"action": "notify", "alarm": alarm.alarm_name}):
-            continue
-        try:
-            message_id = alarm_notification(alarm, region=runtime.region).publish(
-                runtime.clients("sns"), topic
+        when = alarm.change_time or str(sns_part.get("MessageId"))
+
+        def act(alarm: Any = alarm) -> dict[str, object]:
+            note = alarm_notification(alarm, region=runtime.region)
+            return {"outcome": "published", "message_id": note.publish(runtime.clients("sns"), topic)}
+
+        done = once(
+            runtime.ledger,
+            alarm_key(alarm.alarm_name, alarm.new_state, when),
+            {"action": "notify", "alarm": alarm.alarm_name, "actor": runtime.settings.actor},
+            act,
+        )
+        if done.acted:
+            sent.append(
+                {
+                    "alarm": alarm.alarm_name,
+                    "state": alarm.new_state,
+                    "message_id": str(done.record["message_id"]),
+                }
             )
-        except Exception:
-            runtime.ledger.release(key)
-            raise
-        runtime.ledger.complete(key, {"outcome": "published", "message_id": message_id})
-        sent.append({"alarm": alarm.alarm_name, "state": alarm.new_state, "message_id": message_id})
     if rejected and not sent:
         raise MalformedEventError("; ".join(rejected))
     return {"action": "notify", "alarms": sent, "rejected_records": rejected}
@@ -153,20 +183,13 @@ def handle_notify(event: object, runtime: Runtime) -> dict[str, Any]:
         records = _sns_records(event) if isinstance(event, Mapping) else None
         if records is not None:
             return _notify_alarms(records, runtime)
-        change = parse_state_change(event)
-        if not change.triggered():
-            return {"action": "notify", "job": change.job_name, "sent": []}
-        sagemaker = runtime.clients("sagemaker")
-        tags = job_tags(change, sagemaker, runtime.region)
-        return notify_rules(
-            change, runtime.settings, runtime.ledger, runtime.clients("sns"), sagemaker, tags, runtime.region
-        )
+        return {"action": "notify", **handle_state_change(event, runtime, ("notify",))}
 
-    return _guard("notify", event, body)
+    return _guard("notify", body)
 
 
 def handle_retrain(event: object, runtime: Runtime) -> dict[str, Any]:
-    """Step Functions task ``{"step": "init"|"train"|"monitor", "state": {...}}`` -> the new state document."""
+    """Step Functions task ``{"step": "init"|"train"|"monitor"|"end", "state": {...}}`` -> the new state."""
     from smx_debug.actions.retrain import run_step
 
     return run_step(event, runtime)

@@ -1,28 +1,49 @@
 """The action ledger: a DynamoDB table (partition key ``pk``, string) that makes actions exactly-once.
 
-Before acting, a handler claims ``pk`` with a conditional put (``attribute_not_exists(pk)``); only the
-winner acts. Duplicated, replayed or concurrent events lose the claim and do nothing. If the action
-then fails, the claim is released so that Lambda's retry can act; when it succeeds, the item records
-who did what, when and why. Imports only botocore and the standard library.
+A claim is a lease (Powertools' idempotency utility is the model; its bug #1038 was a claim that never
+expired). Claiming ``pk`` is a conditional put that succeeds when the item does not exist, or when it is
+an unfinished claim whose lease has run out (its holder died: Lambda timeout, out of memory, a crash
+between claim and action). Only the winner acts. A completed item is never taken over; it carries the TTL
+attribute :data:`~smx_debug.contracts.LEDGER_TTL_ATTRIBUTE`, which the stack enables on the table, so the
+table does not grow forever. Every item records who did what, when and why.
+
+Attributes: ``pk``, ``state`` (``claimed``/``done``), ``claimed_at``, ``lease_until`` (epoch seconds; a
+claim is live until then), ``done_at``, ``expires_at`` (the TTL) and the caller's record and outcome.
+Imports only botocore and the standard library.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from botocore.exceptions import ClientError
 
-__all__ = ["Ledger", "MemoryLedger", "ledger_key"]
+from smx_debug.contracts import (
+    DEFAULT_LEASE_SECONDS,
+    LEDGER_KEY_ATTRIBUTE,
+    LEDGER_RETENTION_SECONDS,
+    LEDGER_TTL_ATTRIBUTE,
+)
 
-_CLAIMED = "claimed"
-_DONE = "done"
+__all__ = ["CLAIMED", "DONE", "Ledger", "LedgerLike", "MemoryLedger"]
+
+CLAIMED = "claimed"
+DONE = "done"
+_RESERVED = {LEDGER_KEY_ATTRIBUTE, "state", "claimed_at", "lease_until", "done_at", LEDGER_TTL_ATTRIBUTE}
 
 
-def ledger_key(*parts: str) -> str:
-    """``job#rule#IssuesFound#action`` and the like; ``#`` never occurs in job or rule names."""
-    return "#".join(parts)
+class LedgerLike(Protocol):
+    """What the claim-act-complete helper needs from a ledger."""
+
+    lease_seconds: float
+
+    def claim(self, pk: str, record: Mapping[str, object]) -> bool: ...
+    def complete(self, pk: str, outcome: Mapping[str, object]) -> None: ...
+    def release(self, pk: str) -> None: ...
+    def get(self, pk: str) -> dict[str, str] | None: ...
 
 
 def _attr(value: object) -> dict[str, Any]:
@@ -30,30 +51,62 @@ def _attr(value: object) -> dict[str, Any]:
         return {"BOOL": value}
     if isinstance(value, int | float):
         return {"N": repr(value)}
-    return {"S": str(value)[:4096]}
+    return {"S": str(value).encode("utf-8", "replace").decode("utf-8")[:4096]}
+
+
+def _text(value: object) -> str:
+    return str(value).encode("utf-8", "replace").decode("utf-8")[:4096]
 
 
 class Ledger:
-    """Conditional-put claims in DynamoDB.
+    """Lease claims in DynamoDB.
 
     Args:
         dynamodb: a boto3 DynamoDB client.
         table: the table name.
         clock: epoch seconds, injectable for tests.
+        lease_seconds: how long a claim stays live; must outlast the function timeout.
+        retention_seconds: how long a completed record is kept (its TTL).
     """
 
-    def __init__(self, dynamodb: Any, table: str, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        dynamodb: Any,
+        table: str,
+        clock: Callable[[], float] = time.time,
+        *,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        retention_seconds: float = LEDGER_RETENTION_SECONDS,
+    ) -> None:
         self._ddb = dynamodb
         self.table = table
         self._clock = clock
+        self.lease_seconds = lease_seconds
+        self.retention_seconds = retention_seconds
 
     def claim(self, pk: str, record: Mapping[str, object]) -> bool:
-        """Claim ``pk``; False if someone already holds or completed it."""
-        item = {"pk": {"S": pk}, "state": {"S": _CLAIMED}, "claimed_at": _attr(self._clock())}
-        item.update({k: _attr(v) for k, v in record.items() if v is not None and k not in item})
+        """Claim ``pk`` for one lease; False if it is done, or claimed by someone whose lease is live."""
+        now = self._clock()
+        lease_until = now + self.lease_seconds
+        item = {
+            LEDGER_KEY_ATTRIBUTE: {"S": pk},
+            "state": {"S": CLAIMED},
+            "claimed_at": _attr(now),
+            "lease_until": _attr(lease_until),
+            LEDGER_TTL_ATTRIBUTE: _attr(int(lease_until + self.retention_seconds)),
+        }
+        item.update({k: _attr(v) for k, v in record.items() if v is not None and k not in _RESERVED})
         try:
             self._ddb.put_item(
-                TableName=self.table, Item=item, ConditionExpression="attribute_not_exists(pk)"
+                TableName=self.table,
+                Item=item,
+                ConditionExpression="attribute_not_exists(#pk) OR (#state = :claimed AND #lease < :now)",
+                ExpressionAttributeNames={
+                    "#pk": LEDGER_KEY_ATTRIBUTE,
+                    "#state": "state",
+                    "#lease": "lease_until",
+                },
+                ExpressionAttributeValues={":claimed": {"S": CLAIMED}, ":now": _attr(now)},
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
@@ -62,33 +115,34 @@ class Ledger:
         return True
 
     def complete(self, pk: str, outcome: Mapping[str, object]) -> None:
-        """Mark a claim done and record the outcome (what was done)."""
-        names = {"#state": "state", "#done_at": "done_at"}
-        values = {":done": {"S": _DONE}, ":now": _attr(self._clock())}
-        sets = ["#state = :done", "#done_at = :now"]
+        """Mark a claim done, record the outcome and start the record's retention (TTL)."""
+        now = self._clock()
+        names = {"#state": "state", "#done_at": "done_at", "#ttl": LEDGER_TTL_ATTRIBUTE}
+        values = {":done": {"S": DONE}, ":now": _attr(now), ":ttl": _attr(int(now + self.retention_seconds))}
+        sets = ["#state = :done", "#done_at = :now", "#ttl = :ttl"]
         for i, (key, value) in enumerate(outcome.items()):
-            if value is None:
+            if value is None or key in _RESERVED:
                 continue
             names[f"#o{i}"] = key
             values[f":o{i}"] = _attr(value)
             sets.append(f"#o{i} = :o{i}")
         self._ddb.update_item(
             TableName=self.table,
-            Key={"pk": {"S": pk}},
+            Key={LEDGER_KEY_ATTRIBUTE: {"S": pk}},
             UpdateExpression="SET " + ", ".join(sets),
             ExpressionAttributeNames=names,
             ExpressionAttributeValues=values,
         )
 
     def release(self, pk: str) -> None:
-        """Drop an unfinished claim after a failure, so a retry may act; a completed claim is kept."""
+        """Drop an unfinished claim after a failure, so a retry may act at once; a completed one is kept."""
         try:
             self._ddb.delete_item(
                 TableName=self.table,
-                Key={"pk": {"S": pk}},
+                Key={LEDGER_KEY_ATTRIBUTE: {"S": pk}},
                 ConditionExpression="#state = :claimed",
                 ExpressionAttributeNames={"#state": "state"},
-                ExpressionAttributeValues={":claimed": {"S": _CLAIMED}},
+                ExpressionAttributeValues={":claimed": {"S": CLAIMED}},
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") != "ConditionalCheckFailedException":
@@ -96,35 +150,65 @@ class Ledger:
 
     def get(self, pk: str) -> dict[str, str] | None:
         """The record for ``pk`` with every attribute as a string, or None."""
-        item = self._ddb.get_item(TableName=self.table, Key={"pk": {"S": pk}}, ConsistentRead=True).get(
-            "Item"
-        )
+        item = self._ddb.get_item(
+            TableName=self.table, Key={LEDGER_KEY_ATTRIBUTE: {"S": pk}}, ConsistentRead=True
+        ).get("Item")
         if not item:
             return None
         return {k: str(next(iter(v.values()))) for k, v in item.items()}
 
 
 class MemoryLedger:
-    """The same contract in memory: for unit tests and for deployments without a table (no dedup across
-    invocations, so metrics and notifications become at-least-once)."""
+    """The same contract (leases, takeover of expired claims, TTL) in memory: for tests and for deployments
+    without a table (no dedup across invocations: metrics and notifications become at-least-once)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.time,
+        *,
+        lease_seconds: float = DEFAULT_LEASE_SECONDS,
+        retention_seconds: float = LEDGER_RETENTION_SECONDS,
+    ) -> None:
         self.items: dict[str, dict[str, str]] = {}
+        self._lock = threading.Lock()
+        self._clock = clock
+        self.lease_seconds = lease_seconds
+        self.retention_seconds = retention_seconds
 
     def claim(self, pk: str, record: Mapping[str, object]) -> bool:
-        if pk in self.items:
+        with self._lock:
+            return self._claim(pk, record)
+
+    def _claim(self, pk: str, record: Mapping[str, object]) -> bool:
+        now = self._clock()
+        held = self.items.get(pk)
+        if held is not None and not (held["state"] == CLAIMED and float(held["lease_until"]) < now):
             return False
-        self.items[pk] = {"state": _CLAIMED, **{k: str(v) for k, v in record.items() if v is not None}}
+        lease_until = now + self.lease_seconds
+        self.items[pk] = {
+            **{k: _text(v) for k, v in record.items() if v is not None and k not in _RESERVED},
+            "state": CLAIMED,
+            "claimed_at": repr(now),
+            "lease_until": repr(lease_until),
+            LEDGER_TTL_ATTRIBUTE: str(int(lease_until + self.retention_seconds)),
+        }
         return True
 
     def complete(self, pk: str, outcome: Mapping[str, object]) -> None:
+        now = self._clock()
         self.items.setdefault(pk, {}).update(
-            {"state": _DONE, **{k: str(v) for k, v in outcome.items() if v is not None}}
+            {
+                **{k: _text(v) for k, v in outcome.items() if v is not None and k not in _RESERVED},
+                "state": DONE,
+                "done_at": repr(now),
+                LEDGER_TTL_ATTRIBUTE: str(int(now + self.retention_seconds)),
+            }
         )
 
     def release(self, pk: str) -> None:
-        if self.items.get(pk, {}).get("state") == _CLAIMED:
+        if self.items.get(pk, {}).get("state") == CLAIMED:
             del self.items[pk]
 
     def get(self, pk: str) -> dict[str, str] | None:
-        return self.items.get(pk)
+        item = self.items.get(pk)
+        return None if item is None else {LEDGER_KEY_ATTRIBUTE: pk, **item}

@@ -1,32 +1,45 @@
 """Human-readable notifications: rule triggers and CloudWatch alarm state changes.
 
 Pure formatting plus one SNS publish. SNS limits: subject at most 100 printable ASCII characters with
-no line breaks; message at most 256 KB. Imports only the standard library.
+no line breaks; message at most 256 KB. Console and rule-log links come from :mod:`smx_debug.contracts`
+(every partition). Messages name hyperparameters and environment variables but never show their values,
+except the keys a deployment lists as safe (``SMX_SHOW_KEYS``): see :func:`shown_values`.
+Imports only the standard library.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from smx_debug.actions.events import AlarmChange, JobStateChange, RuleStatus
+from smx_debug.actions.events import AlarmChange
+from smx_debug.actions.verify import Trigger, VerifiedJob
+from smx_debug.contracts import (
+    RULE_LOG_GROUP,
+    SOURCE_EVALUATOR,
+    console_domain,
+    console_job_url,
+    partition_of_region,
+    rule_logs_url_from_arn,
+)
 
 __all__ = [
+    "HIDDEN",
     "MAX_MESSAGE_BYTES",
     "MAX_SUBJECT",
     "Notification",
     "alarm_notification",
-    "console_job_url",
-    "rule_logs_url",
     "rule_notification",
     "safe_subject",
+    "shown_values",
 ]
 
 MAX_SUBJECT = 100
 MAX_MESSAGE_BYTES = 256 * 1024
-RULE_LOG_GROUP = "/aws/sagemaker/ProcessingJobs"
+HIDDEN = "(value hidden)"
 _NOT_SUBJECT = re.compile(r"[^\x20-\x7e]+")
 
 
@@ -47,73 +60,64 @@ def safe_subject(text: str) -> str:
     return flat if len(flat) <= MAX_SUBJECT else flat[: MAX_SUBJECT - 3] + "..."
 
 
-def _cap(message: str) -> str:
-    data = message.encode("utf-8")
-    if len(data) <= MAX_MESSAGE_BYTES:
-        return message
-    return data[: MAX_MESSAGE_BYTES - 64].decode("utf-8", "ignore") + "\n... (truncated to fit SNS)"
+def shown_values(values: Mapping[str, object], show_keys: Collection[str]) -> str:
+    """``key=value`` for the keys a deployment lists as safe to show, ``key=(value hidden)`` for the rest.
 
-
-def console_job_url(region: str, job_name: str) -> str:
-    """The training job's page in the SageMaker console."""
-    return f"https://{region}.console.aws.amazon.com/sagemaker/home?region={region}#/jobs/{quote(job_name)}"
-
-
-def _cw_fragment(text: str) -> str:
-    # The CloudWatch console double-encodes fragment parts: '/' -> %2F -> $252F.
-    return quote(quote(text, safe=""), safe="").replace("%", "$")
-
-
-def rule_logs_url(region: str, processing_job_name: str) -> str:
-    """The rule evaluation job's logs: group /aws/sagemaker/ProcessingJobs, stream prefix = job name."""
+    Example:
+        >>> shown_values({"learning_rate": 0.1, "wandb_api_key": "s3cr3t"}, {"learning_rate"})
+        'learning_rate=0.1, wandb_api_key=(value hidden)'
+    """
     return (
-        f"https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}#logsV2:log-groups/log-group/"
-        f"{_cw_fragment(RULE_LOG_GROUP)}$3FlogStreamNameFilter$3D{_cw_fragment(processing_job_name)}"
+        ", ".join(f"{key}={values[key] if key in show_keys else HIDDEN}" for key in sorted(values, key=str))
+        or "(none)"
     )
 
 
+def _cap(message: str) -> str:
+    data = message.encode("utf-8", "replace")
+    if len(data) <= MAX_MESSAGE_BYTES:
+        return data.decode("utf-8")
+    return data[: MAX_MESSAGE_BYTES - 64].decode("utf-8", "ignore") + "\n... (truncated to fit SNS)"
+
+
 def rule_notification(
-    change: JobStateChange,
-    rule: RuleStatus,
+    job: VerifiedJob,
+    trigger: Trigger,
     *,
-    region: str,
     action_taken: str,
-    job_status: str | None = None,
     plan: str | None = None,
 ) -> Notification:
-    """The message people get when a rule finds issues: job, rule, details, step, action, links."""
-    step = str(rule.step) if rule.step is not None else "unknown"
-    details = (rule.details or "(none)").strip()[:4000]
+    """The message people get when a rule finds issues: who found it, job, rule, details, step, action, links."""
+    step = str(trigger.step) if trigger.step is not None else "unknown"
+    details = (trigger.details or "(none)").strip()[:4000]
     lines = [
-        f"SageMaker Debugger rule {rule.name} found issues in training job {change.job_name}.",
+        f"{trigger.source}: rule {trigger.rule} found issues in training job {job.name}.",
         "",
-        f"Training job:    {change.job_name}",
-        f"Rule:            {rule.name} ({rule.kind} rule)",
-        f"Rule status:     {rule.status}",
+        f"Training job:    {job.name}",
+        f"Rule:            {trigger.rule} ({trigger.kind} rule, evaluated by {trigger.source})",
         f"Status details:  {details}",
         f"Step:            {step}",
-        f"Job status:      {job_status or change.status or 'unknown'}",
+        f"Job status:      {job.status}",
         f"Action taken:    {action_taken}",
     ]
     if plan:
         lines.append(f"Debug plan:      {plan}")
-    lines += ["", f"Training job in the console: {console_job_url(region, change.job_name)}"]
-    if rule.processing_job_name:
-        lines.append(
-            f"Rule job logs ({RULE_LOG_GROUP}, stream prefix {rule.processing_job_name}): "
-            f"{rule_logs_url(region, rule.processing_job_name)}"
-        )
-    else:
-        lines.append(f"Rule job logs: {RULE_LOG_GROUP} (the rule job ARN was not in the event)")
-    subject = safe_subject(f"smx-debug: {rule.name} found issues in {change.job_name}")
+    lines += ["", f"Training job in the console: {console_job_url(job.region, job.name)}"]
+    logs = rule_logs_url_from_arn(trigger.evaluation_job_arn)
+    if logs:
+        lines.append(f"Rule job logs ({RULE_LOG_GROUP}): {logs}")
+    elif trigger.source != SOURCE_EVALUATOR:
+        lines.append(f"Rule job logs: {RULE_LOG_GROUP} (SageMaker did not name the rule job)")
+    subject = safe_subject(f"smx-debug: {trigger.rule} found issues in {job.name}")
     return Notification(subject=subject, message=_cap("\n".join(lines) + "\n"))
 
 
 def alarm_notification(alarm: AlarmChange, *, region: str) -> Notification:
     """The message for a CloudWatch alarm state change (e.g. an alarm on the RuleTriggered metric)."""
     where = alarm.region if alarm.region and " " not in alarm.region else region
+    domain = console_domain(partition_of_region(region))
     alarm_url = (
-        f"https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}#alarmsV2:alarm/"
+        f"https://{region}.{domain}/cloudwatch/home?region={region}#alarmsV2:alarm/"
         f"{quote(alarm.alarm_name, safe='')}"
     )
     lines = [

@@ -1,246 +1,293 @@
-"""What the handlers do when a training job's rules change: publish metrics, stop the job, notify people.
+"""The action core: what happens when rules find issues in a verified training job.
 
-Each function takes the parsed event, the deployment :class:`Settings`, a ledger and injected boto3
-clients, and returns a JSON-able summary of what it did (also logged). AWS errors that remain after
-botocore's standard retries propagate, so that Lambda retries the event or sends it to the DLQ; a claim
-taken in the ledger is released first so the retry can act. Imports only boto3 and the standard library.
+:func:`respond` is the one entry point, whoever evaluated the rules: the Debugger-event path (parse the
+EventBridge event -> :func:`~smx_debug.actions.verify.verify_job` -> :func:`respond`) and smx-debug's own
+scheduled evaluator (issue 14) call it the same way. For a watched job it runs, per triggered rule and the
+actions its tags (``smx-debug:on:<rule>``) and the deployment defaults ask for:
+
+- ``metric``: ``RuleTriggered`` = 1 with :func:`smx_debug.contracts.metric_dimensions`, once per job and rule;
+- ``stop``: StopTrainingJob, once per job, only while SageMaker shows it InProgress;
+- ``retrain``: StartExecution of the retraining state machine, once per job (execution name from the job);
+- ``notify``: one message per rule and topic, once.
+
+Every action goes through :func:`smx_debug.actions.once.once` (claim, act, complete). One action failing
+(an AWS error left after retries, a foreign topic refusing us, a live claim held by another invocation)
+does not stop the others: each failure is recorded and, after all ran, the first one is raised, so the
+invocation fails and is retried (the actions already done are found in the ledger) or lands in the DLQ.
+Imports only boto3 and the standard library.
 """
 
 from __future__ import annotations
 
+import functools
+import json
+import logging
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any
 
 from botocore.exceptions import ClientError
 
-from smx_debug.actions.events import ISSUES_FOUND, JobStateChange, RuleStatus
+from smx_debug.actions.ledger import DONE, LedgerLike
 from smx_debug.actions.notify import rule_notification
+from smx_debug.actions.once import once
+from smx_debug.actions.retrain import run_spec_from_job
+from smx_debug.actions.runtime import ClientFactory, log_json
 from smx_debug.actions.settings import Settings
-from smx_debug.tags import ActionSpec, decode_tags, tags_as_dict
+from smx_debug.actions.stop import stop_once
+from smx_debug.actions.verify import Trigger, VerifiedJob
+from smx_debug.contracts import (
+    METRIC_NAME,
+    Env,
+    metric_dimensions,
+    retrain_execution_name,
+    retrain_key,
+    rule_action_key,
+    stop_key,
+)
+from smx_debug.errors import ConfigError
+from smx_debug.tags import ActionSpec, decode_tags
 
-__all__ = [
-    "METRIC_NAME",
-    "LedgerLike",
-    "describe_status",
-    "job_tags",
-    "notify_rules",
-    "publish_rule_metrics",
-    "stop_job",
-    "stop_key",
-]
+__all__ = ["ACTIONS", "METRIC_NAME", "respond"]
 
-METRIC_NAME = "RuleTriggered"
-
-
-class LedgerLike(Protocol):
-    def claim(self, pk: str, record: Mapping[str, object]) -> bool: ...
-    def complete(self, pk: str, outcome: Mapping[str, object]) -> None: ...
-    def release(self, pk: str) -> None: ...
-    def get(self, pk: str) -> dict[str, str] | None: ...
+ACTIONS = ("metric", "stop", "retrain", "notify")
+_STOP, _RETRAIN = ActionSpec("stop"), ActionSpec("retrain")
 
 
-def stop_key(job_name: str) -> str:
-    """One stop per job, whichever rule asked first."""
-    return f"{job_name}#stop"
+class _Failures:
+    def __init__(self) -> None:
+        self.errors: list[tuple[str, BaseException]] = []
+
+    def run(self, what: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return fn()
+        except Exception as exc:
+            self.errors.append((what, exc))
+            return {"failed": f"{type(exc).__name__}: {str(exc)[:300]}"}
 
 
-def _rule_key(job: str, rule: RuleStatus, action: str) -> str:
-    return f"{job}#{rule.kind}:{rule.name}#{ISSUES_FOUND}#{action}"
-
-
-def job_arn(change: JobStateChange, region: str) -> str:
-    if change.job_arn:
-        return change.job_arn
-    account = change.account or "000000000000"
-    return f"arn:aws:sagemaker:{region}:{account}:training-job/{change.job_name.lower()}"
-
-
-def job_tags(change: JobStateChange, sagemaker: Any, region: str) -> dict[str, str]:
-    """Tags from the event when it carries them, else ListTags (paginated)."""
-    if change.tags is not None:
-        return dict(change.tags)
-    tags: dict[str, str] = {}
-    for page in sagemaker.get_paginator("list_tags").paginate(ResourceArn=job_arn(change, region)):
-        tags.update(tags_as_dict(page.get("Tags", [])))
-    return tags
-
-
-def describe_status(sagemaker: Any, job_name: str) -> str | None:
-    """The job's current status, or None if SageMaker does not know the job."""
-    try:
-        return str(sagemaker.describe_training_job(TrainingJobName=job_name)["TrainingJobStatus"])
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") == "ValidationException":
-            return None
-        raise
-
-
-def _triggered_actions(
-    change: JobStateChange, settings: Settings, tags: Mapping[str, str]
-) -> list[tuple[RuleStatus, tuple[ActionSpec, ...]]]:
-    decoded = decode_tags(tags)
-    return [(rule, settings.actions_for(rule.name, decoded)) for rule in change.triggered()]
-
-
-def publish_rule_metrics(
-    change: JobStateChange,
+def respond(
+    job: VerifiedJob,
+    triggered: Sequence[Trigger],
+    *,
     settings: Settings,
     ledger: LedgerLike,
-    cloudwatch: Any,
-    tags: Mapping[str, str],
+    clients: ClientFactory,
+    actions: Collection[str] = ACTIONS,
     clock: Callable[[], float] = time.time,
 ) -> dict[str, Any]:
-    """Put ``RuleTriggered`` = 1 once per newly triggered rule, with dimension sets {}, {RuleName} and
-    {TrainingJobName, RuleName}."""
-    if not settings.watches(change.job_name, tags):
-        return {"action": "metrics", "skipped": "job not watched by this deployment"}
-    published: list[str] = []
-    for rule in change.triggered():
-        key = _rule_key(change.job_name, rule, "metric")
-        if not ledger.claim(key, {"action": "metric", "job": change.job_name, "rule": rule.name}):
-            continue
-        now = clock()
-        datum = {"MetricName": METRIC_NAME, "Value": 1.0, "Unit": "Count", "Timestamp": now}
-        try:
-            cloudwatch.put_metric_data(
-                Namespace=settings.namespace,
-                MetricData=[
-                    {**datum, "Dimensions": []},  # all rules of all jobs: the alarm_rules ["*"] alarm
-                    {**datum, "Dimensions": [{"Name": "RuleName", "Value": rule.name}]},
-                    {
-                        **datum,
-                        "Dimensions": [
-                            {"Name": "TrainingJobName", "Value": change.job_name},
-                            {"Name": "RuleName", "Value": rule.name},
-                        ],
-                    },
-                ],
+    """Carry out the ``actions`` (a subset of :data:`ACTIONS`) that ``triggered`` rules ask for on ``job``.
+
+    Returns a JSON-able summary. Raises the first action failure after every action ran (see module doc).
+    """
+    result: dict[str, Any] = {"job": job.name, "triggered": [t.rule for t in triggered]}
+    if not settings.watches(job.name, job.tags):
+        return {**result, "skipped": "job not watched by this deployment"}
+    if not triggered:
+        return {**result, "skipped": "no rule found issues"}
+    decoded = decode_tags(job.tags)
+    asked = [(t, settings.actions_for(t.rule, decoded)) for t in triggered]
+    failures = _Failures()
+    if "metric" in actions:
+        result["metrics"] = [
+            failures.run(
+                f"metric {t.rule}", functools.partial(_metric, job, t, settings, ledger, clients, clock)
             )
-        except Exception:
-            ledger.release(key)
-            raise
-        ledger.complete(key, {"outcome": "published", "actor": settings.actor, "step": rule.step})
-        published.append(rule.name)
-    return {"action": "metrics", "job": change.job_name, "published": published}
+            for t in triggered
+        ]
+    if "stop" in actions:
+        result["stop"] = failures.run("stop", lambda: _stop(job, asked, settings, ledger, clients))
+    if "retrain" in actions:
+        result["retrain"] = failures.run("retrain", lambda: _retrain(job, asked, settings, ledger, clients))
+    if "notify" in actions:
+        result["notify"] = _notify(job, asked, settings, ledger, clients, failures)
+    if failures.errors:
+        log_json(
+            logging.ERROR,
+            job=job.name,
+            failed=[
+                {"action": what, "error": type(e).__name__, "message": str(e)[:500]}
+                for what, e in failures.errors
+            ],
+        )
+        raise failures.errors[0][1]
+    return result
 
 
-def stop_job(
-    change: JobStateChange,
+def _metric(
+    job: VerifiedJob,
+    trigger: Trigger,
     settings: Settings,
     ledger: LedgerLike,
-    sagemaker: Any,
-    tags: Mapping[str, str],
+    clients: ClientFactory,
+    clock: Callable[[], float],
 ) -> dict[str, Any]:
-    """Stop the job whose rule (configured with ``stop``) found issues, once, and only while InProgress."""
-    result: dict[str, Any] = {"action": "stop", "job": change.job_name}
-    if not settings.watches(change.job_name, tags):
-        return {**result, "skipped": "job not watched by this deployment"}
-    asking = [
-        rule for rule, specs in _triggered_actions(change, settings, tags) if ActionSpec("stop") in specs
-    ]
-    if not asking:
-        return {**result, "skipped": "no triggered rule asks for stop"}
-    rule = asking[0]
-    result["rule"] = rule.name
-    status = describe_status(sagemaker, change.job_name)
-    if status != "InProgress":
-        # Already stopping, finished or unknown: nothing to do, and not an error.
-        return {**result, "skipped": f"job status is {status or 'unknown'}", "job_status": status}
-    key = stop_key(change.job_name)
-    record = {
-        "action": "stop",
-        "job": change.job_name,
-        "rule": rule.name,
-        "rule_kind": rule.kind,
-        "step": rule.step,
-        "status_details": rule.details,
-        "actor": settings.actor,
-        "event_id": change.event_id,
-        "rule_last_modified": rule.last_modified,
-    }
-    if not ledger.claim(key, record):
-        return {**result, "skipped": "already handled (ledger)", "duplicate": True}
-    try:
-        sagemaker.stop_training_job(TrainingJobName=change.job_name)
-        outcome = "stopped"
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ValidationException":
-            ledger.release(key)
-            raise
-        # The job left InProgress between describe and stop: that is fine, record what we saw.
-        now_status = describe_status(sagemaker, change.job_name)
-        outcome = f"not stopped: job was {now_status or 'unknown'}"
-    except Exception:
-        ledger.release(key)
-        raise
-    ledger.complete(key, {"outcome": outcome, "previous_status": status})
-    return {**result, "outcome": outcome, "step": rule.step}
-
-
-def _action_text(
-    specs: tuple[ActionSpec, ...], stop_record: Mapping[str, str] | None, job_status: str | None
-) -> str:
-    parts: list[str] = []
-    if stop_record and stop_record.get("state") == "done":
-        parts.append(
-            f"stop requested by {stop_record.get('actor', 'smx-debug')} "
-            f"(rule {stop_record.get('rule', '?')}; {stop_record.get('outcome', '')})"
+    def act() -> dict[str, object]:
+        datum = {"MetricName": METRIC_NAME, "Value": 1.0, "Unit": "Count", "Timestamp": clock()}
+        clients("cloudwatch").put_metric_data(
+            Namespace=settings.namespace,
+            MetricData=[{**datum, "Dimensions": dims} for dims in metric_dimensions(job.name, trigger.rule)],
         )
-    elif stop_record:
-        parts.append(f"stop in progress by {stop_record.get('actor', 'smx-debug')}")
-    elif ActionSpec("stop") in specs:
-        parts.append(f"stop configured; job status is {job_status or 'unknown'}")
-    if any(s.kind == "retrain" for s in specs):
-        parts.append("retraining workflow requested")
+        return {"outcome": "published", "actor": settings.actor, "step": trigger.step}
+
+    key = rule_action_key(job.name, trigger.kind, trigger.rule, "metric")
+    done = once(
+        ledger,
+        key,
+        {"action": "metric", "job": job.name, "rule": trigger.rule, "source": trigger.source},
+        act,
+    )
+    return {"rule": trigger.rule, "published": done.acted}
+
+
+def _first_asking(
+    asked: Sequence[tuple[Trigger, tuple[ActionSpec, ...]]], spec: ActionSpec
+) -> Trigger | None:
+    return next((t for t, specs in asked if spec in specs), None)
+
+
+def _record(job: VerifiedJob, trigger: Trigger, settings: Settings) -> dict[str, object]:
+    return {
+        "rule": trigger.rule,
+        "rule_kind": trigger.kind,
+        "source": trigger.source,
+        "step": trigger.step,
+        "status_details": trigger.details,
+        "actor": settings.actor,
+    }
+
+
+def _stop(
+    job: VerifiedJob,
+    asked: Sequence[tuple[Trigger, tuple[ActionSpec, ...]]],
+    settings: Settings,
+    ledger: LedgerLike,
+    clients: ClientFactory,
+) -> dict[str, Any]:
+    trigger = _first_asking(asked, _STOP)
+    if trigger is None:
+        return {"skipped": "no triggered rule asks for stop"}
+    if job.status != "InProgress":
+        # Already stopping, finished: nothing to do, and not an error.
+        return {"rule": trigger.rule, "skipped": f"job status is {job.status}"}
+    done = stop_once(clients("sagemaker"), ledger, job.name, _record(job, trigger, settings))
+    if not done.acted:
+        return {"rule": trigger.rule, "skipped": "already handled (ledger)", "duplicate": True}
+    return {"rule": trigger.rule, "outcome": done.record.get("outcome"), "step": trigger.step}
+
+
+def _retrain(
+    job: VerifiedJob,
+    asked: Sequence[tuple[Trigger, tuple[ActionSpec, ...]]],
+    settings: Settings,
+    ledger: LedgerLike,
+    clients: ClientFactory,
+) -> dict[str, Any]:
+    trigger = _first_asking(asked, _RETRAIN)
+    if trigger is None:
+        return {"skipped": "no triggered rule asks for retrain"}
+    machine = settings.state_machine_arn
+    if not machine:
+        raise ConfigError(
+            f"{Env.STATE_MACHINE_ARN}: not set, but rule {trigger.rule} of {job.name} asks for retrain",
+            field=Env.STATE_MACHINE_ARN,
+            value=None,
+        )
+    name = retrain_execution_name(job.name)
+    sagemaker, states = clients("sagemaker"), clients("stepfunctions")
+
+    def act() -> dict[str, object]:
+        spec = run_spec_from_job(job, trigger, sagemaker)
+        try:
+            arn = states.start_execution(
+                stateMachineArn=machine, name=name, input=json.dumps({"run_spec": spec}, sort_keys=True)
+            )["executionArn"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ExecutionAlreadyExists":
+                raise
+            arn = f"{machine.replace(':stateMachine:', ':execution:')}:{name}"
+        return {"outcome": "started", "execution_arn": arn, "execution_name": name}
+
+    done = once(
+        ledger,
+        retrain_key(job.name),
+        {"action": "retrain", "job": job.name, **_record(job, trigger, settings)},
+        act,
+    )
+    if not done.acted:
+        return {"rule": trigger.rule, "skipped": "already handled (ledger)", "duplicate": True}
+    return {"rule": trigger.rule, "outcome": "started", "execution_name": name}
+
+
+def _done_text(record: Mapping[str, str] | None, what: str) -> str | None:
+    if record is None:
+        return None
+    if record.get("state") != DONE:
+        return f"{what} in progress by {record.get('actor', 'smx-debug')}"
+    return f"{what} by {record.get('actor', 'smx-debug')} (rule {record.get('rule', '?')}; {record.get('outcome', '')})"
+
+
+def _action_text(job: VerifiedJob, specs: tuple[ActionSpec, ...], ledger: LedgerLike) -> str:
+    parts: list[str] = []
+    if _STOP in specs:
+        parts.append(
+            _done_text(ledger.get(stop_key(job.name)), "stop") or f"stop asked; job status is {job.status}"
+        )
+    if _RETRAIN in specs:
+        parts.append(
+            _done_text(ledger.get(retrain_key(job.name)), "retraining workflow started") or "retraining asked"
+        )
     parts.append("notification sent")
     return "; ".join(parts)
 
 
-def notify_rules(
-    change: JobStateChange,
+def _notify(
+    job: VerifiedJob,
+    asked: Sequence[tuple[Trigger, tuple[ActionSpec, ...]]],
     settings: Settings,
     ledger: LedgerLike,
-    sns: Any,
-    sagemaker: Any,
-    tags: Mapping[str, str],
-    region: str,
+    clients: ClientFactory,
+    failures: _Failures,
 ) -> dict[str, Any]:
-    """Publish one human-readable message per newly triggered rule configured with ``notify``."""
-    result: dict[str, Any] = {"action": "notify", "job": change.job_name}
-    if not settings.watches(change.job_name, tags):
-        return {**result, "skipped": "job not watched by this deployment"}
-    plan = decode_tags(tags).plan
-    sent: list[dict[str, str]] = []
-    job_status: str | None = None
-    for rule, specs in _triggered_actions(change, settings, tags):
+    plan = decode_tags(job.tags).plan
+    sent: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    for trigger, specs in asked:
         for spec in specs:
             if spec.kind != "notify":
                 continue
             topic = spec.target or settings.topic_arn
             if not topic:
-                result.setdefault("warnings", []).append(
-                    f"rule {rule.name}: notify without a topic (SMX_TOPIC_ARN)"
-                )
+                warnings.append(f"rule {trigger.rule}: notify without a topic (SMX_TOPIC_ARN)")
                 continue
-            key = _rule_key(change.job_name, rule, f"notify:{topic}")
-            if not ledger.claim(key, {"action": "notify", "job": change.job_name, "rule": rule.name}):
-                continue
-            try:
-                if job_status is None:
-                    job_status = describe_status(sagemaker, change.job_name)
+
+            def act(
+                trigger: Trigger = trigger, specs: tuple[ActionSpec, ...] = specs, topic: str = topic
+            ) -> dict[str, object]:
                 note = rule_notification(
-                    change,
-                    rule,
-                    region=region,
-                    action_taken=_action_text(specs, ledger.get(stop_key(change.job_name)), job_status),
-                    job_status=job_status,
-                    plan=plan,
+                    job, trigger, action_taken=_action_text(job, specs, ledger), plan=plan
                 )
-                message_id = note.publish(sns, topic)
-            except Exception:
-                ledger.release(key)
-                raise
-            ledger.complete(key, {"outcome": "published", "message_id": message_id, "topic": topic})
-            sent.append({"rule": rule.name, "topic": topic, "message_id": message_id})
-    return {**result, "sent": sent}
+                return {
+                    "outcome": "published",
+                    "message_id": note.publish(clients("sns"), topic),
+                    "topic": topic,
+                }
+
+            key = rule_action_key(job.name, trigger.kind, trigger.rule, f"notify:{topic}")
+            record = {
+                "action": "notify",
+                "job": job.name,
+                "rule": trigger.rule,
+                "topic": topic,
+                "actor": settings.actor,
+            }
+            done = failures.run(
+                f"notify {trigger.rule} -> {topic}", functools.partial(once, ledger, key, record, act)
+            )
+            if isinstance(done, dict):
+                sent.append({"rule": trigger.rule, "topic": topic, **done})
+            elif done.acted:
+                sent.append(
+                    {"rule": trigger.rule, "topic": topic, "message_id": done.record.get("message_id")}
+                )
+    return {"sent": sent, **({"warnings": warnings} if warnings else {})}

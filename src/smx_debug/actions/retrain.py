@@ -1,4 +1,4 @@
-"""The retraining workflow (Debugger + Step Functions): ``train`` and ``monitor`` steps over a state document.
+"""The retraining workflow (Debugger + Step Functions): ``train``, ``monitor`` and ``end`` steps over a state document.
 
 The published case is a very deep ResNet with ELU whose tensors explode: each run that a Debugger rule
 flags is stopped and the next run is planned by an ordered list of strategies (by default: halve the
@@ -15,7 +15,15 @@ State document (JSON, the Step Functions payload)::
 
 ``request`` is a CreateTrainingJob request already rendered by ``DebugPlan.to_request_dict`` (so this
 module needs no pydantic); ``train`` sets the job name and the hyperparameters the strategies change.
-Errors never escape a step: they land in ``error`` and the state tells the next step what to do.
+The ``retrain`` rule action builds the run spec from the flagged job itself (:func:`run_spec_from_job`,
+``after_job`` names it) and ``init`` then plans the first change straight away.
+
+Expected failures (a bad run spec, an AWS error) land in ``error`` and the state tells the next step what
+to do; anything else (a bug) raises, and the state machine's catch publishes it. ``end`` always publishes
+the final message (finished, budget used up, no strategy left, history budget, failure), so the loop ends
+with a notification whichever way it ends. Monitor polls are capped so that one execution cannot outrun
+Step Functions' 25,000-event history (:func:`smx_debug.contracts.retrain_max_polls`). Messages name
+hyperparameters but show values only for the deployment's ``SMX_SHOW_KEYS``.
 Imports only boto3 and the standard library.
 """
 
@@ -32,11 +40,20 @@ from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 from botocore.validate import ParamValidator
 
 from smx_debug.actions.events import ISSUES_FOUND, rule_statuses_from_description
-from smx_debug.actions.respond import LedgerLike, stop_key
+from smx_debug.actions.notify import shown_values
+from smx_debug.actions.once import ClaimInProgressError
 from smx_debug.actions.runtime import log_json
+from smx_debug.actions.stop import stop_once
+from smx_debug.contracts import (
+    DEFAULT_RETRAIN_WAIT_SECONDS,
+    SFN_HISTORY_LIMIT,
+    retrain_history_events,
+    retrain_max_polls,
+)
 
 if TYPE_CHECKING:
     from smx_debug.actions.handlers import Runtime
+    from smx_debug.actions.verify import Trigger, VerifiedJob
 
 __all__ = [
     "DEFAULT_STRATEGIES",
@@ -44,9 +61,11 @@ __all__ = [
     "LAUNCH_NEW",
     "MONITOR",
     "RetrainSpecError",
+    "end_step",
     "init_state",
     "monitor_step",
     "plan_next",
+    "run_spec_from_job",
     "run_step",
     "train_step",
     "validate_request",
@@ -71,7 +90,7 @@ _NOT_RETRYABLE = {"ValidationException", "ResourceLimitExceeded", "AccessDeniedE
 
 
 class RetrainSpecError(ValueError):
-    """The run spec or state document cannot drive the workflow (reported in the state's ``error``)."""
+    """Raised when the run spec or state document cannot drive the workflow (reported in ``error``)."""
 
 
 def _number(hyper: Mapping[str, Any], key: str, default: float) -> float:
@@ -130,11 +149,18 @@ def _check_spec(run_spec: object) -> dict[str, Any]:
     if strategies is None:
         strategies = [dict(s) for s in DEFAULT_STRATEGIES]
     if not isinstance(strategies, list) or not all(
-        isinstance(s, Mapping) and s.get("name") in _STRATEGY_NAMES for s in strategies
+        isinstance(s, Mapping) and isinstance(s.get("name"), str) and s["name"] in _STRATEGY_NAMES
+        for s in strategies
     ):
         raise RetrainSpecError(
             f"run_spec.strategies: {strategies!r} must be a list of objects named one of {sorted(_STRATEGY_NAMES)}"
         )
+    for i, strategy in enumerate(strategies):
+        for key in ("floor", "factor"):
+            if key in strategy:
+                _number(strategy, key, 0.0)  # raises naming the key
+                if isinstance(strategy[key], bool):
+                    raise RetrainSpecError(f"run_spec.strategies[{i}].{key}: {strategy[key]!r} is not a number")
     spec["strategies"] = [dict(s) for s in strategies]
     budget = spec.get("max_retraining", DEFAULT_MAX_RETRAINING)
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
@@ -143,27 +169,84 @@ def _check_spec(run_spec: object) -> dict[str, Any]:
     rules = spec.get("rules")
     if rules is not None and not (isinstance(rules, list) and all(isinstance(r, str) for r in rules)):
         raise RetrainSpecError(f"run_spec.rules: {rules!r} must be a list of rule configuration names")
+    _check_history_budget(spec)
     return spec
 
 
+def _int_field(spec: Mapping[str, Any], key: str, default: int, low: int) -> int:
+    value = spec.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        raise RetrainSpecError(f"run_spec.{key}: {value!r} must be an integer >= {low}")
+    return value
+
+
+def _check_history_budget(spec: dict[str, Any]) -> None:
+    """Cap monitor polls so that one execution stays inside Step Functions' history limit."""
+    cap = retrain_max_polls(spec["max_retraining"])
+    if cap < 1:
+        raise RetrainSpecError(
+            f"run_spec.max_retraining: {spec['max_retraining']} runs leave no room for monitoring within "
+            f"{SFN_HISTORY_LIMIT} history events"
+        )
+    wait = _int_field(spec, "wait_seconds", DEFAULT_RETRAIN_WAIT_SECONDS, 1)
+    if "max_runtime_seconds" in spec:
+        runtime = _int_field(spec, "max_runtime_seconds", 1, 1)
+        events = retrain_history_events(
+            wait_seconds=wait, max_runtime_seconds=runtime, max_retraining=spec["max_retraining"]
+        )
+        if events > SFN_HISTORY_LIMIT:
+            raise RetrainSpecError(
+                f"run_spec.wait_seconds: polling every {wait} s for {runtime} s (max_runtime_seconds) with "
+                f"{spec['max_retraining']} runs needs {events} history events; Step Functions allows "
+                f"{SFN_HISTORY_LIMIT}: raise wait_seconds or lower max_runtime_seconds"
+            )
+    polls = _int_field(spec, "max_polls", cap, 1)
+    if polls > cap:
+        raise RetrainSpecError(
+            f"run_spec.max_polls: {polls} polls would outrun Step Functions' {SFN_HISTORY_LIMIT}-event history "
+            f"with {spec['max_retraining']} runs (at most {cap})"
+        )
+    spec["wait_seconds"], spec["max_polls"] = wait, polls
+
+
 def init_state(run_spec: object, clock: Callable[[], float] = time.time) -> dict[str, Any]:
-    """A fresh state document (raises RetrainSpecError on a bad run spec)."""
-    return {
-        "run_spec": _check_spec(run_spec),
-        "history": {
-            "run_id": time.strftime("%m%d%H%M%S", time.gmtime(clock())),
-            "num_retraining": 0,
-            "num_warmup_adjustments": 0,
-            "num_batch_layer_adjustments": 0,
-            "num_learning_rate_adjustments": 0,
-            "num_errors": 0,
-            "latest_job_name": None,
-            "jobs": [],
-        },
+    """A fresh state document (raises RetrainSpecError on a bad run spec).
+
+    With ``run_spec.after_job`` (the flagged job the ``retrain`` action started from) the first strategy is
+    applied at once, since that job already ran with the spec's hyperparameters.
+    """
+    spec = _check_spec(run_spec)
+    history: dict[str, Any] = {
+        "run_id": time.strftime("%m%d%H%M%S", time.gmtime(clock())),
+        "num_retraining": 0,
+        "num_warmup_adjustments": 0,
+        "num_batch_layer_adjustments": 0,
+        "num_learning_rate_adjustments": 0,
+        "num_errors": 0,
+        "num_polls": 0,
+        "latest_job_name": None,
+        "jobs": [],
+    }
+    state: dict[str, Any] = {
+        "run_spec": spec,
+        "history": history,
         "next_action": LAUNCH_NEW,
         "job_status": None,
         "error": None,
     }
+    after = spec.get("after_job")
+    if isinstance(after, Mapping) and isinstance(after.get("job_name"), str):
+        history["jobs"].append(
+            {"job_name": after["job_name"], "rule": after.get("rule"), "outcome": "flagged"}
+        )
+        planned = plan_next(spec["hyperparameters"], spec["strategies"])
+        if planned is None:
+            state.update(next_action=END, end_reason="no strategy left")
+        else:
+            name, new_hyper = planned
+            spec["hyperparameters"] = new_hyper
+            history[_COUNTERS[name]] += 1
+    return state
 
 
 def _hyper_str(value: Any) -> str:
@@ -252,28 +335,10 @@ def train_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
         state,
         f"smx-debug retrain: launched run {history['num_retraining']}",
         f"Launched training job {request['TrainingJobName']} (run {history['num_retraining']} of at most "
-        f"{state['run_spec']['max_retraining']}) with hyperparameters {request['HyperParameters']}.\n",
+        f"{state['run_spec']['max_retraining']}) with hyperparameters "
+        f"{shown_values(request['HyperParameters'], runtime.settings.show_keys)}.\n",
     )
     return state
-
-
-def _stop(sagemaker: Any, ledger: LedgerLike, job: str, rule: str, actor: str) -> str:
-    key = stop_key(job)
-    if not ledger.claim(key, {"action": "stop", "job": job, "rule": rule, "actor": actor}):
-        return "already stopped by smx-debug"
-    try:
-        sagemaker.stop_training_job(TrainingJobName=job)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") != "ValidationException":
-            ledger.release(key)
-            raise
-        ledger.complete(key, {"outcome": "not stopped: job was no longer InProgress"})
-        return "job was no longer InProgress"
-    except Exception:
-        ledger.release(key)
-        raise
-    ledger.complete(key, {"outcome": "stopped", "previous_status": "InProgress"})
-    return "stopped"
 
 
 def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
@@ -284,6 +349,12 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     job = history.get("latest_job_name")
     if not isinstance(job, str) or not job:
         raise RetrainSpecError("history.latest_job_name: no run to monitor (call train first)")
+    history["num_polls"] = int(history.get("num_polls", 0)) + 1
+    if history["num_polls"] > spec["max_polls"]:
+        # The next turn could outrun the execution's history: end here, with a message (the job keeps
+        # running, guarded by its rules' own actions).
+        state.update(next_action=END, end_reason=f"history budget used up ({spec['max_polls']} polls)")
+        return state
     sagemaker = runtime.clients("sagemaker")
     description = sagemaker.describe_training_job(TrainingJobName=job)
     status = str(description.get("TrainingJobStatus"))
@@ -291,26 +362,33 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     issues = [
         r
         for r in rule_statuses_from_description(description)
-        if r.kind == "debug" and r.status == ISSUES_FOUND and (wanted is None or r.name in wanted)
+        if r.status == ISSUES_FOUND and (r.name in wanted if wanted is not None else r.kind == "debugger")
     ]
     state["error"] = None
     if not issues:
         if status in ("InProgress", "Stopping"):
             state.update(next_action=MONITOR, job_status=status)
         else:
-            state.update(next_action=END, job_status=status)
-            _publish(
-                runtime,
-                state,
-                f"smx-debug retrain: finished, {status}",
-                f"Training job {job} ended with status {status} after {history['num_retraining']} run(s); "
-                "no rule found issues.\n",
+            state.update(
+                next_action=END, job_status=status, end_reason=f"run finished: {status}, no rule found issues"
             )
         return state
     rule = issues[0]
     stop_outcome = "job had already left InProgress"
     if status == "InProgress":
-        stop_outcome = _stop(sagemaker, runtime.ledger, job, rule.name, runtime.settings.actor)
+        done = stop_once(
+            sagemaker,
+            runtime.ledger,
+            job,
+            {
+                "rule": rule.name,
+                "rule_kind": rule.kind,
+                "step": rule.step,
+                "source": "retraining workflow",
+                "actor": runtime.settings.actor,
+            },
+        )
+        stop_outcome = str(done.record.get("outcome", "")) if done.acted else "already stopped by smx-debug"
         status = "Stopping"
     history["jobs"][-1:] = [
         {
@@ -323,13 +401,10 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     planned = plan_next(spec["hyperparameters"], spec["strategies"])
     if history["num_retraining"] >= spec["max_retraining"] or planned is None:
         why = "retraining budget used up" if planned is not None else "no strategy left"
-        state.update(next_action=END, job_status=status)
-        _publish(
-            runtime,
-            state,
-            f"smx-debug retrain: giving up ({why})",
-            f"Rule {rule.name} found issues in {job} (step {rule.step}); {stop_outcome}. "
-            f"Ending the workflow: {why}.\n",
+        state.update(
+            next_action=END,
+            job_status=status,
+            end_reason=f"{why}; rule {rule.name} found issues in {job} (step {rule.step}); {stop_outcome}",
         )
         return state
     name, new_hyper = planned
@@ -346,8 +421,11 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
         state,
         f"smx-debug retrain: {rule.name} fired, applying {name}",
         f"Rule {rule.name} found issues in {job} at step {rule.step} ({rule.details or 'no details'}); "
-        f"{stop_outcome}. Next run applies {name}: "
-        + ", ".join(f"{k} {old} -> {new}" for k, (old, new) in changes.items())
+        f"{stop_outcome}. Next run applies {name}, changing "
+        + ", ".join(
+            f"{k} {old} -> {new}" if k in runtime.settings.show_keys else f"{k} (value hidden)"
+            for k, (old, new) in changes.items()
+        )
         + ".\n",
     )
     return state
@@ -362,6 +440,7 @@ def _fail(state: dict[str, Any], step: str, exc: BaseException, retryable: bool)
     state["error"] = {"step": step, "code": code, "message": str(exc)[:1000], "retryable": retryable}
     if not retryable or history["num_errors"] >= MAX_ERRORS:
         state["next_action"] = END
+        state["end_reason"] = f"error in step {step}: {code}"
     log_json(
         logging.WARNING,
         handler="retrain",
@@ -372,11 +451,96 @@ def _fail(state: dict[str, Any], step: str, exc: BaseException, retryable: bool)
     return state
 
 
+def _end_text(state: Mapping[str, Any]) -> tuple[str, str]:
+    history = state.get("history") if isinstance(state.get("history"), Mapping) else {}
+    error = state.get("error")
+    if isinstance(error, Mapping) and ("Error" in error or "Cause" in error):
+        # The state machine's catch: a step failed beyond its retries (or a bug raised in one).
+        reason = f"failed: {str(error.get('Error'))[:200]}: {str(error.get('Cause'))[:1500]}"
+    elif isinstance(error, Mapping) and error.get("code"):
+        reason = (
+            f"failed in step {error.get('step')}: {error.get('code')}: {str(error.get('message'))[:1500]}"
+        )
+    else:
+        reason = str(state.get("end_reason") or "ended")
+    lines = [f"The smx-debug retraining workflow ended: {reason}.", ""]
+    runs = history.get("jobs") if isinstance(history, Mapping) else None
+    for run in runs if isinstance(runs, list) else []:
+        if isinstance(run, Mapping):
+            lines.append(
+                f"- {run.get('job_name')}: "
+                + (
+                    f"rule {run.get('rule')} at step {run.get('step')}; {run.get('outcome')}"
+                    if run.get("rule")
+                    else "no rule fired"
+                )
+            )
+    latest = history.get("latest_job_name") if isinstance(history, Mapping) else None
+    if latest:
+        lines.append(f"Latest job: {latest} (status {state.get('job_status') or 'unknown'}).")
+    return f"smx-debug retrain: {reason}", "\n".join(lines) + "\n"
+
+
+def end_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
+    """Publish the final message, whichever way the loop ended; a publish failure raises (Step Functions
+    retries the task, then its catch publishes directly)."""
+    topic = (
+        (state.get("run_spec") or {}).get("topic_arn") if isinstance(state.get("run_spec"), Mapping) else None
+    )
+    topic = topic or runtime.settings.topic_arn
+    subject, message = _end_text(state)
+    if topic:
+        from smx_debug.actions.notify import safe_subject
+
+        runtime.clients("sns").publish(
+            TopicArn=topic, Subject=safe_subject(subject), Message=message[:200_000]
+        )
+    state.update(next_action=END, notified=bool(topic))
+    return state
+
+
+_STRATEGY_KEYS = ("warmup_learning_rate", "learning_rate", "add_batch_norm")
+
+
+def run_spec_from_job(job: VerifiedJob, trigger: Trigger, sagemaker: Any) -> dict[str, Any]:
+    """The run spec that retrains ``job`` after ``trigger`` flagged it: its own CreateTrainingJob request (the
+    fields of DescribeTrainingJob that CreateTrainingJob takes, its tags) and the hyperparameters the
+    strategies change; ``after_job`` makes ``init`` plan the first change at once."""
+    members = sagemaker.meta.service_model.operation_model("CreateTrainingJob").input_shape.members
+    request = {
+        key: copy.deepcopy(value)
+        for key, value in job.description.items()
+        if key in members and key not in ("TrainingJobName", "Tags") and value is not None
+    }
+    tags = [{"Key": k, "Value": v} for k, v in sorted(job.tags.items()) if not k.startswith("aws:")]
+    if tags:
+        request["Tags"] = tags
+    hyper = request.get("HyperParameters") or {}
+    return {
+        "request": request,
+        "job_name_prefix": job.name[:40],
+        "hyperparameters": {k: hyper[k] for k in _STRATEGY_KEYS if k in hyper},
+        "rules": [trigger.rule],
+        "after_job": {
+            "job_name": job.name,
+            "rule": trigger.rule,
+            "step": trigger.step,
+            "source": trigger.source,
+        },
+    }
+
+
+_STEPS = ("init", "train", "monitor", "end")
+
+
 def run_step(event: object, runtime: Runtime) -> dict[str, Any]:
-    """Dispatch ``{"step": ..., "state": {...}}``; always returns a state document, never raises."""
-    if not isinstance(event, Mapping) or event.get("step") not in ("init", "train", "monitor"):
+    """Dispatch ``{"step": "init"|"train"|"monitor"|"end", "state": {...}}``; returns the state document.
+
+    Expected failures land in ``state.error``; an unexpected exception (a bug) propagates.
+    """
+    if not isinstance(event, Mapping) or event.get("step") not in _STEPS:
         step = event.get("step") if isinstance(event, Mapping) else None
-        reason = f"event.step: {str(step)[:64]!r} is not one of init, train, monitor"
+        reason = f"event.step: {str(step)[:64]!r} is not one of {', '.join(_STEPS)}"
         log_json(logging.WARNING, handler="retrain", rejected=True, reason=reason)
         return {
             "next_action": END,
@@ -385,6 +549,9 @@ def run_step(event: object, runtime: Runtime) -> dict[str, Any]:
         }
     step = str(event["step"])
     raw = event.get("state")
+    base = copy.deepcopy(dict(raw)) if isinstance(raw, Mapping) else {}
+    if step == "end":
+        return end_step(base, runtime)
     try:
         if step == "init":
             source = raw if isinstance(raw, Mapping) and "run_spec" in raw else event
@@ -394,20 +561,10 @@ def run_step(event: object, runtime: Runtime) -> dict[str, Any]:
         state = copy.deepcopy(dict(raw))
         state["run_spec"] = _check_spec(state.get("run_spec"))
         return train_step(state, runtime) if step == "train" else monitor_step(state, runtime)
-    except RetrainSpecError as exc:
-        base = copy.deepcopy(dict(raw)) if isinstance(raw, Mapping) else {}
+    except (RetrainSpecError, ParamValidationError) as exc:
         return _fail(base, step, exc, retryable=False)
-    except ParamValidationError as exc:
-        return _fail(copy.deepcopy(dict(raw)) if isinstance(raw, Mapping) else {}, step, exc, retryable=False)
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
-        return _fail(
-            copy.deepcopy(dict(raw)) if isinstance(raw, Mapping) else {},
-            step,
-            exc,
-            retryable=code not in _NOT_RETRYABLE,
-        )
-    except BotoCoreError as exc:
-        return _fail(copy.deepcopy(dict(raw)) if isinstance(raw, Mapping) else {}, step, exc, retryable=True)
-    except (TypeError, KeyError, AttributeError, ValueError) as exc:
-        return _fail(copy.deepcopy(dict(raw)) if isinstance(raw, Mapping) else {}, step, exc, retryable=False)
+        return _fail(base, step, exc, retryable=code not in _NOT_RETRYABLE)
+    except (BotoCoreError, ClaimInProgressError) as exc:
+        return _fail(base, step, exc, retryable=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 from smx_debug.local import LocalAws
 from smx_debug.local import extensions as ext
+from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
 LAMBDAS = Path(__file__).resolve().parents[3] / "lambdas"
 
@@ -26,6 +27,7 @@ class Stack:
             "SMX_LEDGER_TABLE": self.table,
             "SMX_TOPIC_ARN": self.topic_arn,
             "SMX_MAX_ATTEMPTS": "3",
+            "SMX_ACCOUNT": LOCAL_ACCOUNT_ID,
             **extra,
         }
 

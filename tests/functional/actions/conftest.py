@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from actions_support import Stack, make_stack
 
 from smx_debug.local import LocalAws
+
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # infra.assets: what the stack ships in each Lambda asset
 
 
 @pytest.fixture

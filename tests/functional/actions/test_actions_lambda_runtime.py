@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from actions_support import Stack, create_job
 
+from infra.assets import asset_files
 from smx_debug.local import extensions as ext
 
 ROOT = Path(__file__).resolve().parents[3]
-PACKAGE = ROOT / "src" / "smx_debug"
 ALLOWED = {
     "__mp_main__",
     "boto3",
@@ -54,14 +54,11 @@ print(json.dumps({"boto3_ms": boto3_ms, "import_ms": import_ms, "import_cpu_ms":
 
 
 def _asset(tmp: Path, name: str) -> Path:
+    """Exactly the files the infrastructure ships (infra.assets.asset_files), nothing more."""
     root = tmp / name
-    (root / "smx_debug").mkdir(parents=True)
-    shutil.copy(ROOT / "lambdas" / name / "handler.py", root / "handler.py")
-    for module in ("__init__.py", "errors.py"):
-        shutil.copy(PACKAGE / module, root / "smx_debug" / module)
-    shutil.copytree(
-        PACKAGE / "actions", root / "smx_debug" / "actions", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    for rel, source in asset_files(name).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, root / rel)
     return root
 
 
@@ -107,11 +104,11 @@ def test_lambda_asset_runs_with_boto3_only_and_imports_under_budget(
     )
     assert out["foreign"] == []
     expected = {
-        "rule_metrics": lambda r: r == {"action": "metrics", "job": job, "published": ["ExplodingTensor"]},
+        "rule_metrics": lambda r: r["metrics"] == [{"rule": "ExplodingTensor", "published": True}],
         "stop_training": lambda r: (
-            r == {"action": "stop", "job": job, "rule": "ExplodingTensor", "outcome": "stopped", "step": 12}
+            r["stop"] == {"rule": "ExplodingTensor", "outcome": "stopped", "step": 12}
         ),
-        "notify": lambda r: [s["rule"] for s in r["sent"]] == ["ExplodingTensor"],
+        "notify": lambda r: [s["rule"] for s in r["notify"]["sent"]] == ["ExplodingTensor"],
         "retrain": lambda r: (r["next_action"], r["history"]["num_retraining"]) == ("launch_new", 0),
     }
     assert expected[name](out["result"]), out["result"]

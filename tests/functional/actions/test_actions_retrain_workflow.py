@@ -65,6 +65,8 @@ def test_retrain_workflow_reproduces_the_published_exploding_resnet_run(stack: S
     }
     assert hyper == {"warmup_learning_rate": 0.003125, "learning_rate": 0.1, "add_batch_norm": 1}
     assert (state["job_status"], state["next_action"]) == ("Completed", "end")
+    state = _retrain(stack, "end", state)  # the loop's last state: always a message
+    assert state["notified"] is True
 
     # What SageMaker was asked to run, job by job, and which runs were stopped.
     sagemaker = client(aws, "sagemaker")
@@ -83,7 +85,7 @@ def test_retrain_workflow_reproduces_the_published_exploding_resnet_run(stack: S
     subjects = [m["Subject"] for m in stack.messages()]
     assert subjects.count("smx-debug retrain: ExplodingTensor fired, applying halve_warmup") == 5
     assert subjects.count("smx-debug retrain: ExplodingTensor fired, applying add_batch_norm") == 1
-    assert subjects[-1] == "smx-debug retrain: finished, Completed"
+    assert subjects[-1] == "smx-debug retrain: run finished: Completed, no rule found issues"
     assert len(subjects) == 7 + 6 + 1
 
 

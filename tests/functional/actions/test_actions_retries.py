@@ -21,6 +21,7 @@ from smx_debug.actions.ledger import Ledger
 from smx_debug.actions.runtime import retry_config
 from smx_debug.local import LocalAws
 from smx_debug.local import extensions as ext
+from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
 BODIES = {
     "json": (b'{"__type":"ThrottlingException","message":"Rate exceeded"}', "application/x-amz-json-1.1"),
@@ -75,6 +76,7 @@ def _runtime(aws: LocalAws, stack: Stack, throttles: dict[str, Throttle], attemp
         ledger_table=stack.table,
         topic_arn=stack.topic_arn,
         region=aws.region,
+        account=LOCAL_ACCOUNT_ID,
         max_attempts=attempts,
         actor="test",
     )
@@ -107,7 +109,7 @@ def test_handler_throttled_twice_is_retried_and_succeeds(
     throttle = Throttle(operation, times=2)
     result = handler(event, _runtime(aws, stack, {service: throttle}))
     assert throttle.attempts == 3
-    assert result.get("outcome") == "stopped" or len(result.get("sent", [])) == 1
+    assert (result.get("stop") or {}).get("outcome") == "stopped" or len(result["notify"]["sent"]) == 1
     assert ext.stop_calls(aws, "guard-throttled") == (1 if service == "sagemaker" else 0)
     assert len(stack.messages()) == (1 if service == "sns" else 0)
 
@@ -122,8 +124,8 @@ def test_stop_persistent_throttling_raises_releases_the_claim_and_a_retry_stops_
     ddb = client(aws, "dynamodb")
     assert "Item" not in ddb.get_item(TableName=stack.table, Key={"pk": {"S": "guard-persistent#stop"}})
     # Lambda retries the event: now SageMaker answers and the job is stopped, once.
-    assert handle_stop_training(event, _runtime(aws, stack, {}))["outcome"] == "stopped"
-    assert handle_stop_training(event, _runtime(aws, stack, {}))["skipped"] == "job status is Stopping"
+    assert handle_stop_training(event, _runtime(aws, stack, {}))["stop"]["outcome"] == "stopped"
+    assert handle_stop_training(event, _runtime(aws, stack, {}))["stop"]["skipped"] == "job status is Stopping"
     assert ext.stop_calls(aws, "guard-persistent") == 1
 
 

@@ -72,14 +72,8 @@ def test_rule_issues_found_stops_once_publishes_metric_and_notifies(stack: Stack
     later = ext.deliver_event(aws, ext.state_change_event(aws, job))  # the rule stays IssuesFound
 
     assert [(d.function, d.error) for d in first] == [(f"smx-{n}", None) for n in HANDLERS]
-    assert first[1].result == {
-        "action": "stop",
-        "job": job,
-        "rule": "ExplodingTensor",
-        "outcome": "stopped",
-        "step": 500,
-    }
-    assert [d.result.get("skipped") for d in (again[1], later[1])] == [
+    assert first[1].result["stop"] == {"rule": "ExplodingTensor", "outcome": "stopped", "step": 500}
+    assert [d.result["stop"].get("skipped") for d in (again[1], later[1])] == [
         "job status is Stopped",
         "job status is Stopped",
     ]
@@ -115,33 +109,34 @@ def test_rule_issues_found_stops_once_publishes_metric_and_notifies(stack: Stack
     body = messages[0]["Message"]
     rule_job = ext._rule_job_arn(aws, job, "ExplodingTensor").rsplit("/", 1)[1]
     expected_lines = [
-        f"SageMaker Debugger rule ExplodingTensor found issues in training job {job}.",
-        "Rule:            ExplodingTensor (debug rule)",
+        f"SageMaker Debugger: rule ExplodingTensor found issues in training job {job}.",
+        "Rule:            ExplodingTensor (debugger rule, evaluated by SageMaker Debugger)",
         "Status details:  RuleEvaluationConditionMet: Evaluation of the rule ExplodingTensor at step 500 "
         "resulted in the condition being met",
         "Step:            500",
         "Job status:      Stopping",
-        "Action taken:    stop requested by smx-stop_training (rule ExplodingTensor; stopped); notification sent",
+        "Action taken:    stop by smx-stop_training (rule ExplodingTensor; stopped); notification sent",
         "Debug plan:      guard",
         f"Training job in the console: https://us-west-2.console.aws.amazon.com/sagemaker/home?region=us-west-2"
         f"#/jobs/{job}",
     ]
     for line in expected_lines:
         assert line in body.splitlines()
-    assert f"stream prefix {rule_job}" in body
+    assert f"FlogStreamNameFilter$3D{rule_job}" in body
 
     record = client(aws, "dynamodb").get_item(TableName=stack.table, Key={"pk": {"S": f"{job}#stop"}})["Item"]
     assert {
         k: next(iter(v.values()))
         for k, v in record.items()
-        if k not in ("claimed_at", "done_at", "event_id", "rule_last_modified")
+        if k not in ("claimed_at", "done_at", "lease_until", "expires_at")
     } == {
         "pk": f"{job}#stop",
         "state": "done",
         "action": "stop",
         "job": job,
         "rule": "ExplodingTensor",
-        "rule_kind": "debug",
+        "rule_kind": "debugger",
+        "source": "SageMaker Debugger",
         "step": "500",
         "actor": "smx-stop_training",
         "outcome": "stopped",
@@ -171,11 +166,15 @@ def test_deliver_event_with_handler_mapping_loads_the_handler_files(stack: Stack
             {
                 "action": "stop",
                 "job": "demo-7",
-                "rule": "LossNotDecreasing",
-                "outcome": "stopped",
-                "step": 3000,
+                "triggered": ["LossNotDecreasing"],
+                "stop": {"rule": "LossNotDecreasing", "outcome": "stopped", "step": 3000},
+                "retrain": {"skipped": "no triggered rule asks for retrain"},
             },
         ),
-        ("notify", None, {"action": "notify", "job": "demo-7", "sent": []}),  # defaults say stop only
+        (  # defaults say stop only
+            "notify",
+            None,
+            {"action": "notify", "job": "demo-7", "triggered": ["LossNotDecreasing"], "notify": {"sent": []}},
+        ),
     ]
     assert ext.stop_calls(aws, "demo-7") == 1

@@ -17,7 +17,7 @@ def _event(name: str) -> dict:
     return json.loads((EVENTS / name).read_text())
 
 
-def test_parse_state_change_issues_found_event_gives_rules_step_tags_and_times() -> None:
+def test_parse_state_change_issues_found_event_gives_rules_step_and_times_not_tags() -> None:
     change = parse_state_change(_event("sagemaker_state_change_issues_found.json"))
     job = "smdebugger-demo-mnist-tensorflow-1575184517"
     assert asdict(change) == {
@@ -30,7 +30,7 @@ def test_parse_state_change_issues_found_event_gives_rules_step_tags_and_times()
             {
                 "name": "VanishingGradient",
                 "status": "IssuesFound",
-                "kind": "debug",
+                "kind": "debugger",
                 "details": "RuleEvaluationConditionMet: Evaluation of the rule VanishingGradient at step 500 "
                 "resulted in the condition being met\n",
                 "step": 500,
@@ -41,7 +41,7 @@ def test_parse_state_change_issues_found_event_gives_rules_step_tags_and_times()
             {
                 "name": "LossNotDecreasing",
                 "status": "InProgress",
-                "kind": "debug",
+                "kind": "debugger",
                 "details": None,
                 "step": None,
                 "evaluation_job_arn": "arn:aws:sagemaker:us-east-2:123456789012:processing-job/"
@@ -49,15 +49,9 @@ def test_parse_state_change_issues_found_event_gives_rules_step_tags_and_times()
                 "last_modified": 1575185055.495,
             },
         ),
-        "tags": {
-            "smx-debug:managed": "true",
-            "smx-debug:plan": "mnist-guard",
-            "smx-debug:on:VanishingGradient": "stop notify",
-        },
         "region": "us-east-2",
         "account": "123456789012",
         "event_id": "0c5a8e3e-7c1b-4a2e-9d63-1f0e2b7a9c41",
-        "hyperparameters": {"sagemaker_program": '"mnist.py"', "num_epochs": "10", "lr": "0.01"},
     }
     assert [r.name for r in change.triggered()] == ["VanishingGradient"]
     assert change.rules[0].processing_job_name == "smdebugger-demo-mnist-tens-vanishinggradient-e23301a8"
@@ -130,6 +124,10 @@ def test_parse_step_reads_the_step_from_status_details(details: object, step: in
         (lambda e: e["detail"].pop("TrainingJobName"), "detail.TrainingJobName"),
         (lambda e: e["detail"].update(TrainingJobName="x" * 300), "detail.TrainingJobName"),
         (lambda e: e["detail"].update(DebugRuleEvaluationStatuses="IssuesFound"), "expected a list"),
+        (lambda e: e["detail"].update(TrainingJobName="job-\ud800"), "not a SageMaker training job name"),
+        (lambda e: e["detail"].update(TrainingJobName="job name"), "not a SageMaker training job name"),
+        (lambda e: e["detail"].update(TrainingJobArn="arn:aws:s3:::bucket"), "detail.TrainingJobArn"),
+        (lambda e: e["detail"].update(TrainingJobArn=7), "detail.TrainingJobArn"),
     ],
 )
 def test_parse_state_change_unusable_event_raises_malformed(mutate, needle: str) -> None:
@@ -143,6 +141,7 @@ def test_parse_state_change_bad_rule_entries_are_skipped_not_fatal() -> None:
     event = _event("sagemaker_state_change_issues_found.json")
     statuses = event["detail"]["DebugRuleEvaluationStatuses"]
     statuses += [None, 7, {"RuleConfigurationName": 5, "RuleEvaluationStatus": "IssuesFound"}, {}]
+    statuses += [{"RuleConfigurationName": "R\ud800", "RuleEvaluationStatus": "IssuesFound"}]
     assert [r.name for r in parse_state_change(event).rules] == ["VanishingGradient", "LossNotDecreasing"]
 
 

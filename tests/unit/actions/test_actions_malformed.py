@@ -1,5 +1,7 @@
 """Property: malformed events never raise out of a handler, and every rejection is logged as rejected.
 
+(Only malformed input: a bug or an AWS failure must raise; see test_actions_respond.py.)
+
 Thousands of generated events: the real sample events with keys removed, values replaced by other types
 and huge strings, plus arbitrary JSON values. AWS is replaced by fakes (tests/unit/actions/actions_fakes.py).
 """
@@ -93,7 +95,7 @@ def test_handler_malformed_event_never_raises_and_rejections_are_logged(handler:
     logger = logging.getLogger("smx_debug.actions")
     logger.addHandler(capture)
     try:
-        runtime = fake_runtime(sagemaker=FakeSageMaker(tags=[{"Key": "smx-debug:managed", "Value": "true"}]))
+        runtime = fake_runtime(sagemaker=FakeSageMaker(tags={"smx-debug:managed": "true"}))
         result = handler(event, runtime)
     finally:
         logger.removeHandler(capture)

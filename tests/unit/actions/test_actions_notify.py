@@ -4,32 +4,39 @@ import json
 from pathlib import Path
 
 import pytest
+from actions_fakes import ACCOUNT, REGION, FakeSageMaker
 
-from smx_debug.actions import alarm_notification, parse_alarm_message, parse_state_change, rule_notification
-from smx_debug.actions.notify import MAX_MESSAGE_BYTES, console_job_url, rule_logs_url, safe_subject
+from smx_debug.actions import (
+    Trigger,
+    VerifiedJob,
+    alarm_notification,
+    debugger_triggers,
+    parse_alarm_message,
+    rule_notification,
+    shown_values,
+    verify_job,
+)
+from smx_debug.actions.notify import MAX_MESSAGE_BYTES, safe_subject
+from smx_debug.contracts import SOURCE_EVALUATOR, console_job_url, rule_logs_url
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 JOB = "smdebugger-demo-mnist-tensorflow-1575184517"
 RULE_JOB = "smdebugger-demo-mnist-tens-vanishinggradient-e23301a8"
 
 
-def test_rule_notification_names_job_rule_details_step_action_and_links() -> None:
-    change = parse_state_change(json.loads((EVENTS / "sagemaker_state_change_issues_found.json").read_text()))
-    note = rule_notification(
-        change,
-        change.rules[0],
-        region="us-east-2",
-        action_taken="stop requested",
-        job_status="Stopping",
-        plan="mnist-guard",
-    )
+def _job(status: str = "Stopping") -> VerifiedJob:
+    return verify_job(FakeSageMaker(status=status), job_name=JOB, deployment_account=ACCOUNT, deployment_region=REGION)
+
+
+def test_rule_notification_names_source_job_rule_details_step_action_and_links() -> None:
+    job = _job()
+    note = rule_notification(job, debugger_triggers(job)[0], action_taken="stop requested", plan="mnist-guard")
     assert note.subject == f"smx-debug: VanishingGradient found issues in {JOB}"
     assert note.message.splitlines() == [
-        f"SageMaker Debugger rule VanishingGradient found issues in training job {JOB}.",
+        f"SageMaker Debugger: rule VanishingGradient found issues in training job {JOB}.",
         "",
         f"Training job:    {JOB}",
-        "Rule:            VanishingGradient (debug rule)",
-        "Rule status:     IssuesFound",
+        "Rule:            VanishingGradient (debugger rule, evaluated by SageMaker Debugger)",
         "Status details:  RuleEvaluationConditionMet: Evaluation of the rule VanishingGradient at step 500 "
         "resulted in the condition being met",
         "Step:            500",
@@ -38,18 +45,40 @@ def test_rule_notification_names_job_rule_details_step_action_and_links() -> Non
         "Debug plan:      mnist-guard",
         "",
         f"Training job in the console: {console_job_url('us-east-2', JOB)}",
-        f"Rule job logs (/aws/sagemaker/ProcessingJobs, stream prefix {RULE_JOB}): "
-        f"{rule_logs_url('us-east-2', RULE_JOB)}",
+        f"Rule job logs (/aws/sagemaker/ProcessingJobs): {rule_logs_url('us-east-2', RULE_JOB)}",
     ]
 
 
-def test_console_links_follow_the_console_url_formats() -> None:
-    assert console_job_url("us-east-2", JOB) == (
-        f"https://us-east-2.console.aws.amazon.com/sagemaker/home?region=us-east-2#/jobs/{JOB}"
+def test_rule_notification_from_the_evaluator_says_so_and_has_no_rule_job_line() -> None:
+    trigger = Trigger(rule="LowGPUUtilization-80", kind="profiler", step=12, source=SOURCE_EVALUATOR)
+    lines = rule_notification(_job(), trigger, action_taken="notification sent").message.splitlines()
+    assert lines[0] == f"smx-debug evaluator: rule LowGPUUtilization-80 found issues in training job {JOB}."
+    assert lines[3] == "Rule:            LowGPUUtilization-80 (profiler rule, evaluated by smx-debug evaluator)"
+    assert not any("Rule job logs" in line for line in lines)
+
+
+def test_rule_notification_links_use_the_china_console_in_cn_regions() -> None:
+    job = VerifiedJob(
+        name="j", arn="arn:aws-cn:sagemaker:cn-north-1:123456789012:training-job/j", account="123456789012",
+        region="cn-north-1", partition="aws-cn", status="InProgress", tags={},
     )
-    assert rule_logs_url("us-east-2", RULE_JOB) == (
-        "https://us-east-2.console.aws.amazon.com/cloudwatch/home?region=us-east-2#logsV2:log-groups/log-group/"
-        f"$252Faws$252Fsagemaker$252FProcessingJobs$3FlogStreamNameFilter$3D{RULE_JOB}"
+    trigger = Trigger(
+        rule="R", kind="debugger",
+        evaluation_job_arn="arn:aws-cn:sagemaker:cn-north-1:123456789012:processing-job/j-r-0123abcd",
+    )
+    message = rule_notification(job, trigger, action_taken="x").message
+    assert "https://cn-north-1.console.amazonaws.cn/sagemaker/" in message
+    assert "https://cn-north-1.console.amazonaws.cn/cloudwatch/" in message
+    assert "amazon.com" not in message
+
+
+def test_shown_values_hide_every_value_unless_the_key_is_listed() -> None:
+    hyper = {"wandb_api_key": "s3cr3t", "learning_rate": "0.1", "epochs": "3"}
+    assert shown_values(hyper, frozenset()) == (
+        "epochs=(value hidden), learning_rate=(value hidden), wandb_api_key=(value hidden)"
+    )
+    assert shown_values(hyper, {"learning_rate"}) == (
+        "epochs=(value hidden), learning_rate=0.1, wandb_api_key=(value hidden)"
     )
 
 
@@ -68,11 +97,9 @@ def test_safe_subject_is_ascii_single_line_and_at_most_100_chars(text: str, expe
 
 
 def test_rule_notification_huge_details_stay_within_sns_limits() -> None:
-    event = json.loads((EVENTS / "sagemaker_state_change_issues_found.json").read_text())
-    event["detail"]["TrainingJobName"] = "j" * 256
-    change = parse_state_change(event)
-    rule = change.rules[0]
-    note = rule_notification(change, rule, region="us-east-2", action_taken="x" * 400_000)
+    job = _job()
+    trigger = Trigger(rule="R" * 256, kind="debugger", details="d" * 500_000)
+    note = rule_notification(job, trigger, action_taken="x" * 400_000)
     assert len(note.message.encode()) <= MAX_MESSAGE_BYTES
     assert len(note.subject) == 100 and note.subject.isascii()
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import boto3
 import pytest
-from actions_fakes import FakeSageMaker, fake_runtime
+from actions_fakes import FakeSageMaker, FakeSns, fake_runtime, settings
 from botocore.exceptions import ParamValidationError
 
-from smx_debug.actions import DEFAULT_STRATEGIES, init_state, monitor_step, plan_next
+from smx_debug.actions import DEFAULT_STRATEGIES, handle_retrain, init_state, monitor_step, plan_next
 from smx_debug.actions.retrain import RetrainSpecError, build_request, validate_request
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -115,7 +115,8 @@ EXPLODED = [
 def test_monitor_step_exploded_run_is_stopped_and_next_run_planned_within_budget(
     num_retraining: int, spec_changes: dict, next_action: str, hyper: dict
 ) -> None:
-    sagemaker = FakeSageMaker(rules=EXPLODED)
+    sagemaker = FakeSageMaker()
+    sagemaker.add_job("run-x", {}, DebugRuleEvaluationStatuses=EXPLODED)
     runtime = fake_runtime(sagemaker=sagemaker)
     state = monitor_step(_monitoring(num_retraining, **spec_changes), runtime)
     assert (state["next_action"], state["job_status"], state["run_spec"]["hyperparameters"]) == (
@@ -156,3 +157,83 @@ def test_build_request_from_a_real_debug_plan_retargets_the_builtin_stop_action(
     assert request["TrainingJobName"] == "resnet-elu-deep-1122160000-3"
     assert "resnet-elu-deep-1122160000-3" in rule["RuleParameters"]["action_json"]
     assert {t["Key"]: t["Value"] for t in request["Tags"]}["smx-debug:on:ExplodingTensor"] == "stop"
+
+
+@pytest.mark.parametrize(
+    ("change", "needle"),
+    [
+        ({"wait_seconds": 10, "max_runtime_seconds": 86_400}, "run_spec.wait_seconds: polling every 10 s"),
+        ({"max_polls": 10_000}, "run_spec.max_polls: 10000 polls would outrun"),
+        ({"max_retraining": 5000}, "run_spec.max_retraining: 5000 runs leave no room"),
+        ({"wait_seconds": "10"}, "run_spec.wait_seconds"),
+    ],
+)
+def test_run_spec_that_could_outrun_the_step_functions_history_is_refused_naming_the_field(
+    change: dict, needle: str
+) -> None:
+    with pytest.raises(RetrainSpecError, match=needle):
+        init_state({**copy.deepcopy(SPEC), **change})
+
+
+def test_run_spec_within_the_history_budget_is_accepted_with_a_poll_cap() -> None:
+    state = init_state({**copy.deepcopy(SPEC), "wait_seconds": 300, "max_runtime_seconds": 86_400})
+    assert state["run_spec"]["max_polls"] == (25_000 - 40 - 10 * 14) // 9
+
+
+def test_monitor_past_the_poll_cap_ends_the_loop_and_the_end_step_says_why() -> None:
+    sagemaker, sns = FakeSageMaker(), FakeSns()
+    sagemaker.add_job("run-x", {})
+    runtime = fake_runtime(sagemaker=sagemaker, sns=sns)
+    state = _monitoring(1, max_polls=2)
+    seen = []
+    for _ in range(3):
+        state = handle_retrain({"step": "monitor", "state": state}, runtime)
+        seen.append(state["next_action"])
+    assert seen == ["monitor", "monitor", "end"]
+    final = handle_retrain({"step": "end", "state": state}, runtime)
+    assert final["notified"] is True
+    (message,) = sns.published
+    assert message["Subject"] == "smx-debug retrain: history budget used up (2 polls)"
+    assert "Latest job: run-x (status InProgress)." in message["Message"]
+
+
+def test_end_step_after_a_step_functions_catch_publishes_the_failure() -> None:
+    sns = FakeSns()
+    state = init_state(copy.deepcopy(SPEC))
+    state["error"] = {"Error": "Lambda.Unknown", "Cause": "the function timed out"}
+    handle_retrain({"step": "end", "state": state}, fake_runtime(sns=sns))
+    assert sns.published[0]["Subject"] == "smx-debug retrain: failed: Lambda.Unknown: the function timed out"
+
+
+def test_train_and_monitor_messages_name_hyperparameters_but_hide_their_values() -> None:
+    sagemaker, sns = FakeSageMaker(), FakeSns()
+    spec = copy.deepcopy(SPEC)
+    spec["request"]["HyperParameters"]["wandb_api_key"] = "s3cr3t-key"
+    state = init_state(spec)
+
+    class Creating(FakeSageMaker):
+        def create_training_job(self, **request: object) -> dict:
+            return {}
+
+    creating = Creating()
+    state = handle_retrain({"step": "train", "state": state}, fake_runtime(sagemaker=creating, sns=sns))
+    creating.add_job(state["history"]["latest_job_name"], {}, DebugRuleEvaluationStatuses=EXPLODED)
+    handle_retrain({"step": "monitor", "state": state}, fake_runtime(sagemaker=creating, sns=sns))
+    text = "\n".join(m["Message"] for m in sns.published)
+    assert "wandb_api_key=(value hidden)" in text and "s3cr3t-key" not in text
+    assert "warmup_learning_rate (value hidden)" in text and "0.05" not in text
+    shown = FakeSns()
+    handle_retrain(
+        {"step": "train", "state": init_state(copy.deepcopy(SPEC))},
+        fake_runtime(settings(show_keys=frozenset({"epochs"})), sagemaker=Creating(), sns=shown),
+    )
+    assert "epochs=30" in shown.published[0]["Message"]
+    del sagemaker
+
+
+def test_init_after_a_flagged_job_plans_the_first_change_at_once() -> None:
+    spec = {**copy.deepcopy(SPEC), "after_job": {"job_name": "flagged-1", "rule": "ExplodingTensor"}}
+    state = init_state(spec)
+    assert state["run_spec"]["hyperparameters"]["warmup_learning_rate"] == 0.05
+    assert state["history"]["jobs"] == [{"job_name": "flagged-1", "rule": "ExplodingTensor", "outcome": "flagged"}]
+    assert state["next_action"] == "launch_new"

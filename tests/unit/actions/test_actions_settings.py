@@ -18,6 +18,11 @@ def test_settings_from_env_reads_every_variable() -> None:
         "SMX_TOPIC_ARN": TOPIC,
         "AWS_REGION": "eu-west-1",
         "SMX_MAX_ATTEMPTS": "4",
+        "SMX_FUNCTION_TIMEOUT": "120",
+        "SMX_LEASE_SECONDS": "300",
+        "SMX_ACCOUNT": "123456789012",
+        "SMX_STATE_MACHINE_ARN": "arn:aws:states:eu-west-1:123456789012:stateMachine:r",
+        "SMX_SHOW_KEYS": "learning_rate, epochs,",
         "AWS_LAMBDA_FUNCTION_NAME": "fn",
     }
     assert Settings.from_env(env) == Settings(
@@ -28,7 +33,12 @@ def test_settings_from_env_reads_every_variable() -> None:
         ledger_table="ledger",
         topic_arn=TOPIC,
         region="eu-west-1",
+        account="123456789012",
+        state_machine_arn="arn:aws:states:eu-west-1:123456789012:stateMachine:r",
         max_attempts=4,
+        function_timeout=120,
+        lease_seconds=300,
+        show_keys=frozenset({"learning_rate", "epochs"}),
         actor="fn",
     )
 
@@ -42,9 +52,31 @@ def test_settings_from_empty_env_uses_the_documented_defaults() -> None:
         ledger_table=None,
         topic_arn=None,
         region=None,
-        max_attempts=5,
+        account=None,
+        state_machine_arn=None,
+        max_attempts=3,
+        connect_timeout=2.0,
+        read_timeout=5.0,
+        function_timeout=60,
+        lease_seconds=90,
+        show_keys=frozenset(),
         actor="smx-debug",
     )
+
+
+def test_settings_account_comes_from_the_function_arn_when_not_set() -> None:
+    class Context:
+        invoked_function_arn = "arn:aws:lambda:eu-west-1:210987654321:function:smx-stop"
+
+    assert Settings.from_env({}, Context()).account == "210987654321"
+    assert Settings.from_env({"SMX_ACCOUNT": "123456789012"}, Context()).account == "123456789012"
+
+
+def test_default_call_budget_fits_well_inside_the_function_timeout() -> None:
+    defaults = Settings()
+    # 3 attempts x (2 s + 5 s) + backoffs of at most 1 s and 2 s
+    assert defaults.call_budget == 24.0
+    assert defaults.call_budget <= defaults.function_timeout / 2 < defaults.lease_seconds
 
 
 @pytest.mark.parametrize(
@@ -53,6 +85,10 @@ def test_settings_from_empty_env_uses_the_documented_defaults() -> None:
         ({"SMX_DEFAULT_ACTIONS": "stop explode"}, "SMX_DEFAULT_ACTIONS", "explode"),
         ({"SMX_MAX_ATTEMPTS": "lots"}, "SMX_MAX_ATTEMPTS", "lots"),
         ({"SMX_MAX_ATTEMPTS": "0"}, "SMX_MAX_ATTEMPTS", "0"),
+        ({"SMX_MAX_ATTEMPTS": "5"}, "SMX_MAX_ATTEMPTS", 5),  # 50 s per call: outlasts half of 60 s
+        ({"SMX_LEASE_SECONDS": "60"}, "SMX_LEASE_SECONDS", 60.0),  # not longer than the 60 s timeout
+        ({"SMX_LEASE_SECONDS": "nan"}, "SMX_LEASE_SECONDS", "nan"),
+        ({"SMX_FUNCTION_TIMEOUT": "901"}, "SMX_FUNCTION_TIMEOUT", "901"),
     ],
 )
 def test_settings_bad_variable_raises_config_error_naming_it(env: dict, field: str, value: str) -> None:

@@ -1,0 +1,80 @@
+"""Claim, act, complete: the one way every action (metric, stop, notify, retrain) runs exactly once.
+
+1. Claim the action's ledger key (a lease, see :mod:`smx_debug.actions.ledger`).
+2. Lost to a completed record: the action was done, return that record.
+   Lost to a live claim: another invocation is acting right now, or died while acting and its lease has not
+   run out. Raise :class:`ClaimInProgressError`, so this invocation fails and the platform redelivers the
+   event later (Lambda's retries come 1 and 2 minutes after a failure, after the lease has run out); the
+   redelivery then either sees the record done or takes the expired claim over. Returning normally here
+   would lose the event when the holder had died.
+3. Act. An exception releases the claim (so a retry may act at once) and propagates.
+4. Complete: record the outcome; the record is kept for the ledger's retention (TTL).
+
+A process that dies between 1 and 4 releases nothing: its claim blocks others until the lease runs out,
+then the next delivery takes it over. Imports only the standard library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from smx_debug.actions.ledger import DONE, LedgerLike
+from smx_debug.errors import SmxDebugError
+
+__all__ = ["ClaimInProgressError", "Once", "once"]
+
+
+class ClaimInProgressError(SmxDebugError, RuntimeError):
+    """Raised when another invocation holds a live claim on the action; retry after its lease runs out."""
+
+    def __init__(self, key: str, holder: Mapping[str, str] | None) -> None:
+        self.key = key
+        self.holder = dict(holder or {})
+        until = self.holder.get("lease_until", "?")
+        super().__init__(
+            f"ledger {key!r}: claimed by {self.holder.get('actor', 'another invocation')} "
+            f"until {until} (epoch s); redeliver after the lease runs out"
+        )
+
+
+@dataclass(frozen=True)
+class Once:
+    """What :func:`once` did: ``acted`` (this call acted) and the record (its outcome, or the earlier one)."""
+
+    key: str
+    acted: bool
+    record: Mapping[str, object] = field(default_factory=dict)
+
+
+def once(
+    ledger: LedgerLike,
+    key: str,
+    record: Mapping[str, object],
+    act: Callable[[], Mapping[str, object]],
+) -> Once:
+    """Run ``act`` at most once per ``key`` across invocations; ``act`` returns the outcome to record.
+
+    Raises:
+        ClaimInProgressError: another invocation holds a live claim on ``key``.
+    """
+    if ledger.claim(key, record):
+        return _act(ledger, key, act)
+    held = ledger.get(key)
+    if held is None and ledger.claim(key, record):
+        # Released between our claim and our read (its holder failed and gave it up).
+        return _act(ledger, key, act)
+    held = held or ledger.get(key)
+    if held is not None and held.get("state") == DONE:
+        return Once(key=key, acted=False, record=held)
+    raise ClaimInProgressError(key, held)
+
+
+def _act(ledger: LedgerLike, key: str, act: Callable[[], Mapping[str, object]]) -> Once:
+    try:
+        outcome = dict(act())
+    except Exception:
+        ledger.release(key)
+        raise
+    ledger.complete(key, outcome)
+    return Once(key=key, acted=True, record=outcome)
