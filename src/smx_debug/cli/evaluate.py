@@ -26,9 +26,12 @@ if TYPE_CHECKING:
 __all__ = ["add_rule_options", "register", "rule_selection"]
 
 
-def add_rule_options(parser: argparse.ArgumentParser) -> None:
-    """Options shared with `smx-debug report`: which rules, with which parameters, from which source."""
-    parser.add_argument("job_or_path", metavar="JOB_OR_PATH",
+def add_rule_options(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
+    """Options shared with `smx-debug report`: which rules, with which parameters, from which source.
+
+    ``many``: JOB_OR_PATH may be given several times (``args.job_or_path`` is then a list).
+    """
+    parser.add_argument("job_or_path", metavar="JOB_OR_PATH", nargs="+" if many else None,
                         help="training job name, s3:// profiler-output prefix, or local folder/file")
     parser.add_argument("--plan", metavar="FILE", help="debug plan whose rules and parameters to evaluate")
     parser.add_argument("--rule", action="append", default=[], metavar="NAME", help="evaluate only this rule (repeatable)")

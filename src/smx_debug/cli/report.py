@@ -1,9 +1,11 @@
-"""`smx-debug report`: one self-contained HTML profiler report."""
+"""`smx-debug report`: one self-contained HTML report, verdict first; several jobs give a side-by-side page."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -12,25 +14,65 @@ from smx_debug.cli._args import check_output_file, non_negative_float, positive_
 from smx_debug.cli.evaluate import add_rule_options, rule_selection
 from smx_debug.errors import ConfigError
 
-__all__ = ["register"]
+__all__ = ["load_framework_events", "load_outcome", "parse_time", "register"]
 
 
-def _run(args: argparse.Namespace) -> int:
+def parse_time(text: str, option: str) -> int:
+    """An ISO-8601 time (UTC when no offset is given) or epoch seconds, as epoch ns."""
+    from datetime import UTC
+
+    try:
+        return int(float(text) * 1e9)
+    except ValueError:
+        pass
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(f"{option} must be an ISO-8601 time or epoch seconds, got {text!r}", field=option,
+                          value=text) from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return int(when.timestamp() * 1e9)
+
+
+def load_framework_events(job_or_path: str) -> Any:
+    """The job's framework events, or None when it has no framework trace."""
+    from smx_debug.errors import NotFoundError
+    from smx_debug.reports import framework_metrics
+
+    try:
+        return framework_metrics(job_or_path, progress=False)
+    except NotFoundError:
+        return None
+
+
+def load_outcome(info: Any, *, ledger_table: str | None, onset: int | None) -> Any:
+    """Status, rule trigger times and stop from DescribeTrainingJob and the ledger (job names only)."""
+    import boto3
+    from botocore.config import Config
+
+    from smx_debug.htmlreport import JobOutcome, fetch_outcome
+
+    outcome = JobOutcome()
+    if info.instance_type is not None:  # a training job, not a folder or an s3:// prefix
+        config = Config(retries={"mode": "standard"})
+        outcome = fetch_outcome(info.name, sagemaker_client=boto3.client("sagemaker", config=config),
+                                dynamodb_client=boto3.client("dynamodb", config=config) if ledger_table else None,
+                                ledger_table=ledger_table)
+    return outcome.with_onset(onset)
+
+
+def _one(job_or_path: str, args: argparse.Namespace, rules: Any, overrides: Any, title: str | None) -> Any:
     from smx_debug.evaluate import LoadReport, evaluate
     from smx_debug.evaluate.jobs import load_job
-    from smx_debug.htmlreport import ReportInput, estimate_cost, write_report
+    from smx_debug.htmlreport import ReportInput, estimate_cost
 
-    names, overrides, _ = rule_selection(args)
-    if args.instance_count is not None and args.instance_count < 1:
-        raise ConfigError(f"--instance-count must be at least 1, got {args.instance_count!r}",
-                          field="--instance-count", value=args.instance_count)
-    if args.price is not None and args.price < 0:
-        raise ConfigError(f"--price must not be negative, got {args.price!r}", field="--price", value=args.price)
-    check_output_file(args.out, "--out")
     report = LoadReport()
-    data, info = load_job(args.job_or_path, source=args.source, report=report)
+    data, info = load_job(job_or_path, source=args.source, report=report)
     require_data(data, info.name, info.source)
-    results = evaluate(data, names, overrides)
+    results = evaluate(data, rules, overrides)
+    onset = parse_time(args.onset, "--onset") if args.onset else None
+    outcome = load_outcome(info, ledger_table=args.ledger_table, onset=onset)
     instance_type = args.instance_type or info.instance_type
     cost = None
     span = data.system_span_ns
@@ -40,12 +82,25 @@ def _run(args: argparse.Namespace) -> int:
         p95 = [float(np.quantile(s.values, 0.95)) for s in gpus if len(s.values)]
         count = args.instance_count or info.instance_count or max(len(data.nodes), 1)
         cost = estimate_cost(instance_type, count, (span[1] - span[0]) / 1e9, util, p95, price_per_hour=args.price)
-    path = write_report(
-        ReportInput(job_name=args.title or info.name, data=data, results=results, cost=cost, source=info.source,
-                    skipped=report.skipped),
-        args.out,
-    )
-    fired = [r.rule for r in results.values() if r.triggered]
+    events = load_framework_events(job_or_path) if info.source != "CloudWatch /aws/sagemaker/TrainingJobs" else None
+    return ReportInput(job_name=title or info.name, data=data, results=results, cost=cost, source=info.source,
+                       skipped=report.skipped, events=events, outcome=outcome)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from smx_debug.htmlreport import write_comparison, write_report
+
+    rules, overrides, _ = rule_selection(args)
+    check_output_file(args.out, "--out")
+    jobs: list[str] = args.job_or_path
+    if len(jobs) > 1 and args.onset:
+        raise ConfigError("--onset applies to one job; give one JOB_OR_PATH", field="--onset", value=args.onset)
+    inputs = [_one(job, args, rules, overrides, args.title if len(jobs) == 1 else None) for job in jobs]
+    if len(inputs) == 1:
+        path = write_report(inputs[0], args.out)
+    else:
+        path = write_comparison(inputs, args.out, title=args.title or "Runs compared")
+    fired = sorted({r.configuration_name or r.rule for inp in inputs for r in inp.results.values() if r.triggered})
     print(f"wrote {path} ({path.stat().st_size:,} bytes); rules fired: {', '.join(fired) or 'none'}", file=sys.stderr)
     return 0
 
@@ -53,17 +108,23 @@ def _run(args: argparse.Namespace) -> int:
 def register(subparsers: Any) -> Any:
     """Add the `report` command."""
     parser = subparsers.add_parser(
-        "report", help="write a self-contained HTML profiler report",
-        description="Evaluate the rules and write one HTML file (no network needed to view it) with the job summary, "
-        "system usage, utilization over time, histograms, a heatmap, step durations, the rules and a cost section.",
+        "report", help="write a self-contained HTML report (several jobs: side by side)",
+        description="Evaluate the rules and write one HTML file (no network needed to view it): the verdict first "
+        "(healthy? which rule fired first and when, the stop, the cost), then the rules, timelines per node and "
+        "GPU with onset/trigger/stop marks, why the GPUs dipped, dataloader and framework analysis, steps, usage "
+        "and cost. With several JOB_OR_PATHs, one page compares the runs.",
     )
-    add_rule_options(parser)
+    add_rule_options(parser, many=True)
     parser.add_argument("--out", required=True, metavar="FILE", help="HTML file to write")
-    parser.add_argument("--title", help="job name shown in the report (default: from JOB_OR_PATH)")
+    parser.add_argument("--title", help="job name (one job) or page title (several) shown in the report")
     parser.add_argument("--instance-type", help="e.g. ml.p3.8xlarge (default: from DescribeTrainingJob)")
     parser.add_argument("--instance-count", type=positive_int,
                         help="number of instances (default: from the job or the nodes seen)")
     parser.add_argument("--price", type=non_negative_float,
                         help="USD per instance-hour, overriding the bundled price table")
+    parser.add_argument("--onset", metavar="TIME",
+                        help="when the problem started, if known (ISO-8601 UTC or epoch seconds): marked on timelines")
+    parser.add_argument("--ledger-table", default=os.environ.get("SMX_LEDGER_TABLE") or None, metavar="TABLE",
+                        help="DynamoDB actions ledger to read the stop from (default: $SMX_LEDGER_TABLE)")
     parser.set_defaults(func=_run)
     return parser

@@ -1,287 +1,412 @@
-"""The self-contained HTML profiler report: one file, inline CSS and SVG, no external URL."""
+"""The self-contained HTML report: verdict first, then the evidence. One file, inline CSS and SVG, no script.
+
+Every figure comes from :func:`smx_debug.htmlreport.model.build_model`; this module only formats. Timelines
+share one time axis with marks for onset, first trigger and stop; the cluster view is aggregated and each
+node (every GPU) opens on click (``<details>``), so a 16-node, 8-GPU job stays readable and light.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import warnings
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from smx_debug.evaluate import JobData, RuleResult
+from smx_debug.evaluate import JobData
 from smx_debug.evaluate.data import ns
-from smx_debug.htmlreport.advice import ADVICE, DESCRIPTION
-from smx_debug.htmlreport.cost import CostEstimate
-from smx_debug.htmlreport.svg import heatmap, histogram, line_chart
+from smx_debug.htmlreport.fmt import count, duration, money, number, percent, rate_mb, utc
+from smx_debug.htmlreport.model import ReportInput, ReportModel, build_model
+from smx_debug.htmlreport.svg import line_chart
 
-__all__ = ["ReportInput", "render_report", "write_report"]
+__all__ = ["CSS", "ReportInput", "render_model", "render_report", "write_report"]
 
-_CSS = """
+CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
 h1{font-size:24px;margin-bottom:4px}h2{font-size:18px;border-bottom:2px solid #1f77b4;padding-bottom:4px;margin-top:32px}
 h3{font-size:15px;margin:16px 0 6px}.muted{color:#666;font-size:13px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f2f5f9}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .fired{background:#fdecea}.ok{color:#2e7d32}.bad{color:#c62828;font-weight:600}.na{color:#888}
-.cards{display:flex;flex-wrap:wrap;gap:12px}.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:150px}
-.card b{display:block;font-size:20px}.charts{display:flex;flex-wrap:wrap;gap:8px}svg.chart{background:#fff}
-.phase{display:flex;height:22px;border-radius:4px;overflow:hidden;margin:6px 0;font-size:12px;color:#fff}
-.phase div{display:flex;align-items:center;justify-content:center;white-space:nowrap;overflow:hidden}
+.verdict{border-radius:8px;padding:12px 16px;margin:12px 0;font-size:16px}
+.verdict.unhealthy{background:#fdecea;border:2px solid #c62828}.verdict.healthy{background:#e8f5e9;border:2px solid #2e7d32}
+.verdict p{margin:4px 0}.verdict .headline{font-size:19px;font-weight:700}
+.cards{display:flex;flex-wrap:wrap;gap:12px}.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:140px}
+.card b{display:block;font-size:18px}.charts{display:flex;flex-wrap:wrap;gap:8px}svg.chart{background:#fff}
+details{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 8px}summary{cursor:pointer;font-weight:600}
+.legend span{margin-right:14px}.legend i{display:inline-block;width:14px;border-top:2px dashed;margin-right:4px;vertical-align:middle}
 """
+_NAV = (("verdict", "verdict"), ("rules", "rules"), ("timeline", "timelines"), ("dips", "GPU dips"),
+        ("loop", "dataloader & framework"), ("steps", "steps"), ("usage", "usage"), ("cost", "cost"))
+_BINS = 240
 
 
-@dataclass
-class ReportInput:
-    """Everything the report shows."""
-
-    job_name: str
-    data: JobData
-    results: Mapping[str, RuleResult]
-    cost: CostEstimate | None = None
-    source: str = ""
-    skipped: Mapping[str, int] = field(default_factory=dict)
-
-
-def _fmt_s(seconds: float) -> str:
-    seconds = float(seconds)
-    if seconds >= 3600:
-        return f"{seconds / 3600:.2f} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds:.1f} s"
-
-
-def _utc(ns_value: int) -> str:
-    return datetime.fromtimestamp(ns_value / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def _span(data: JobData) -> tuple[int, int] | None:
-    pts: list[int] = []
-    if data.system_span_ns is not None:
-        pts.extend(data.system_span_ns)
-    if not data.steps.empty:
-        pts += [int(ns(data.steps["start"]).min()), int(ns(data.steps["end"]).max())]
-    return (min(pts), max(pts)) if pts else None
-
-
-def _summary(inp: ReportInput) -> str:
-    data = inp.data
-    span = _span(data)
-    out = ["<h2 id='summary'>Training job summary</h2>"]
-    if span is None:
-        return "".join([*out, "<p class='na'>No system metrics or steps were found.</p>"])
-    t0, t1 = span
-    dur = (t1 - t0) / 1e9
-    nodes = data.nodes
-    fired = [r for r in inp.results.values() if r.triggered]
+# ------------------------------------------------------------------------------------------- header
+def _header(m: ReportModel) -> str:
+    v = m.verdict
+    cls = "healthy" if v.healthy else "unhealthy"
+    out = [f"<section id='verdict' class='verdict {cls}'><p class='headline'>{escape(v.headline)}</p>"]
+    out += [f"<p>{escape(line)}</p>" for line in v.details]
+    out.append("</section>")
+    fired = m.fired
+    first = fired[0] if fired else None
+    out_ = m.inp.outcome
     cards = [
-        ("Job", escape(inp.job_name)), ("Duration", _fmt_s(dur)), ("Nodes", str(len(nodes))),
-        ("Steps", f"{len(data.steps):,}"), ("Rules fired", f"{len(fired)} of {len(inp.results)}"),
+        ("Status", escape(out_.status or ("stopped" if out_.stopped else "unknown"))),
+        ("Rules fired", f"{count('rules-fired', len(fired))} of {count('rules-evaluated', len(m.rows))}"),
+        ("First trigger", escape(first.name) + (f"<br>{escape(utc(first.first_trigger_ns))}"
+                                                  if first and first.first_trigger_ns else "") if first else "none"),
+        ("Stopped", escape(utc(out_.stop_ns)) if out_.stop_ns is not None else ("yes" if out_.stopped else "no")),
     ]
-    if inp.cost is not None:
-        cards.append(("Cost", f"${inp.cost.cost:,.2f}"))
-    out.append("<div class='cards'>" + "".join(f"<div class='card'>{k}<b>{v}</b></div>" for k, v in cards) + "</div>")
-    out.append(f"<p class='muted'>From {_utc(t0)} to {_utc(t1)}. Source: {escape(inp.source)}</p>")
-    if not data.steps.empty:
-        first, last = int(ns(data.steps["start"]).min()), int(ns(data.steps["end"]).max())
-        phases = [("Initialization", (first - t0) / 1e9, "#9467bd"), ("Training loop", (last - first) / 1e9, "#1f77b4"),
-                  ("Finalization", (t1 - last) / 1e9, "#7f7f7f")]
-        out.append("<h3>Phases</h3><div class='phase'>")
-        for name, secs, color in phases:
-            pct = 100 * secs / dur if dur else 0
-            if pct > 0:
-                out.append(f"<div style='width:{pct:.2f}%;background:{color}' title='{name}'>{name} {pct:.0f}%</div>")
-        out.append("</div><table><tr><th>Phase</th><th>Duration</th><th>Share</th></tr>")
-        for name, secs, _ in phases:
-            out.append(f"<tr><td>{name}</td><td class='num'>{_fmt_s(secs)}</td>"
-                       f"<td class='num'>{100 * secs / dur if dur else 0:.1f}%</td></tr>")
-        out.append("</table>")
+    if v.cost_so_far is not None:
+        cards.append(("Cost so far", money(v.cost_so_far)))
+    if v.cost_after_trigger is not None:
+        cards.append(("Cost after first trigger", money(v.cost_after_trigger)))
+    if v.saved is not None:
+        cards.append(("Stopping saved (up to)", money(v.saved)))
+    out.append("<div class='cards'>" + "".join(f"<div class='card'>{k}<b>{val}</b></div>" for k, val in cards)
+               + "</div>")
+    if m.start_ns is not None and m.end_ns is not None:
+        out.append(f"<p class='muted'>From {utc(m.start_ns)} to {utc(m.end_ns)} ({duration((m.end_ns - m.start_ns) / 1e9)})"
+                   f"; {len(m.inp.data.nodes)} node(s); {count('steps-total', len(m.inp.data.steps))} steps. "
+                   f"Source: {escape(m.inp.source)}.</p>")
     return "".join(out)
 
 
-def _status(r: RuleResult) -> str:
-    if r.triggered:
-        return "<span class='bad'>Issues found</span>"
-    if r.datapoints == 0 and r.rule != "OverallSystemUsage":
-        return "<span class='na'>No data</span>"
-    return "<span class='ok'>No issues</span>"
+# ------------------------------------------------------------------------------------------- rules
+def _param(v: object) -> str:
+    if isinstance(v, bool) or v is None:
+        return escape(str(v))
+    if isinstance(v, int | float):
+        return number(float(v), 3)
+    return escape(str(v))
 
 
-def _rules(inp: ReportInput) -> str:
-    out = ["<h2 id='rules'>Rules</h2><table class='rules'><tr><th>Rule</th><th>Status</th><th>Triggered</th>"
-           "<th>Violations</th><th>Datapoints</th><th>Why it fired</th><th>What to do</th><th>Parameters</th></tr>"]
-    order = sorted(inp.results.values(), key=lambda r: (not r.triggered, r.rule))
+def _rules(m: ReportModel) -> str:
+    out = ["<h2 id='rules'>Rules</h2><p class='muted'>Evaluated locally with Debugger's definitions; each row is one "
+           "rule configuration. <b>Why</b> and <b>what to do</b> are filled only for rules that fired.</p>",
+           "<table><tr><th>Configuration</th><th>Rule</th><th>Status</th><th>Triggered (scans)</th><th>Violations</th>"
+           "<th>Datapoints</th><th>First trigger</th><th>Parameters</th><th>Why it fired</th><th>What to do</th></tr>"]
+    order = m.fired + [r for r in m.rows if not r.triggered]
     for r in order:
-        cls = " class='fired'" if r.triggered else ""
-        reason = escape(r.message) if r.triggered else escape(DESCRIPTION.get(r.rule, ""))
-        todo = escape(ADVICE.get(r.rule, "")) if r.triggered else ""
-        params = escape(r.rule_parameters).replace("\n", "<br>")
+        key = f"rule-{r.name}"
+        if r.triggered:
+            status = "<span class='bad'>Issues found</span>"
+        elif r.datapoints == 0 and r.rule != "OverallSystemUsage":
+            status = "<span class='na'>No data</span>"
+        else:
+            status = "<span class='ok'>No issues</span>"
+        first = (f"{utc(r.first_trigger_ns)}<br><span class='muted'>{escape(r.trigger_source)}</span>"
+                 if r.first_trigger_ns is not None else escape(r.trigger_source) if r.triggered else "")
+        params = "<br>".join(f"{escape(k)} = {_param(v)}" for k, v in r.parameters.items() if k != "scan_interval_us")
+        extra = ""
+        if r.rule == "StepOutlier" and m.step_rule == r.name:
+            extra = f"<br>outlier steps in the final data: {count('step-outliers-total', sum(s.outliers for s in m.step_rows))}"
         out.append(
-            f"<tr{cls} data-rule='{escape(r.rule)}'><td>{escape(r.rule)}</td><td>{_status(r)}</td>"
-            f"<td class='num'>{r.rule_triggered}</td><td class='num'>{r.violations}</td>"
-            f"<td class='num'>{r.datapoints}</td><td>{reason}</td><td>{todo}</td><td class='muted'>{params}</td></tr>"
+            f"<tr class='{'fired' if r.triggered else ''}' data-rule='{escape(r.name)}'><td><b>{escape(r.name)}</b></td>"
+            f"<td title='{escape(r.description)}'>{escape(r.rule)}</td><td>{status}</td>"
+            f"<td class='num'>{count(key + '-triggered', r.trigger_count)}</td>"
+            f"<td class='num'>{count(key + '-violations', r.violations)}{extra}</td>"
+            f"<td class='num'>{count(key + '-datapoints', r.datapoints)}</td><td>{first}</td>"
+            f"<td class='muted'>{params}</td><td>{escape(r.why) if r.why else ''}</td>"
+            f"<td>{escape(r.advice) if r.advice else ''}</td></tr>"
         )
     out.append("</table>")
     return "".join(out)
 
 
-def _usage(inp: ReportInput) -> str:
-    res = inp.results.get("OverallSystemUsage")
-    out = ["<h2 id='usage'>System usage statistics per node</h2>"]
-    if res is None or not any(res.details.values()):
-        return "".join([*out, "<p class='na'>No system metrics.</p>"])
-    out.append("<table><tr><th>Node</th><th>Metric</th><th>max</th><th>p99</th><th>p95</th><th>p50</th><th>min</th></tr>")
-    for metric, per_node in res.details.items():
-        for node, st in sorted(per_node.items()):
-            cells = "".join(f"<td class='num'>{st[k]:g}</td>" for k in ("max", "p99", "p95", "p50", "min"))
-            out.append(f"<tr><td>{escape(node)}</td><td>{escape(metric)}</td>{cells}</tr>")
-    out.append("</table>")
-    return "".join(out)
+# ------------------------------------------------------------------------------------------- timelines
+def _bin(ts: np.ndarray, values: np.ndarray, t0: int, t1: int, bins: int = _BINS) -> np.ndarray:
+    idx = np.clip(((ts - t0) * bins // max(t1 - t0, 1)).astype(np.int64), 0, bins - 1)
+    cnt = np.bincount(idx, minlength=bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.asarray(np.bincount(idx, weights=values, minlength=bins) / cnt)
 
 
-def _node_series(data: JobData, dimension: str, t0: int) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    return {node: ((ts - t0) / 60e9, total / max(n, 1)) for node, (ts, total, n) in data.totals(dimension).items()}
+def _node_mean(data: JobData, dim: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    return {node: (ts, total / max(n, 1)) for node, (ts, total, n) in data.totals(dim).items()}
 
 
-def _over_time(inp: ReportInput, t0: int) -> str:
-    data = inp.data
-    cpu = _node_series(data, "CPUUtilization", t0)
-    gpu = _node_series(data, "GPUUtilization", t0)
-    mem = _node_series(data, "GPUMemoryUtilization", t0)
-    out = ["<h2 id='timeline'>Utilization over time per node</h2><div class='charts'>"]
+def _node_sum(data: JobData, dims: Iterable[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    for dim in dims:
+        for node, (ts, total, _) in data.totals(dim).items():
+            if node in out:  # different dimensions share the snapshot grid of the node
+                pts, ptot = out[node]
+                merged = pd.Series(ptot, index=pts).add(pd.Series(total, index=ts), fill_value=0).sort_index()
+                out[node] = (merged.index.to_numpy(), merged.to_numpy())
+            else:
+                out[node] = (ts, total)
+    return out
+
+
+def _step_series(data: JobData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    out = {}
+    for node, grp in data.steps.groupby("node", sort=True, observed=True):
+        out[str(node)] = (ns(grp["start"]), grp["duration"].to_numpy(dtype=float))
+    return out
+
+
+def _marks(m: ReportModel, t0: int) -> list[tuple[float, str, str]]:
+    return [((mk.time_ns - t0) / 60e9, f"{mk.label} at {utc(mk.time_ns)}", mk.kind) for mk in m.marks]
+
+
+def _aggregate_chart(per_node: dict[str, tuple[np.ndarray, np.ndarray]], title: str, unit: str, t0: int, t1: int,
+                     marks: list[tuple[float, str, str]], scale: float = 1.0, y_max: float | None = None) -> str:
+    if not per_node:
+        return ""
+    x = (np.arange(_BINS) + 0.5) * (t1 - t0) / _BINS / 60e9
+    grid = np.vstack([_bin(ts, v * scale, t0, t1) for ts, v in per_node.values()])
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN bins (no sample) stay NaN
+        lines = [("mean of nodes", np.nanmean(grid, axis=0))]
+        if len(per_node) > 1:
+            lines += [("lowest node", np.nanmin(grid, axis=0)), ("highest node", np.nanmax(grid, axis=0))]
+    series = [(label, x[~np.isnan(y)], y[~np.isnan(y)]) for label, y in lines]
+    return line_chart(series, title=title, unit=unit, y_max=y_max, marks=marks, x_range=(0.0, (t1 - t0) / 60e9),
+                      width=560, height=200)
+
+
+def _device_chart(data: JobData, node: str, dim: str, title: str, t0: int, t1: int,
+                  marks: list[tuple[float, str, str]]) -> str:
+    devices = [s for s in data.series(dim) if s.node == node]
+    if not devices:
+        return ""
+    series = [(s.name, (s.ts - t0) / 60e9, s.values) for s in devices]
+    return line_chart(series, title=title, unit="%", y_max=100.0, marks=marks, x_range=(0.0, (t1 - t0) / 60e9),
+                      width=560, height=max(200, 40 + 14 * len(devices)), points=200)
+
+
+def _timelines(m: ReportModel) -> str:
+    data = m.inp.data
+    if m.span is None:
+        return "<h2 id='timeline'>Timelines</h2><p class='na'>No system metrics or steps.</p>"
+    t0, t1 = m.span
+    marks = _marks(m, t0)
+    legend = "".join(f"<span><i style='border-color:{c}'></i>{k}</span>"
+                     for k, c in (("onset", "#ff7f0e"), ("trigger", "#d62728"), ("stop", "#111111"))
+                     if any(mk.kind == k for mk in m.marks))
+    out = [f"<h2 id='timeline'>Timelines</h2><p class='muted'>Minutes since {utc(t0)}. All nodes aggregated "
+           "(mean, lowest and highest node); open a node below for every GPU."
+           + (f"</p><p class='legend'>{legend}</p>" if legend else "</p>"), "<div class='charts'>"]
+    gpu, gmem, cpu = (_node_mean(data, d) for d in ("GPUUtilization", "GPUMemoryUtilization", "CPUUtilization"))
+    io = _node_sum(data, ("ReadThroughputInBytesPerSecond", "WriteThroughputInBytesPerSecond"))
+    net = _node_sum(data, ("ReceiveBytesPerSecond", "TransmitBytesPerSecond"))
+    steps = _step_series(data)
+    charts = [
+        _aggregate_chart(gpu, "GPU utilization (%)", "%", t0, t1, marks, y_max=100.0),
+        _aggregate_chart(gmem, "GPU memory (%)", "%", t0, t1, marks, y_max=100.0),
+        _aggregate_chart(cpu, "CPU utilization (%)", "%", t0, t1, marks, y_max=100.0),
+        _aggregate_chart(io, "Disk I/O, read + write (MB/s)", " MB/s", t0, t1, marks, scale=1e-6),
+        _aggregate_chart(net, "Network, receive + transmit (MB/s)", " MB/s", t0, t1, marks, scale=1e-6),
+        _aggregate_chart(steps, "Step duration (s)", " s", t0, t1, marks),
+    ]
+    out += [c for c in charts if c]
+    out.append("</div><h3>Per node</h3>")
     for node in data.nodes:
-        lines = [(label, *src[node]) for label, src in (("CPU", cpu), ("GPU", gpu), ("GPU memory", mem)) if node in src]
-        if lines:
-            out.append(line_chart(lines, title=f"{node}: mean utilization (%)"))
-    out.append("</div>")
-    out.append("<h3>Utilization histograms</h3><div class='charts'>")
-    for node in data.nodes:
-        if node in cpu:
-            out.append(histogram(cpu[node][1], title=f"{node}: CPU utilization", bins=np.arange(0, 102, 2), x_label="%"))
-        g = [s.values for s in data.series("GPUUtilization") if s.node == node]
-        if g:
-            out.append(histogram(np.concatenate(g), title=f"{node}: GPU utilization (all GPUs)",
-                                 bins=np.arange(0, 102, 2), x_label="%"))
-    out.append("</div>")
+        g = gpu.get(node)
+        summary = [f"{escape(node)}"]
+        if g is not None and len(g[1]):
+            summary.append(f"GPU {percent(float(g[1].mean()))} mean")
+        if node in cpu and len(cpu[node][1]):
+            summary.append(f"CPU {percent(float(cpu[node][1].mean()))} mean")
+        if node in steps:
+            summary.append(f"{len(steps[node][1]):,} steps, median {duration(float(np.median(steps[node][1])))}")
+        inner = [
+            _device_chart(data, node, "GPUUtilization", f"{node}: GPU utilization per GPU (%)", t0, t1, marks),
+            _device_chart(data, node, "GPUMemoryUtilization", f"{node}: GPU memory per GPU (%)", t0, t1, marks),
+            _aggregate_chart({node: cpu[node]}, f"{node}: CPU utilization, mean of cores (%)", "%", t0, t1, marks,
+                             y_max=100.0) if node in cpu else "",
+            _aggregate_chart({node: io[node]}, f"{node}: disk I/O (MB/s)", " MB/s", t0, t1, marks, scale=1e-6)
+            if node in io else "",
+            _aggregate_chart({node: net[node]}, f"{node}: network (MB/s)", " MB/s", t0, t1, marks, scale=1e-6)
+            if node in net else "",
+            _aggregate_chart({node: steps[node]}, f"{node}: step duration (s)", " s", t0, t1, marks)
+            if node in steps else "",
+        ]
+        out.append(f"<details data-node='{escape(node)}'><summary>{' · '.join(summary)}</summary>"
+                   f"<div class='charts'>{''.join(c for c in inner if c)}</div></details>")
     return "".join(out)
 
 
-def _heatmaps(inp: ReportInput, t0: int, t1: int, cols: int = 60) -> str:
-    data = inp.data
-    out = ["<h2 id='heatmap'>Utilization heatmap</h2><p class='muted'>Rows are devices, columns are "
-           f"{_fmt_s((t1 - t0) / 1e9 / cols)} bins; darker is busier.</p>"]
-    edges_n = max(t1 - t0, 1)
+# ------------------------------------------------------------------------------------------- analysis
+def _frame_table(df: pd.DataFrame, columns: list[tuple[str, str, str]], limit: int = 10) -> str:
+    """Rows of ``df`` as a table; columns are (column, header, unit) with unit in %, s, ms, MB/s, '', 'int'."""
+    head = "".join(f"<th>{escape(h)}</th>" for _, h, _ in columns)
+    body = []
+    for _, row in df.head(limit).iterrows():
+        cells = []
+        for col, _, unit in columns:
+            v = row[col]
+            if unit == "%":
+                cells.append(f"<td class='num'>{percent(float(v))}</td>")
+            elif unit == "frac":
+                cells.append(f"<td class='num'>{percent(100 * float(v))}</td>")
+            elif unit == "s":
+                cells.append(f"<td class='num'>{duration(float(v))}</td>")
+            elif unit == "ms":
+                cells.append(f"<td class='num'>{number(float(v), 1)} ms</td>")
+            elif unit == "GPU-s":
+                cells.append(f"<td class='num'>{number(float(v), 1)} GPU-s</td>")
+            elif unit == "int":
+                cells.append(f"<td class='num'>{int(v):,}</td>")
+            elif unit == "time":
+                cells.append(f"<td>{utc(int(pd.Timestamp(v).value))}</td>")
+            elif unit == "list":
+                cells.append(f"<td>{escape(', '.join(str(x) for x in v))}</td>")
+            else:
+                cells.append(f"<td>{escape('' if v is None or v is pd.NA else str(v))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
-    def row(ts: np.ndarray, values: np.ndarray) -> np.ndarray:
-        idx = np.clip(((ts - t0) * cols // edges_n).astype(np.int64), 0, cols - 1)
-        cnt = np.bincount(idx, minlength=cols)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.asarray(np.bincount(idx, weights=values, minlength=cols) / cnt)
 
-    nodes = data.nodes[:4]  # a row per core gets large: show the first nodes in full
-    for node in nodes:
-        devices = [s for dim in ("GPUUtilization", "CPUUtilization") for s in data.series(dim) if s.node == node]
-        if not devices:
-            continue
-        matrix = np.vstack([row(s.ts, s.values) for s in devices])
-        out.append(heatmap(matrix, [s.name for s in devices], title=f"{node}: GPUs and CPU cores",
-                           x_range=(0.0, (t1 - t0) / 60e9)))
-    if len(data.nodes) > len(nodes):
-        out.append(f"<p class='muted'>{len(data.nodes) - len(nodes)} more nodes not shown.</p>")
+def _dips(m: ReportModel) -> str:
+    out = ["<h2 id='dips'>Why the GPUs dipped</h2><p class='muted'>Each period during training where a node's mean "
+           "GPU utilization fell below half its median, matched to the framework event that overlaps it most; "
+           "GPU time lost = (median - utilization) x GPUs x time. Ranked by GPU time lost.</p>"]
+    if m.dips.empty:
+        out.append("<p class='ok'>No GPU dips during training.</p>" if m.span else "<p class='na'>No GPU metrics.</p>")
+        return "".join(out)
+    total = float(m.dips["gpu_seconds_lost"].sum())
+    out.append(f"<p>{count('gpu-dips', len(m.dips))} dips cost {number(total)} GPU-seconds "
+               f"({duration(total)} of GPU time).</p>")
+    out.append(_frame_table(m.causes, [("cause", "Cause", ""), ("cause_event", "Framework event", ""),
+                                       ("dips", "Dips", "int"), ("gpu_seconds_lost", "GPU time lost", "GPU-s"),
+                                       ("share_percent", "Share", "%"), ("duration_s", "Time in dips", "s"),
+                                       ("example_steps", "Example steps", "list")]))
+    out.append("<h3>Largest dips</h3>")
+    out.append(_frame_table(m.dips, [("node", "Node", ""), ("start", "Start", "time"), ("duration_s", "Length", "s"),
+                                     ("gpu_util_mean", "GPU util", "%"), ("baseline", "Median", "%"),
+                                     ("gpu_seconds_lost", "GPU time lost", "GPU-s"), ("step", "Step", ""),
+                                     ("cause", "Cause", ""), ("cause_event", "Event", ""),
+                                     ("cause_share", "Event covers", "frac")]))
     return "".join(out)
 
 
-def _steps(inp: ReportInput) -> str:
-    steps = inp.data.steps
+def _loop(m: ReportModel) -> str:
+    out = ["<h2 id='loop'>Dataloader and framework</h2>"]
+    if m.loader_share.empty and m.operators.empty:
+        return "".join([*out, "<p class='na'>No framework trace (framework profiling was off or found no events).</p>"])
+    if not m.loader_share.empty:
+        out.append("<h3>Dataloader time share per node</h3>")
+        out.append(_frame_table(m.loader_share, [("node", "Node", ""), ("steps", "Steps", "int"),
+                                                 ("training_s", "Time in steps", "s"),
+                                                 ("dataloader_s", "Data loading", "s"), ("compute_s", "Compute", "s"),
+                                                 ("dataloader_percent", "Data loading share", "%")], limit=64))
+    out.append(f"<h3>Steps where data loading took longer than compute: {count('slow-loading-steps', len(m.slow_loads))}"
+               "</h3>")
+    if len(m.slow_loads):
+        out.append(_frame_table(m.slow_loads, [("node", "Node", ""), ("step", "Step", "int"), ("step_s", "Step", "s"),
+                                               ("dataloader_s", "Data loading", "s"), ("compute_s", "Compute", "s")]))
+    if not m.operators.empty:
+        out.append("<h3>Slowest operators (total time)</h3>")
+        out.append(_frame_table(m.operators, [("name", "Operator", ""), ("category", "Phase", ""),
+                                              ("count", "Calls", "int"), ("total_s", "Total", "s"),
+                                              ("mean_ms", "Mean", "ms"), ("max_ms", "Max", "ms"),
+                                              ("share_percent", "Share", "%")]))
+    return "".join(out)
+
+
+def _steps(m: ReportModel) -> str:
     out = ["<h2 id='steps'>Step durations</h2>"]
-    if steps.empty:
+    if not m.step_rows:
         return "".join([*out, "<p class='na'>No step timeline was found.</p>"])
-    res = inp.results.get("StepOutlier")
-    k = 3.0
-    if res is not None:
-        for line in res.rule_parameters.splitlines():
-            if line.startswith("stddev:"):
-                k = float(line.split(":", 1)[1])
-    out.append("<div class='charts'>")
-    table = ["<table><tr><th>Node</th><th>Phase</th><th>Steps</th><th>mean</th><th>p50</th><th>p95</th><th>max</th>"
-             f"<th>Outliers (&gt; mean + {k:g} std)</th><th>First outlier steps</th></tr>"]
-    for (node, mode), grp in steps.groupby(["node", "mode"], sort=True):
-        d = grp["duration"].to_numpy(dtype=float)
-        thr = float(d.mean() + k * d.std())
-        out.append(histogram(d, title=f"{node} {mode}: step duration (s)", bins=60, x_label="s", threshold=thr))
-        outl = grp["step"].to_numpy()[d > thr]
-        q = np.quantile(d, [0.5, 0.95])
-        table.append(
-            f"<tr><td>{escape(str(node))}</td><td>{escape(str(mode))}</td><td class='num'>{len(d):,}</td>"
-            f"<td class='num'>{d.mean():.4f}</td><td class='num'>{q[0]:.4f}</td><td class='num'>{q[1]:.4f}</td>"
-            f"<td class='num'>{d.max():.4f}</td><td class='num'>{len(outl)}</td>"
-            f"<td>{escape(', '.join(map(str, outl[:15].tolist())))}</td></tr>"
+    src = (f"Outliers are the {escape(m.step_rule)} result's own (steps above mean + stddev x std over the final data)."
+           if m.step_rule else "Outliers: steps above mean + 3 x std (StepOutlier was not evaluated).")
+    out.append(f"<p class='muted'>{src}</p><table><tr><th>Node</th><th>Phase</th><th>Steps</th><th>Mean</th>"
+               "<th>p50</th><th>p95</th><th>Max</th><th>Outlier above</th><th>Outlier steps</th><th>First outliers</th></tr>")
+    for s in m.step_rows:
+        out.append(
+            f"<tr><td>{escape(s.node)}</td><td>{escape(s.phase)}</td><td class='num'>{s.steps:,}</td>"
+            f"<td class='num'>{duration(s.mean_s)}</td><td class='num'>{duration(s.p50_s)}</td>"
+            f"<td class='num'>{duration(s.p95_s)}</td><td class='num'>{duration(s.max_s)}</td>"
+            f"<td class='num'>{duration(s.threshold_s)}</td>"
+            f"<td class='num'>{count(f'step-outliers-{s.node}-{s.phase}', s.outliers)}</td>"
+            f"<td>{escape(', '.join(map(str, s.outlier_steps[:12])))}</td></tr>"
         )
-    out.append("</div>")
-    out.extend(table)
+    total = sum(s.outliers for s in m.step_rows)
+    out.append(f"<tr><td colspan='8'><b>All nodes</b></td><td class='num'><b>{count('step-outliers-total', total)}"
+               "</b></td><td></td></tr></table>")
+    return "".join(out)
+
+
+_USAGE_UNITS = {"GPU": "%", "CPU": "%", "GPU memory": "%", "CPU memory": "%", "I/O": "%", "Network": "MB/s"}
+_USAGE_LABEL = {"I/O": "I/O wait", "Network": "Network (receive + transmit)"}
+
+
+def _usage(m: ReportModel) -> str:
+    res = next((r for r in m.inp.results.values() if r.rule == "OverallSystemUsage"), None)
+    out = ["<h2 id='usage'>System usage per node</h2>"]
+    if res is None or not any(res.details.values()):
+        return "".join([*out, "<p class='na'>OverallSystemUsage was not evaluated or found no metrics.</p>"])
+    out.append("<table><tr><th>Node</th><th>Metric</th><th>Unit</th><th>max</th><th>p99</th><th>p95</th><th>p50</th>"
+               "<th>min</th></tr>")
+    for metric, per_node in res.details.items():
+        unit = _USAGE_UNITS.get(metric, "")
+        for node, st in sorted(per_node.items()):
+            vals = [float(st[k]) for k in ("max", "p99", "p95", "p50", "min")]
+            shown = [rate_mb(v) if unit == "MB/s" else percent(v) if unit == "%" else number(v) for v in vals]
+            cells = "".join(f"<td class='num'>{c}</td>" for c in shown)
+            out.append(f"<tr><td>{escape(node)}</td><td>{escape(_USAGE_LABEL.get(metric, metric))}</td>"
+                       f"<td>{unit}</td>{cells}</tr>")
     out.append("</table>")
     return "".join(out)
 
 
-def _cost(inp: ReportInput) -> str:
-    c = inp.cost
+def _cost(m: ReportModel) -> str:
+    c = m.inp.cost
     out = ["<h2 id='cost'>Cost</h2>"]
     if c is None:
         return "".join([*out, "<p class='na'>Pass --instance-type (and --instance-count, --price) to see costs.</p>"])
-    rows = [
-        ("Instances", f"{c.instance_count} x {escape(c.instance_type)}"),
-        ("Price", f"${c.price_per_hour:.3f} per instance-hour"),
-        ("Duration", _fmt_s(c.duration_s)),
-        ("Cost of this run", f"${c.cost:,.2f}"),
-    ]
+    v = m.verdict
+    rows = [("Instances", f"{c.instance_count} x {escape(c.instance_type)}"),
+            ("Price", f"{money(c.price_per_hour)} per instance-hour")]
+    if v.cost_so_far is not None:
+        rows.append(("Cost so far", money(v.cost_so_far)))
+    if v.cost_after_trigger is not None:
+        rows.append(("Cost after the first trigger", money(v.cost_after_trigger)))
+    if v.saved is not None:
+        rows.append(("What stopping saved (up to)", f"{money(v.saved)} ({escape(v.saved_basis)})"))
+    elif v.saved_basis:
+        rows.append(("What stopping saved", escape(v.saved_basis)))
     if c.gpu_utilization_mean is not None:
-        rows.append(("Mean GPU utilization", f"{c.gpu_utilization_mean:.1f}%"))
+        rows.append(("Mean GPU utilization", percent(c.gpu_utilization_mean)))
     if c.idle_gpu_cost is not None:
-        rows.append(("Cost of idle GPU time", f"${c.idle_gpu_cost:,.2f}"))
-    out.append("<table>" + "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "</table>")
+        rows.append(("Cost of idle GPU time", money(c.idle_gpu_cost)))
+    out.append("<table>" + "".join(f"<tr><th>{k}</th><td>{val}</td></tr>" for k, val in rows) + "</table>")
     s = c.suggestion
     if s is not None:
-        out.append(
-            f"<p class='suggestion'><b>Right-sizing:</b> {s.instance_count} x {escape(s.instance_type)} would cost "
-            f"about ${s.cost:,.2f} for the same duration, {s.saving_percent:.0f}% less ({escape(s.reason)}). "
-            "Check the CPU and memory figures above before moving: a smaller instance also has fewer vCPUs.</p>"
-        )
-    else:
-        out.append("<p class='muted'>No cheaper configuration of the same GPU type would carry the observed load.</p>")
-    out.append(f"<p class='muted'>Prices: {escape(c.price_source)}. For example, following the profiler's advice "
-               "moved a published Horovod job from 3 x ml.p3.8xlarge (503 s, $6.16) to 2 x ml.p3.2xlarge "
-               "(502 s, $1.07), 83% less.</p>")
+        out.append(f"<p><b>Right-sizing:</b> {s.instance_count} x {escape(s.instance_type)} would cost about "
+                   f"{money(s.cost)} for the same duration, {s.saving_percent:.0f}% less ({escape(s.reason)}). "
+                   "A smaller instance also has fewer vCPUs: check the CPU figures first.</p>")
+    out.append(f"<p class='muted'>Prices: {escape(c.price_source)}.</p>")
     return "".join(out)
+
+
+def render_model(m: ReportModel) -> str:
+    """The report of a built model as one HTML string."""
+    nav = " · ".join(f"<a href='#{k}'>{label}</a>" for k, label in _NAV)
+    body = [
+        f"<h1>{escape(m.inp.job_name)}</h1>",
+        f"<p class='muted'>smx-debug report, generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. {nav}</p>",
+        _header(m), _rules(m), _timelines(m), _dips(m), _loop(m), _steps(m), _usage(m), _cost(m),
+    ]
+    if m.inp.skipped:
+        items = "".join(f"<li>{escape(k)}: {v:,}</li>" for k, v in m.inp.skipped.items())
+        body.append(f"<h2>Data notes</h2><p>Skipped while reading:</p><ul>{items}</ul>")
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>smx-debug report - {escape(m.inp.job_name)}</title><style>{CSS}</style></head><body>"
+        + "".join(body) + "</body></html>"
+    )
 
 
 def render_report(inp: ReportInput) -> str:
     """The report as one HTML string."""
-    span = _span(inp.data)
-    body = [
-        f"<h1>Profiler report: {escape(inp.job_name)}</h1>",
-        f"<p class='muted'>Generated by smx-debug on {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. "
-        "Rules evaluated locally with Debugger's definitions.</p>",
-        "<p class='muted'>Contents: <a href='#summary'>summary</a> · <a href='#rules'>rules</a> · "
-        "<a href='#usage'>usage</a> · <a href='#timeline'>over time</a> · <a href='#heatmap'>heatmap</a> · "
-        "<a href='#steps'>steps</a> · <a href='#cost'>cost</a></p>",
-        _summary(inp),
-        _rules(inp),
-        _usage(inp),
-    ]
-    if span is not None and inp.data.system_span_ns is not None:
-        body += [_over_time(inp, span[0]), _heatmaps(inp, span[0], span[1])]
-    body += [_steps(inp), _cost(inp)]
-    if inp.skipped:
-        items = "".join(f"<li>{escape(k)}: {v}</li>" for k, v in inp.skipped.items())
-        body.append(f"<h2>Data notes</h2><p>Skipped while reading:</p><ul>{items}</ul>")
-    return (
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>Profiler report - {escape(inp.job_name)}</title><style>{_CSS}</style></head><body>"
-        + "".join(body)
-        + "</body></html>"
-    )
+    return render_model(build_model(inp))
 
 
 def write_report(inp: ReportInput, path: str | Path) -> Path:

@@ -57,9 +57,11 @@ from smx_debug.reports.system import (
     system_metrics,
     system_metrics_wide,
 )
+from smx_debug.reports.trace_export import COUNTERS, TraceMark, chrome_trace, write_chrome_trace
 
 __all__ = [
     "CAUSE_COLUMNS",
+    "COUNTERS",
     "DEFAULT_STDDEV",
     "DIP_COLUMNS",
     "EVENT_COLUMNS",
@@ -78,6 +80,8 @@ __all__ = [
     "S3Source",
     "Source",
     "SystemMetricsReader",
+    "TraceMark",
+    "chrome_trace",
     "classify_event",
     "dataloader_share",
     "dip_causes",
@@ -102,4 +106,5 @@ __all__ = [
     "training_phases",
     "utilization_stats",
     "wait_for_rules",
+    "write_chrome_trace",
 ]

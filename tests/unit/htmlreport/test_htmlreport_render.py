@@ -1,70 +1,173 @@
-"""The HTML report: self-contained, escaped, with its sections and charts."""
+"""The HTML report: verdict first, one source for every count, units, marks, escaped and self-contained."""
 
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from smx_debug.evaluate import JobData, evaluate, series_frame
-from smx_debug.htmlreport import ReportInput, estimate_cost, render_report
-from smx_debug.htmlreport.svg import histogram, line_chart
+from smx_debug.evaluate import JobData, configured_rule, evaluate, series_frame
+from smx_debug.htmlreport import JobOutcome, ReportInput, build_model, estimate_cost, render_report
+from smx_debug.htmlreport.fmt import duration, number
+from smx_debug.htmlreport.svg import line_chart
 
 EVIL = '<script>alert("x")</script>'
+T0 = 1_767_225_600  # 2026-01-01 00:00:00 UTC
 
 
-def _data() -> JobData:
-    t = np.arange(1200.0)
-    low = t >= 600
+def _data(node: str = "algo-1") -> JobData:
+    t = T0 + np.arange(1200.0)
+    low = t >= T0 + 600
     system = pd.concat([
-        series_frame("algo-1", "gpu0", "GPUUtilization", np.where(low, 5.0, 80.0), timestamps_s=t),
-        series_frame("algo-1", "gpu0", "GPUMemoryUtilization", np.full(1200, 30.0), timestamps_s=t),
-        series_frame("algo-1", "cpu0", "CPUUtilization", np.where(low, 95.0, 50.0), timestamps_s=t),
+        series_frame(node, "gpu0", "GPUUtilization", np.where(low, 5.0, 80.0), timestamps_s=t),
+        series_frame(node, "gpu0", "GPUMemoryUtilization", np.full(1200, 30.0), timestamps_s=t),
+        series_frame(node, "cpu0", "CPUUtilization", np.where(low, 95.0, 50.0), timestamps_s=t),
+        series_frame(node, "eth0", "ReceiveBytesPerSecond", np.full(1200, 2.5e7), timestamps_s=t, type="network"),
         series_frame(EVIL, "cpu0", "CPUUtilization", np.full(1200, 10.0), timestamps_s=t),
     ], ignore_index=True)
     d = np.r_[np.full(300, 1.0), np.full(20, 9.0)]
-    starts = 60 + np.cumsum(np.r_[0, d[:-1]])
-    steps = pd.DataFrame({"node": "algo-1", "rank": 0, "mode": "TRAIN", "step": np.arange(320, dtype=np.int64),
+    starts = T0 + 60 + np.cumsum(np.r_[0, d[:-1]])
+    steps = pd.DataFrame({"node": node, "rank": 0, "mode": "TRAIN", "step": np.arange(320, dtype=np.int64),
                           "start": pd.to_datetime((starts * 1e9).astype(np.int64), utc=True),
                           "end": pd.to_datetime(((starts + d) * 1e9).astype(np.int64), utc=True), "duration": d})
     return JobData(system=system, steps=steps)
 
 
-def _html() -> str:
+def _input(**kw: object) -> ReportInput:
     data = _data()
-    results = evaluate(data, overrides={"CPUBottleneck": {"threshold": 20}})  # 600 of 2400 snapshots
+    rules = [configured_rule("CPUBottleneck", name="CPU-strict", overrides={"threshold": 20}),
+             configured_rule("StepOutlier"), configured_rule("OverallSystemUsage"), configured_rule("BatchSize")]
+    results = evaluate(data, rules)
     cost = estimate_cost("ml.p3.8xlarge", 2, 1200, [40.0], [80.0])
-    return render_report(ReportInput(job_name=EVIL, data=data, results=results, cost=cost, source=EVIL,
-                                     skipped={EVIL: 1}))
+    base = {"job_name": EVIL, "data": data, "results": results, "cost": cost, "source": EVIL, "skipped": {EVIL: 1}}
+    base.update(kw)
+    return ReportInput(**base)  # type: ignore[arg-type]
+
+
+def _counts(html: str) -> dict[str, set[str]]:
+    seen: dict[str, set[str]] = defaultdict(set)
+    for key, value in re.findall(r"data-count='([^']+)'>([\d,]+)<", html):
+        seen[key].add(value)
+    return seen
 
 
 def test_report_escapes_every_string_from_data():
-    html = _html()
+    html = render_report(_input())
     assert "<script" not in html
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html
 
 
-def test_report_is_self_contained_no_urls():
-    html = _html()
-    assert "http" not in html.lower()
-    assert re.findall(r'(?:src|href)\s*=\s*["\']([^"\']*)', html) == [
-        "#summary", "#rules", "#usage", "#timeline", "#heatmap", "#steps", "#cost"]
+def test_report_is_self_contained_no_urls_no_script():
+    html = render_report(_input())
+    assert "http" not in html.lower() and "<script" not in html
+    assert all(u.startswith("#") for u in re.findall(r'(?:src|href)\s*=\s*["\']([^"\']*)', html))
 
 
-def test_report_has_sections_charts_and_fired_rule():
-    html = _html()
-    for section in ("summary", "rules", "usage", "timeline", "heatmap", "steps", "cost"):
-        assert f"id='{section}'" in html
-    assert html.count("<svg") >= 7  # 2 timelines, 4 histograms, 2 heatmaps, 1 step histogram
-    assert "<tr class='fired' data-rule='CPUBottleneck'>" in html
-    assert "Right-sizing:" in html
+def test_report_verdict_comes_first_and_names_the_first_rule_and_the_stop():
+    stop = (T0 + 900) * 10**9
+    inp = _input(outcome=JobOutcome(status="Stopped", stop_ns=stop, stopped_by="smx-stop_training (ledger)",
+                                    max_runtime_s=3600, onset_ns=(T0 + 600) * 10**9))
+    html = render_report(inp)
+    verdict = html.index("id='verdict'")
+    assert verdict < html.index("id='rules'") < html.index("id='timeline'")
+    head = html[verdict:html.index("id='rules'")]
+    assert "Not healthy: StepOutlier fired first at 2026-01-01 00:08:00 UTC" in head  # the 9 s steps from 00:06
+    assert "then CPU-strict" in head
+    assert "Stopped at 2026-01-01 00:15:00 UTC by smx-stop_training (ledger)" in head
+    m = build_model(inp)
+    rate = 2 * 14.688 / 3600
+    assert m.verdict.cost_so_far == pytest.approx(rate * 900)
+    assert m.verdict.saved == pytest.approx(rate * (3600 - 900))
+    first = m.fired[0].first_trigger_ns
+    assert first is not None and m.verdict.cost_after_trigger == pytest.approx(rate * (stop - first) / 1e9)
+    for figure in (m.verdict.cost_so_far, m.verdict.cost_after_trigger, m.verdict.saved):
+        assert f"${figure:,.2f}" in head  # the header shows the model's own figures
 
 
-def test_histogram_marks_bars_above_threshold_red():
-    svg = histogram(np.r_[np.ones(10), [10.0]], title="t", bins=10, threshold=5.0)
-    assert svg.count('fill="#d62728"') == 1 and svg.count('fill="#1f77b4"') == 1
+def test_report_marks_onset_first_trigger_and_stop_on_every_timeline():
+    inp = _input(outcome=JobOutcome(status="Stopped", stop_ns=(T0 + 900) * 10**9, onset_ns=(T0 + 600) * 10**9))
+    html = render_report(inp)
+    timelines = html[html.index("id='timeline'"):html.index("id='dips'")]
+    charts = re.findall(r"<svg class=\"chart line\".*?</svg>", timelines, re.S)
+    assert len(charts) >= 8  # aggregate GPU, memory, CPU, network, steps + per node
+    for chart in charts:
+        for kind in ("onset", "trigger", "stop"):
+            assert f"mark mark-{kind}" in chart, chart[:120]
+
+
+def test_report_healthy_job_says_so_and_fills_no_why():
+    data = _data()
+    results = evaluate(data, [configured_rule("BatchSize"), configured_rule("OverallSystemUsage")])
+    html = render_report(ReportInput(job_name="ok", data=data, results=results))
+    assert "Healthy: none of the 2 rules fired" in html
+    rows = re.findall(r"<tr class='' data-rule='[^']+'>.*?</tr>", html, re.S)
+    assert len(rows) == 2
+    for row in rows:  # the last two cells (why, what to do) are empty for rules that did not fire
+        assert row.endswith("<td></td><td></td></tr>")
+
+
+def test_report_every_count_shown_twice_is_equal():
+    html = render_report(_input())
+    counts = _counts(html)
+    assert counts, "no tagged counts"
+    for key, values in counts.items():
+        assert len(values) == 1, (key, values)
+    twice = [k for k in counts if len(re.findall(f"data-count='{re.escape(k)}'", html)) > 1]
+    assert "step-outliers-total" in twice and "rules-fired" in counts
+
+
+def test_report_step_table_outliers_are_the_step_outlier_result():
+    inp = _input()
+    r = inp.results["StepOutlier"]
+    html = render_report(inp)
+    expected = sum(v["number_of_outliers"] for v in r.details["step_details"].values())
+    assert expected == 20
+    assert _counts(html)["step-outliers-total"] == {str(expected)}
+    assert _counts(html)["rule-StepOutlier-violations"] == {f"{r.violations:,}"}
+
+
+def test_report_step_table_uses_the_typed_stddev_not_the_text():
+    data = _data()
+    rule = configured_rule("StepOutlier", name="steps-lax", overrides={"stddev": 50})
+    html = render_report(ReportInput(job_name="j", data=data, results=evaluate(data, [rule])))
+    assert _counts(html)["step-outliers-total"] == {"0"}
+
+
+def test_report_units_everywhere():
+    html = render_report(_input())
+    usage = html[html.index("id='usage'"):html.index("id='cost'")]
+    assert "MB/s" in usage and "25.0 MB/s" in usage  # network in MB/s, not bytes
+    assert re.search(r"\d%</td>", usage)
+    steps = html[html.index("id='steps'"):html.index("id='usage'")]
+    assert "1.0 s" in steps and "9.0 s" in steps
+    assert not re.search(r"\d[eE][+-]\d", html)  # no scientific notation anywhere
+
+
+def test_report_rule_rows_keyed_by_configuration_name():
+    html = render_report(_input())
+    assert "<tr class='fired' data-rule='CPU-strict'>" in html
+    assert "threshold = 20" in html  # from the typed parameters
+
+
+@pytest.mark.parametrize(("seconds", "text"), [(0.25, "250 ms"), (12.5, "12.5 s"), (600, "10.0 min"),
+                                                 (5400, "1.50 h")])
+def test_duration_formats(seconds, text):
+    assert duration(seconds) == text
+
+
+@pytest.mark.parametrize(("value", "text"), [(1e6, "1,000,000"), (1234.5678, "1,234.6"), (0.00012, "0.000")])
+def test_number_never_scientific(value, text):
+    assert number(value) == text
 
 
 def test_line_chart_without_data_says_so():
     assert "no data" in line_chart([("cpu", np.array([]), np.array([]))], title="empty")
+
+
+def test_line_chart_marks_outside_the_range_are_dropped():
+    svg = line_chart([("a", np.arange(10.0), np.arange(10.0))], title="t",
+                     marks=[(5.0, "in", "stop"), (50.0, "out", "onset")])
+    assert "mark-stop" in svg and "mark-onset" not in svg

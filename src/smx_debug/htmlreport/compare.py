@@ -1,0 +1,86 @@
+"""Several jobs side by side (a retraining loop's runs): verdicts, utilization, steps, rules and cost."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+
+import numpy as np
+
+from smx_debug.htmlreport.fmt import count, duration, money, percent
+from smx_debug.htmlreport.model import ReportInput, ReportModel, build_model
+from smx_debug.htmlreport.render import CSS, _header, _rules
+from smx_debug.htmlreport.svg import line_chart
+
+__all__ = ["render_comparison", "write_comparison"]
+
+
+def _gpu_line(m: ReportModel) -> tuple[np.ndarray, np.ndarray]:
+    """Mean GPU utilization over all nodes, per minute since the job's start."""
+    totals = m.inp.data.totals("GPUUtilization")
+    if not totals or m.span is None:
+        return np.zeros(0), np.zeros(0)
+    ts = np.concatenate([t for t, _, _ in totals.values()])
+    vals = np.concatenate([v / max(n, 1) for _, v, n in totals.values()])
+    minute = ((ts - m.span[0]) // 60_000_000_000).astype(np.int64)
+    cnt = np.bincount(minute)
+    keep = cnt > 0
+    return np.flatnonzero(keep).astype(float), np.bincount(minute, weights=vals)[keep] / cnt[keep]
+
+
+def _row(i: int, m: ReportModel) -> str:
+    data = m.inp.data
+    gpu = [s.values for s in data.series("GPUUtilization")]
+    cpu = [s.values for s in data.series("CPUUtilization")]
+    allg = np.concatenate(gpu) if gpu else np.zeros(0)
+    allc = np.concatenate(cpu) if cpu else np.zeros(0)
+    steps = data.steps["duration"].to_numpy(dtype=float)
+    fired = m.fired
+    v = m.verdict
+    dur = (m.end_ns - m.start_ns) / 1e9 if m.start_ns is not None and m.end_ns is not None else float("nan")
+    cells = [
+        f"<b>{escape(m.inp.job_name)}</b>", ("<span class='ok'>healthy</span>" if v.healthy
+                                             else "<span class='bad'>not healthy</span>"),
+        escape(m.inp.outcome.status or ("stopped" if m.inp.outcome.stopped else "-")), duration(dur),
+        f"{len(data.nodes)}", percent(float(allg.mean())) if len(allg) else "-",
+        percent(float(np.quantile(allg, 0.95))) if len(allg) else "-", percent(float(allc.mean())) if len(allc) else "-",
+        count(f"job{i}-steps", len(steps)), duration(float(np.median(steps))) if len(steps) else "-",
+        f"{count(f'job{i}-rules-fired', len(fired))}: " + escape(", ".join(r.name for r in fired) or "none"),
+        money(v.cost_so_far) if v.cost_so_far is not None else "-",
+        money(v.cost_after_trigger) if v.cost_after_trigger is not None else "-",
+    ]
+    return "<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>"
+
+
+def render_comparison(inputs: Sequence[ReportInput], *, title: str = "Runs compared") -> str:
+    """One page comparing several jobs, each evaluated on its own; every job's verdict and rules below."""
+    models = [build_model(inp) for inp in inputs]
+    head = ("<tr><th>Job</th><th>Verdict</th><th>Status</th><th>Duration</th><th>Nodes</th><th>GPU mean</th>"
+            "<th>GPU p95</th><th>CPU mean</th><th>Steps</th><th>Median step</th><th>Rules fired</th>"
+            "<th>Cost so far</th><th>Cost after first trigger</th></tr>")
+    body = [f"<h1>{escape(title)}</h1>",
+            f"<p class='muted'>smx-debug comparison of {len(models)} runs, generated "
+            f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.</p>",
+            "<h2 id='table'>Side by side</h2><table>" + head + "".join(_row(i, m) for i, m in enumerate(models))
+            + "</table>"]
+    lines = [(m.inp.job_name, *_gpu_line(m)) for m in models]
+    if any(len(x) for _, x, _ in lines):
+        body.append("<div class='charts'>" + line_chart(lines, title="GPU utilization, mean of all GPUs (%)",
+                                                        x_label="minutes since start", width=900, height=260)
+                    + "</div>")
+    for i, m in enumerate(models):
+        body.append(f"<details data-job='{i}'><summary>{escape(m.inp.job_name)}: {escape(m.verdict.headline)}"
+                    f"</summary>{_header(m).replace('data-count=', 'data-job-count=')}"
+                    f"{_rules(m).replace('data-count=', 'data-job-count=')}</details>")
+    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+            f"<title>{escape(title)}</title><style>{CSS}</style></head><body>" + "".join(body) + "</body></html>")
+
+
+def write_comparison(inputs: Sequence[ReportInput], path: str | Path, *, title: str = "Runs compared") -> Path:
+    """Write :func:`render_comparison` to ``path``."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_comparison(inputs, title=title), encoding="utf-8")
+    return out

@@ -1,0 +1,280 @@
+"""The report's single source of truth: every number shown is computed here once, from the evaluation result.
+
+The renderer only formats a :class:`ReportModel`; nothing downstream recounts. The step table's outliers are
+the StepOutlier result's own ``step_details`` (with its typed ``stddev``), the verdict's rules and times are
+the same rows as the rule table, and every cost figure derives from one :class:`CostEstimate`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from smx_debug.evaluate import JobData, RuleResult
+from smx_debug.evaluate.data import ns
+from smx_debug.htmlreport.advice import ADVICE, DESCRIPTION
+from smx_debug.htmlreport.cost import CostEstimate
+from smx_debug.htmlreport.fmt import duration, money, utc
+from smx_debug.htmlreport.outcome import JobOutcome
+from smx_debug.reports.dips import dip_causes, gpu_dips
+from smx_debug.reports.loop import dataloader_share, slow_loading_steps, slowest_operators
+
+__all__ = ["Mark", "ReportInput", "ReportModel", "RuleRow", "StepRow", "Verdict", "build_model"]
+
+_SCALAR_RULES = {"LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule"}
+
+
+@dataclass
+class ReportInput:
+    """Everything the report shows. ``results`` are keyed by rule configuration name."""
+
+    job_name: str
+    data: JobData
+    results: Mapping[str, RuleResult]
+    cost: CostEstimate | None = None
+    source: str = ""
+    skipped: Mapping[str, int] = field(default_factory=dict)
+    events: pd.DataFrame | None = None
+    outcome: JobOutcome = field(default_factory=JobOutcome)
+
+
+@dataclass(frozen=True)
+class RuleRow:
+    """One rule configuration as the report shows it."""
+
+    name: str
+    rule: str
+    triggered: bool
+    trigger_count: int
+    violations: int
+    datapoints: int
+    first_trigger_ns: int | None
+    trigger_source: str
+    why: str | None
+    advice: str | None
+    description: str
+    parameters: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class StepRow:
+    """Step durations of one node and phase; ``outliers`` from the StepOutlier result when there is one."""
+
+    node: str
+    phase: str
+    steps: int
+    mean_s: float
+    p50_s: float
+    p95_s: float
+    max_s: float
+    threshold_s: float
+    outliers: int
+    outlier_steps: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Mark:
+    """A moment marked on every timeline."""
+
+    kind: str  # onset, trigger, stop
+    label: str
+    time_ns: int
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The header: healthy or not, what fired first and when, the stop, and the money."""
+
+    healthy: bool
+    headline: str
+    details: tuple[str, ...]
+    cost_so_far: float | None
+    cost_after_trigger: float | None
+    saved: float | None
+    saved_basis: str
+
+
+@dataclass(frozen=True)
+class ReportModel:
+    """Everything the renderer formats."""
+
+    inp: ReportInput
+    span: tuple[int, int] | None
+    start_ns: int | None
+    end_ns: int | None
+    rows: tuple[RuleRow, ...]
+    step_rows: tuple[StepRow, ...]
+    step_rule: str | None
+    marks: tuple[Mark, ...]
+    verdict: Verdict
+    dips: pd.DataFrame
+    causes: pd.DataFrame
+    loader_share: pd.DataFrame
+    slow_loads: pd.DataFrame
+    operators: pd.DataFrame
+
+    @property
+    def fired(self) -> list[RuleRow]:
+        """Fired rows, earliest first trigger first (unknown times last)."""
+        rows = [r for r in self.rows if r.triggered]
+        return sorted(rows, key=lambda r: (r.first_trigger_ns is None, r.first_trigger_ns or 0, r.name))
+
+
+def _span(data: JobData) -> tuple[int, int] | None:
+    pts: list[int] = []
+    if data.system_span_ns is not None:
+        pts.extend(data.system_span_ns)
+    if not data.steps.empty:
+        pts += [int(ns(data.steps["start"]).min()), int(ns(data.steps["end"]).max())]
+    return (min(pts), max(pts)) if pts else None
+
+
+def _trigger_time(r: RuleResult, data: JobData, span: tuple[int, int] | None,
+                  outcome: JobOutcome) -> tuple[int | None, str]:
+    name = r.configuration_name or r.rule
+    if name in outcome.triggers:
+        return int(outcome.triggers[name]), "IssuesFound time in DescribeTrainingJob"
+    k = r.trigger_step
+    if k is None or span is None:
+        return None, "time not known"
+    if r.rule in _SCALAR_RULES:
+        steps = data.steps[data.steps["step"] >= k]
+        if len(steps):
+            return int(ns(steps["end"]).min()), f"end of training step {k}"
+        sc = data.scalars[data.scalars["step"] >= k]
+        if len(sc):
+            return int(ns(sc["timestamp"]).min()), f"first value at step {k}"
+        return None, f"step {k} (time not known)"
+    interval = r.parameters.get("scan_interval_us")
+    if interval:
+        return span[0] + int(k) * int(interval) * 1000, f"scan evaluation {k} (every {duration(int(interval) / 1e6)})"
+    return None, "time not known"
+
+
+def _rows(inp: ReportInput, span: tuple[int, int] | None) -> tuple[RuleRow, ...]:
+    rows = []
+    for name, r in inp.results.items():
+        t, source = _trigger_time(r, inp.data, span, inp.outcome) if r.triggered else (None, "")
+        rows.append(RuleRow(
+            name=name, rule=r.rule, triggered=r.triggered, trigger_count=r.rule_triggered, violations=r.violations,
+            datapoints=r.datapoints, first_trigger_ns=t, trigger_source=source,
+            why=(r.message or "the rule's condition was met") if r.triggered else None,
+            advice=ADVICE.get(r.rule) if r.triggered else None, description=DESCRIPTION.get(r.rule, ""),
+            parameters=dict(r.parameters),
+        ))
+    return tuple(rows)
+
+
+def _step_rows(inp: ReportInput) -> tuple[tuple[StepRow, ...], str | None]:
+    steps = inp.data.steps
+    if steps.empty:
+        return (), None
+    rule = next((r for r in inp.results.values() if r.rule == "StepOutlier"), None)
+    k = float(rule.parameters.get("stddev", 3.0)) if rule is not None else 3.0
+    per_node: Mapping[str, Any] = (rule.details.get("step_details") or {}) if rule is not None else {}
+    rows = []
+    for (node, mode), grp in steps.groupby(["node", "mode"], sort=True, observed=True):
+        d = grp["duration"].to_numpy(dtype=float)
+        mean, std = float(d.mean()), float(d.std())
+        q = np.quantile(d, [0.5, 0.95])
+        entry = per_node.get(str(node))
+        phase = f"Step:ModeKeys.{mode}"
+        if rule is not None and entry is not None and entry.get("phase", phase) == phase:
+            outliers = int(entry.get("number_of_outliers", 0))
+            numbers = tuple(int(x) for x in entry.get("step_numbers", []))
+        elif rule is not None:  # the rule did not look at this phase (mode filter or too few steps)
+            outliers, numbers = 0, ()
+        else:
+            mask = d > mean + k * std
+            outliers, numbers = int(mask.sum()), tuple(int(x) for x in grp["step"].to_numpy()[mask])
+        rows.append(StepRow(node=str(node), phase=str(mode), steps=len(d), mean_s=mean, p50_s=float(q[0]),
+                            p95_s=float(q[1]), max_s=float(d.max()), threshold_s=mean + k * std, outliers=outliers,
+                            outlier_steps=numbers))
+    return tuple(rows), (rule.configuration_name or rule.rule) if rule is not None else None
+
+
+def _verdict(inp: ReportInput, rows: tuple[RuleRow, ...], start: int | None, end: int | None) -> Verdict:
+    fired = sorted([r for r in rows if r.triggered],
+                   key=lambda r: (r.first_trigger_ns is None, r.first_trigger_ns or 0, r.name))
+    out = inp.outcome
+    details: list[str] = []
+    if not fired:
+        headline = f"Healthy: none of the {len(rows)} rules fired"
+        if start is not None and end is not None:
+            headline += f" over {duration((end - start) / 1e9)}"
+        headline += "."
+    else:
+        first = fired[0]
+        when = ""
+        if first.first_trigger_ns is not None and start is not None:
+            when = f" at {utc(first.first_trigger_ns)} ({duration((first.first_trigger_ns - start) / 1e9)} into the job)"
+        others = ", ".join(r.name for r in fired[1:4]) + (f" and {len(fired) - 4} more" if len(fired) > 4 else "")
+        headline = f"Not healthy: {first.name} fired first{when}" + (f"; then {others}" if others else "") + "."
+    if out.stopped:
+        stop = f"Stopped at {utc(out.stop_ns)}" if out.stop_ns is not None else f"Status {out.status}"
+        if out.stopped_by:
+            stop += f" by {out.stopped_by}"
+        if out.stop_rule:
+            stop += f" for {out.stop_rule}"
+        if fired and fired[0].first_trigger_ns is not None and out.stop_ns is not None:
+            stop += f", {duration((out.stop_ns - fired[0].first_trigger_ns) / 1e9)} after the first trigger"
+        details.append(stop + ".")
+    elif out.status:
+        details.append(f"Job status: {out.status}; it was not stopped.")
+    else:
+        details.append("Not stopped as far as the data shows (no DescribeTrainingJob or ledger was read).")
+    cost = inp.cost
+    so_far = after = saved = None
+    basis = ""
+    if cost is not None and start is not None and end is not None:
+        rate = cost.instance_count * cost.price_per_hour / 3600.0
+        so_far = rate * max(end - start, 0) / 1e9
+        if fired and fired[0].first_trigger_ns is not None:
+            after = rate * max(end - fired[0].first_trigger_ns, 0) / 1e9
+        if out.stopped and out.stop_ns is not None and out.max_runtime_s:
+            saved = rate * max(start + out.max_runtime_s * 1_000_000_000 - out.stop_ns, 0) / 1e9
+            basis = f"the rest of MaxRuntimeInSeconds ({duration(out.max_runtime_s)})"
+        elif out.stopped:
+            basis = "unknown: no MaxRuntimeInSeconds to compare with"
+        money_line = f"Cost so far {money(so_far)}"
+        if after is not None:
+            money_line += f"; {money(after)} of it after the first trigger"
+        if saved is not None:
+            money_line += f"; stopping saved up to {money(saved)} ({basis})"
+        details.append(money_line + ".")
+    return Verdict(healthy=not fired, headline=headline, details=tuple(details), cost_so_far=so_far,
+                   cost_after_trigger=after, saved=saved, saved_basis=basis)
+
+
+def build_model(inp: ReportInput) -> ReportModel:
+    """Compute every figure of the report once."""
+    span = _span(inp.data)
+    out = inp.outcome
+    start = out.start_ns if out.start_ns is not None else span[0] if span else None
+    end = out.stop_ns if out.stop_ns is not None else out.end_ns if out.end_ns is not None else span[1] if span else None
+    rows = _rows(inp, span)
+    step_rows, step_rule = _step_rows(inp)
+    marks: list[Mark] = []
+    if out.onset_ns is not None:
+        marks.append(Mark("onset", "onset", out.onset_ns))
+    fired = sorted([r for r in rows if r.triggered and r.first_trigger_ns is not None],
+                   key=lambda r: r.first_trigger_ns or 0)
+    if fired and fired[0].first_trigger_ns is not None:
+        marks.append(Mark("trigger", f"first trigger: {fired[0].name}", fired[0].first_trigger_ns))
+    if out.stop_ns is not None:
+        marks.append(Mark("stop", "stop", out.stop_ns))
+    events = inp.events
+    dips = gpu_dips(inp.data, events)
+    has_events = events is not None and len(events) > 0
+    empty = pd.DataFrame()
+    return ReportModel(
+        inp=inp, span=span, start_ns=start, end_ns=end, rows=rows, step_rows=step_rows, step_rule=step_rule,
+        marks=tuple(marks), verdict=_verdict(inp, rows, start, end), dips=dips, causes=dip_causes(dips),
+        loader_share=dataloader_share(events, inp.data.steps) if has_events and events is not None else empty,
+        slow_loads=slow_loading_steps(events, inp.data.steps) if has_events and events is not None else empty,
+        operators=slowest_operators(events) if has_events and events is not None else empty,
+    )
