@@ -43,7 +43,7 @@ from smx_debug.actions.events import ISSUES_FOUND, rule_statuses_from_descriptio
 from smx_debug.actions.notify import shown_values
 from smx_debug.actions.once import ClaimInProgressError
 from smx_debug.actions.runtime import log_json
-from smx_debug.actions.stop import stop_once
+from smx_debug.actions.stop import describe_status, stop_once
 from smx_debug.contracts import (
     DEFAULT_RETRAIN_WAIT_SECONDS,
     SFN_HISTORY_LIMIT,
@@ -160,7 +160,9 @@ def _check_spec(run_spec: object) -> dict[str, Any]:
             if key in strategy:
                 _number(strategy, key, 0.0)  # raises naming the key
                 if isinstance(strategy[key], bool):
-                    raise RetrainSpecError(f"run_spec.strategies[{i}].{key}: {strategy[key]!r} is not a number")
+                    raise RetrainSpecError(
+                        f"run_spec.strategies[{i}].{key}: {strategy[key]!r} is not a number"
+                    )
     spec["strategies"] = [dict(s) for s in strategies]
     budget = spec.get("max_retraining", DEFAULT_MAX_RETRAINING)
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
@@ -481,14 +483,49 @@ def _end_text(state: Mapping[str, Any]) -> tuple[str, str]:
     return f"smx-debug retrain: {reason}", "\n".join(lines) + "\n"
 
 
+def _abandoned(state: Mapping[str, Any]) -> bool:
+    """The loop ends without having seen its latest run finish: a failure, or the history budget."""
+    error = state.get("error")
+    caught = isinstance(error, Mapping) and bool(error)
+    return caught or str(state.get("end_reason") or "").startswith("history budget")
+
+
+def _stop_latest(state: dict[str, Any], runtime: Runtime) -> str | None:
+    history = state.get("history")
+    job = history.get("latest_job_name") if isinstance(history, Mapping) else None
+    if not isinstance(job, str) or not job:
+        return None
+    sagemaker = runtime.clients("sagemaker")
+    status = describe_status(sagemaker, job)
+    if status != "InProgress":
+        return None
+    done = stop_once(
+        sagemaker,
+        runtime.ledger,
+        job,
+        {
+            "rule": "(retraining workflow ended)",
+            "source": "retraining workflow",
+            "actor": runtime.settings.actor,
+        },
+    )
+    state["job_status"] = "Stopping"
+    outcome = done.record.get("outcome") if done.acted else "already stopped by smx-debug"
+    return f"Stopped the latest job {job}, which nothing would monitor any more ({outcome})."
+
+
 def end_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     """Publish the final message, whichever way the loop ended; a publish failure raises (Step Functions
-    retries the task, then its catch publishes directly)."""
+    retries the task, then its catch publishes directly). A loop that ends on a failure or on the history
+    budget first stops its latest job if it still runs (once, through the ledger)."""
+    stopped = _stop_latest(state, runtime) if _abandoned(state) else None
     topic = (
         (state.get("run_spec") or {}).get("topic_arn") if isinstance(state.get("run_spec"), Mapping) else None
     )
     topic = topic or runtime.settings.topic_arn
     subject, message = _end_text(state)
+    if stopped:
+        message += stopped + "\n"
     if topic:
         from smx_debug.actions.notify import safe_subject
 

@@ -180,7 +180,7 @@ def test_run_spec_within_the_history_budget_is_accepted_with_a_poll_cap() -> Non
     assert state["run_spec"]["max_polls"] == (25_000 - 40 - 10 * 14) // 9
 
 
-def test_monitor_past_the_poll_cap_ends_the_loop_and_the_end_step_says_why() -> None:
+def test_monitor_past_the_poll_cap_ends_the_loop_and_the_end_step_stops_the_run_and_says_why() -> None:
     sagemaker, sns = FakeSageMaker(), FakeSns()
     sagemaker.add_job("run-x", {})
     runtime = fake_runtime(sagemaker=sagemaker, sns=sns)
@@ -194,7 +194,11 @@ def test_monitor_past_the_poll_cap_ends_the_loop_and_the_end_step_says_why() -> 
     assert final["notified"] is True
     (message,) = sns.published
     assert message["Subject"] == "smx-debug retrain: history budget used up (2 polls)"
-    assert "Latest job: run-x (status InProgress)." in message["Message"]
+    assert "Latest job: run-x (status Stopping)." in message["Message"]
+    assert "Stopped the latest job run-x, which nothing would monitor any more (stopped)." in message["Message"]
+    assert sagemaker.stopped == ["run-x"]
+    handle_retrain({"step": "end", "state": state}, runtime)  # Step Functions reruns the task: no second stop
+    assert sagemaker.stopped == ["run-x"]
 
 
 def test_end_step_after_a_step_functions_catch_publishes_the_failure() -> None:
