@@ -1,0 +1,134 @@
+"""Exactly-once survives a crash: the ledger claim is a lease in DynamoDB (the local AWS), with a fake clock.
+
+An invocation claims ``<job>#stop`` (or ``<job>#retrain``) and dies before acting (Lambda timeout, out of
+memory): nothing releases the claim. A redelivery inside the lease does nothing and fails (so the platform
+redelivers again later); one after the lease takes the claim over and acts, once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from actions_support import Stack, client, create_job
+
+from smx_debug.actions import ClaimInProgressError, Ledger, Runtime, Settings, handle_stop_training
+from smx_debug.contracts import retrain_execution_name
+from smx_debug.local import extensions as ext
+from smx_debug.local.server import LOCAL_ACCOUNT_ID
+
+RULE = "ExplodingTensor"
+LEASE = 90.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 2_000_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class Crash(BaseException):
+    """A process death: no ``except Exception`` runs, the claim stays behind."""
+
+
+class CrashingLedger(Ledger):
+    def __init__(self, *args: Any, crashes: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.crashes = crashes
+
+    def claim(self, pk: str, record: Mapping[str, object]) -> bool:
+        won = super().claim(pk, record)
+        if won and self.crashes:
+            self.crashes -= 1
+            raise Crash(pk)
+        return won
+
+
+def _runtime(stack: Stack, ledger: Ledger, machine: str | None = None) -> Runtime:
+    settings = Settings(
+        ledger_table=stack.table,
+        topic_arn=stack.topic_arn,
+        region=stack.aws.region,
+        account=LOCAL_ACCOUNT_ID,
+        state_machine_arn=machine,
+        actor="test",
+    )
+    return Runtime(settings=settings, clients=lambda s: client(stack.aws, s), ledger=ledger)
+
+
+def _machine(stack: Stack) -> str:
+    role = client(stack.aws, "iam").create_role(
+        RoleName="smx-sfn", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+    )["Role"]["Arn"]
+    definition = {"StartAt": "Init", "States": {"Init": {"Type": "Pass", "End": True}}}
+    return client(stack.aws, "stepfunctions").create_state_machine(
+        name="smx-retrain", definition=json.dumps(definition), roleArn=role
+    )["stateMachineArn"]
+
+
+def _executions(stack: Stack, machine: str) -> list[str]:
+    listing = client(stack.aws, "stepfunctions").list_executions(stateMachineArn=machine)["executions"]
+    return [e["name"] for e in listing]
+
+
+@pytest.mark.parametrize("token", ["stop", "retrain"])
+def test_crash_between_claim_and_action_then_redelivery_before_and_after_the_lease(stack: Stack, token: str) -> None:
+    aws, clock = stack.aws, Clock()
+    job = f"guard-crash-{token}"
+    machine = _machine(stack) if token == "retrain" else None
+    create_job(aws, job, {"smx-debug:managed": "true", f"smx-debug:on:{RULE}": token}, rules=(RULE,))
+    ext.set_rule_statuses(aws, job, debug=[ext.rule_status(RULE, "IssuesFound", step=30)])
+    event = ext.state_change_event(aws, job)
+    ddb = client(aws, "dynamodb")
+    crashing = CrashingLedger(ddb, stack.table, clock, lease_seconds=LEASE, crashes=1)
+
+    with pytest.raises(Crash):
+        handle_stop_training(event, _runtime(stack, crashing, machine))
+    key = {"pk": {"S": f"{job}#{token}"}}
+    claimed = ddb.get_item(TableName=stack.table, Key=key, ConsistentRead=True)["Item"]
+    assert claimed["state"] == {"S": "claimed"}
+
+    clock.now += 60  # Lambda's first retry: the lease is live
+    with pytest.raises(ClaimInProgressError):
+        handle_stop_training(event, _runtime(stack, crashing, machine))
+    assert ddb.get_item(TableName=stack.table, Key=key, ConsistentRead=True)["Item"] == claimed  # no second claim
+    assert ext.stop_calls(aws, job) == 0
+    assert machine is None or _executions(stack, machine) == []
+
+    clock.now += 120  # the second retry: the lease ran out, the claim is taken over
+    result = handle_stop_training(event, _runtime(stack, crashing, machine))
+    assert result[token]["outcome"] == ("stopped" if token == "stop" else "started")
+    again = handle_stop_training(event, _runtime(stack, crashing, machine))
+    assert again[token].get("duplicate") is True or again[token].get("skipped") == "job status is Stopping"
+    assert ext.stop_calls(aws, job) == (1 if token == "stop" else 0)
+    if machine is not None:
+        assert _executions(stack, machine) == [retrain_execution_name(job)]
+    done = ddb.get_item(TableName=stack.table, Key=key, ConsistentRead=True)["Item"]
+    assert done["state"] == {"S": "done"}
+    assert float(done["expires_at"]["N"]) > clock.now + 80 * 86_400  # the TTL the stack enables
+
+
+def test_retrain_rule_starts_one_execution_with_the_jobs_own_request_and_duplicates_start_nothing(
+    stack: Stack,
+) -> None:
+    aws = stack.aws
+    job = "guard-retrain-e2e"
+    machine = _machine(stack)
+    create_job(aws, job, {"smx-debug:managed": "true", f"smx-debug:on:{RULE}": "retrain"}, rules=(RULE,))
+    ext.set_rule_statuses(aws, job, debug=[ext.rule_status(RULE, "IssuesFound", step=64)])
+    event = ext.state_change_event(aws, job)
+    runtime = _runtime(stack, Ledger(client(aws, "dynamodb"), stack.table), machine)
+    results = [handle_stop_training(event, runtime)["retrain"] for _ in range(3)]
+    assert [r.get("outcome") or r.get("skipped") for r in results] == ["started"] + ["already handled (ledger)"] * 2
+    (name,) = _executions(stack, machine)
+    assert name == retrain_execution_name(job)
+    sfn = client(aws, "stepfunctions")
+    execution = sfn.list_executions(stateMachineArn=machine)["executions"][0]["executionArn"]
+    spec = json.loads(sfn.describe_execution(executionArn=execution)["input"])["run_spec"]
+    assert spec["after_job"] == {"job_name": job, "rule": RULE, "step": 64, "source": "SageMaker Debugger"}
+    assert spec["request"]["RoleArn"] == "arn:aws:iam::123456789012:role/smx-training"
+    assert ext.stop_calls(aws, job) == 0
