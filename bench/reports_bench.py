@@ -8,7 +8,11 @@ Generates realistic profiler output with smx_debug.simulate (default 8 nodes x 1
 - smdebug's ``PandasFrame(path).get_all_system_metrics()`` from disk and from S3, in bench/.venv-smdebug,
 
 checks that smdebug's rows equal ours (same rows, same values) and prints the ratios.
-Usage: python bench/reports_bench.py [--nodes 8] [--hours 1] [--quick] [--no-smdebug] [--no-s3]
+
+Robustness (issue 11): one node-hour concatenated into one large file (about 110 MB), read clean and with one
+garbage line in the middle (and with one line of each kind of bad record); the read with bad lines must stay
+within 20% of the clean read (baseline: the same file without them).
+Usage: python bench/reports_bench.py [--nodes 8] [--hours 1] [--quick] [--no-smdebug] [--no-s3] [--garbage-only]
 """
 
 from __future__ import annotations
@@ -272,6 +276,75 @@ def _ensure_smdebug() -> bool:
     return True
 
 
+GARBAGE = b"\x00\x17 garbage: not a record {{{ \xde\xad\n"
+BAD_KINDS = [  # one line of each kind the reader skips and counts
+    GARBAGE,
+    b'{"Type": "cpu", "Name": "caf\xe9", "Dimension": "CPUUtilization", "Value": 1.0, "NodeId": "algo-1", '
+    b'"Timestamp": 1700000000.0}\n',
+    b'{"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization", "Value": 1.0, "NodeId": "algo-1", '
+    b'"Timestamp": 1e20}\n',
+    b'{"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization", "Value": 1.0, "NodeId": "algo-1", '
+    b'"Timestamp": 1700000000000}\n',
+]
+
+
+def _one_large_file(hours: float) -> tuple[Path, int]:
+    """One node's system metrics of ``hours`` in a single file (the worst case for a per-file fallback)."""
+    from smx_debug.simulate import Simulation, SimulationSpec
+
+    base = DATA / f"large-1n-{hours:g}h"
+    target = base / "clean" / "system" / "incremental" / "2024010100" / "1704067200.algo-1.json"
+    if not target.exists():
+        shutil.rmtree(base, ignore_errors=True)
+        sim = Simulation(SimulationSpec(nodes=1, duration_s=hours * 3600.0, seed=11))
+        target.parent.mkdir(parents=True)
+        with open(target, "wb") as out:
+            for minute in sim.minutes():
+                _key, body, _n = sim.system_file(0, minute)
+                out.write(body)
+    return base, target.stat().st_size
+
+
+def _with_lines(base: Path, clean: Path, name: str, lines: list[bytes]) -> Path:
+    root = base / name
+    target = root / clean.relative_to(base / "clean")
+    if not target.exists():
+        data = clean.read_bytes()
+        mid = data.index(b"\n", len(data) // 2) + 1
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data[:mid] + b"".join(lines) + data[mid:])
+    return root
+
+
+def _best_of(target: str, runs: int) -> dict[str, Any]:
+    results = [_ours(target) for _ in range(runs)]
+    return min(results, key=lambda r: r["seconds"])
+
+
+def robustness(hours: float, runs: int = 3) -> dict[str, Any]:
+    """Clean large file vs the same with one garbage line, and with one bad line of each kind."""
+    base, size = _one_large_file(hours)
+    clean_root = base / "clean"
+    clean_file = next(clean_root.rglob("*.json"))
+    garbage_root = _with_lines(base, clean_file, "garbage", [GARBAGE])
+    bad_root = _with_lines(base, clean_file, "every-kind", BAD_KINDS)
+    clean = _best_of(str(clean_root), runs)
+    garbage = _best_of(str(garbage_root), runs)
+    bad = _best_of(str(bad_root), runs)
+    ratio, ratio_bad = garbage["seconds"] / clean["seconds"], bad["seconds"] / clean["seconds"]
+    print(f"one {size / 1e6:.0f} MB file ({clean['rows']:,} records), best of {runs} fresh processes:")
+    print(f"  clean:                 {clean['seconds']:.2f} s, peak RSS growth {clean['peak_growth'] / 1e6:.0f} MB")
+    print(f"  one garbage line:      {garbage['seconds']:.2f} s, peak RSS growth {garbage['peak_growth'] / 1e6:.0f} MB"
+          f", {garbage['skipped']} skipped -> {ratio:.2f}x the clean read (target <= 1.20x)")
+    print(f"  one line of each kind: {bad['seconds']:.2f} s, {bad['skipped']} skipped -> {ratio_bad:.2f}x the clean "
+          f"read (garbage, non-UTF-8 byte, Timestamp 1e20, millisecond Timestamp)")
+    ok = ratio <= 1.2 and garbage["skipped"] == 1 and bad["skipped"] == len(BAD_KINDS)
+    if not ok:
+        print("FAILED: the garbage read is more than 20% slower than the clean read, or a bad line was not counted")
+    return {"large_mb": size / 1e6, "clean_s": clean["seconds"], "garbage_s": garbage["seconds"],
+            "garbage_ratio": ratio, "every_kind_s": bad["seconds"], "every_kind_ratio": ratio_bad, "ok": ok}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--nodes", type=int, default=8)
@@ -279,6 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1 node, 15 minutes")
     parser.add_argument("--no-smdebug", action="store_true")
     parser.add_argument("--no-s3", action="store_true")
+    parser.add_argument("--garbage-only", action="store_true", help="only the one-garbage-line robustness bench")
     parser.add_argument("--_measure", nargs=2, help=argparse.SUPPRESS)
     parser.add_argument("--_traced", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -287,11 +361,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     nodes, hours = (1, 0.25) if args.quick else (args.nodes, args.hours)
     DATA.mkdir(parents=True, exist_ok=True)
+    print("robustness: bad lines in one large file", flush=True)
+    robust = robustness(0.25 if args.quick else 1.0)
+    if args.garbage_only:
+        return 0 if robust["ok"] else 1
     root, info = _generate(nodes, hours)
     mb = info["bytes"] / 1e6
     print(f"data: {nodes} node(s) x {hours:g} h, {info['files']} files, {mb:.0f} MB, "
           f"{info['records']:,} system records (generated in {info.get('generate_s', 0):.1f} s) at {root}")
-    results: dict[str, Any] = {"nodes": nodes, "hours": hours, "mb": mb, "records": info["records"]}
+    results: dict[str, Any] = {"nodes": nodes, "hours": hours, "mb": mb, "records": info["records"],
+                               "robustness": robust}
 
     ours = _ours(str(root))
     results["ours_local_s"] = ours["seconds"]
@@ -346,8 +425,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                       f"{sm3['cpu'] / ours_s3['cpu']:.1f}x); results: {why3}")
     (DATA / "results.json").write_text(json.dumps(results, indent=2))
     failed = [k for k in ("equal_local", "equal_s3") if results.get(k) is False]
+    if not robust["ok"]:
+        failed.append("robustness")
     if failed:
-        print(f"FAILED: results differ from smdebug ({', '.join(failed)})")
+        print(f"FAILED: {', '.join(failed)}")
         return 1
     return 0
 

@@ -60,8 +60,11 @@ WRONG_SCALE = "timestamps in ms/us/ns, not seconds"
 SKIP_REASONS = (MALFORMED, BAD_BYTES, OUT_OF_RANGE, WRONG_SCALE)
 # A canonical file with more odd-but-valid records than this is parsed by the general JSON path instead.
 _MAX_ODD_RECORDS = 64
-# Per bad UTF-8 line the decoder restarts after it; beyond this many, the file is checked line by line.
+# Up to this many lines with bytes that are not UTF-8, the parts between them are parsed as they are (no copy);
+# beyond, the file is rebuilt without them line by line.
 _MAX_BYTE_SCANS = 16
+_UTF8_CHUNK = 8 << 20
+_NON_SPACE = re.compile(rb"\S")
 
 _FILE_RE = re.compile(r"(?:^|/)(\d{10})\.([A-Za-z0-9_\-.]+?)\.json$")
 _SCHEMA = pa.schema(
@@ -142,42 +145,45 @@ def _record_ok(rec: dict[str, Any]) -> bool:
     return True
 
 
-def _drop_bad_bytes(data: bytes, skips: Skips) -> bytes:
-    """``data`` without the lines that are not valid UTF-8 (each counted); ASCII data costs one scan."""
+def _bad_byte_lines(data: bytes) -> list[tuple[int, int]] | None:
+    """Byte spans of the lines that are not valid UTF-8; None when there are too many to split around.
+
+    ASCII data (all of Debugger's) costs one fast scan; otherwise the data is decoded in chunks, so the check
+    never holds more than a chunk of text.
+    """
     if data.isascii():
-        return data
+        return []
     view = memoryview(data)
+    size = len(data)
     spans: list[tuple[int, int]] = []
     pos = 0
-    while len(spans) <= _MAX_BYTE_SCANS:
+    while pos < size:
+        stop = min(pos + _UTF8_CHUNK, size)
         try:
-            codecs.utf_8_decode(view[pos:], "strict", True)
-            break
+            _text, used = codecs.utf_8_decode(view[pos:stop], "strict", stop == size)
+            pos += used
         except UnicodeDecodeError as exc:
             at = pos + exc.start
             begin = data.rfind(b"\n", 0, at) + 1
             nl = data.find(b"\n", at)
-            pos = len(data) if nl < 0 else nl + 1
+            pos = size if nl < 0 else nl + 1
             spans.append((begin, pos))
-    else:  # many bad lines: check each line once instead of re-decoding the rest of the file
-        kept = []
-        for line in data.split(b"\n"):
-            try:
-                line.decode("utf-8")
-            except UnicodeDecodeError:
-                _add(skips, BAD_BYTES, 1)
-                continue
-            kept.append(line)
-        return b"\n".join(kept)
-    if not spans:
-        return data
-    _add(skips, BAD_BYTES, len(spans))
-    parts, prev = [], 0
-    for begin, stop in spans:
-        parts.append(view[prev:begin])
-        prev = stop
-    parts.append(view[prev:])
-    return b"".join(parts)
+            if len(spans) > _MAX_BYTE_SCANS:
+                return None
+    return spans
+
+
+def _drop_bad_lines(data: bytes, skips: Skips) -> bytes:
+    """A copy of ``data`` without its lines that are not valid UTF-8 (for badly damaged files only)."""
+    kept = []
+    for line in data.split(b"\n"):
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError:
+            _add(skips, BAD_BYTES, 1)
+            continue
+        kept.append(line)
+    return b"\n".join(kept)
 
 
 def _plausible(stamp: Any, skips: Skips) -> Any:
@@ -242,7 +248,7 @@ def _odd_rows(rows: list[str], skips: Skips) -> pa.Table | None:
     return _parse_lines(b"\n".join(records), skips)
 
 
-def _parse_fast(data: bytes) -> tuple[pa.Table, Skips]:
+def _parse_fast(data: pa.Buffer | bytes) -> tuple[pa.Table, Skips]:
     bad_rows: list[str] = []
 
     def on_invalid(row: Any) -> str:
@@ -255,7 +261,8 @@ def _parse_fast(data: bytes) -> tuple[pa.Table, Skips]:
         delimiter='"', quote_char=False, escape_char=False, newlines_in_values=False, invalid_row_handler=on_invalid
     )
     try:
-        t = pcsv.read_csv(pa.py_buffer(data), read_options=_CSV_READ, parse_options=opts, convert_options=_CSV_CONVERT)
+        buf = data if isinstance(data, pa.Buffer) else pa.py_buffer(data)
+        t = pcsv.read_csv(buf, read_options=_CSV_READ, parse_options=opts, convert_options=_CSV_CONVERT)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise _NotCanonical from exc
     skips: Skips = {}
@@ -309,21 +316,41 @@ def parse_system_file(data: bytes) -> tuple[pa.Table, dict[str, int]]:
     type, lines with bytes that are not UTF-8, timestamps outside :data:`TIMESTAMP_RANGE_S` or wrongly
     scaled. ``Name`` may be missing (smdebug reads such records with ``name=None``), giving a null name.
     """
-    if not data.strip():
+    if _NON_SPACE.search(data) is None:
         return _OUT_SCHEMA.empty_table(), {}
     skips: Skips = {}
-    data = _drop_bad_bytes(data, skips)
-    if b"\\" not in data:  # no JSON escapes: the canonical fast path can apply
+    spans = _bad_byte_lines(data)
+    if spans is None:
+        clean = _drop_bad_lines(data, skips)
+        return _parse_clean(clean, 0, len(clean), skips), skips
+    if not spans:
+        return _parse_clean(data, 0, len(data), skips), skips
+    # Parse the parts between the bad lines where they lie in memory: no copy of a large file for one bad byte.
+    _add(skips, BAD_BYTES, len(spans))
+    bounds = [0, *(b for span in spans for b in span), len(data)]
+    parts = [_parse_clean(data, a, b, skips) for a, b in zip(bounds[::2], bounds[1::2], strict=True) if b > a]
+    parts = [t.cast(_OUT_SCHEMA) for t in parts if t.num_rows]
+    if not parts:
+        return _OUT_SCHEMA.empty_table(), skips
+    return _narrow(pa.concat_tables(parts).unify_dictionaries()), skips
+
+
+def _parse_clean(data: bytes, start: int, end: int, skips: Skips) -> pa.Table:
+    """``data[start:end]`` (valid UTF-8, read in place) into the compact schema; bad records counted."""
+    if _NON_SPACE.search(data, start, end) is None:
+        return _OUT_SCHEMA.empty_table()
+    buf = pa.py_buffer(memoryview(data)[start:end])
+    if data.find(b"\\", start, end) < 0:  # no JSON escapes: the canonical fast path can apply
         try:
-            table, fast_skips = _parse_fast(data)
+            table, fast_skips = _parse_fast(buf)
         except _NotCanonical:
             pass
         else:
             for reason, n in fast_skips.items():
                 _add(skips, reason, n)
-            return table, skips
+            return table
     try:
-        raw = pj.read_json(pa.py_buffer(data), read_options=_READ, parse_options=_PARSE)
+        raw = pj.read_json(buf, read_options=_READ, parse_options=_PARSE)
         valid = None
         for key in _REQUIRED:
             col = raw.column(key)
@@ -334,8 +361,8 @@ def parse_system_file(data: bytes) -> tuple[pa.Table, dict[str, int]]:
             _add(skips, MALFORMED, raw.num_rows - int(pc.sum(valid).as_py() or 0))
             raw = raw.filter(valid)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
-        raw = _parse_lines(data, skips)
-    return _narrow(_compact_wide(raw, skips)), skips
+        raw = _parse_lines(data[start:end], skips)
+    return _narrow(_compact_wide(raw, skips))
 
 
 def _compact_wide(raw: pa.Table, skips: Skips) -> pa.Table:

@@ -327,3 +327,20 @@ def test_parse_fast_a_few_records_of_another_shape_are_parsed_not_lost() -> None
     assert (table.num_rows, skips) == (21, {})
     assert table.column("name").to_pylist().count(None) == 1
     assert table.column("value").to_pylist()[-1] == 7.5
+
+
+def test_parse_system_file_many_bad_byte_lines_all_counted() -> None:
+    bad = CANON.replace(b'"cpu0"', b'"cpu\xff"')
+    table, skips = parse_system_file((CANON + bad) * 40)
+    assert (table.num_rows, skips) == (40, {"lines with bytes that are not UTF-8": 40})
+
+
+def test_parse_system_file_utf8_check_across_chunk_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
+    import smx_debug.reports.system as system
+
+    monkeypatch.setattr(system, "_UTF8_CHUNK", 7)  # multi-byte characters straddle chunk boundaries
+    good = CANON.replace(b'"cpu0"', '"caf\u00e9\u20ac"'.encode())
+    bad = CANON.replace(b'"cpu0"', b'"caf\xe9"')
+    table, skips = parse_system_file(good * 3 + bad + good * 2 + bad + good)
+    assert (table.num_rows, skips) == (6, {"lines with bytes that are not UTF-8": 2})
+    assert set(table.column("name").to_pylist()) == {"caf\u00e9\u20ac"}
