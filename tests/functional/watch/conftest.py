@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 from watch_support import make_table
 
-from smx_debug.local import LocalAws
+ROOT = Path(__file__).resolve().parents[3]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # the `infra` package (the evaluator's asset builder)
+
+from smx_debug.local import LocalAws  # noqa: E402
 
 
 @pytest.fixture
