@@ -63,7 +63,7 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "fluctuating_gpus": {"scenario": "fluctuating_gpu"},
     "load_imbalance": {"scenario": "load_imbalance"},
     "gpu_memory_growth": {"scenario": "gpu_memory_increase"},
-    "gpu_memory_jump": {"scenario": "gpu_memory_jump"},
+    "gpu_memory_jump": {"scenario": "gpu_memory_jump", "onset_s": 1300.0},  # after patience (1000 values)
     "step_outliers": {"scenario": "step_outlier"},
     "slow_initialization": {"scenario": "healthy", "initialization_s": 1500.0},
     "clock_offsets": {"scenario": "low_gpu_utilization", "nodes": 2, "clock_offset_s": 7.0},

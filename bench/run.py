@@ -4,6 +4,7 @@ Each benchmark prints its own figures and the ratios against the baseline its is
 - bench/reports_bench.py: reading profiler output (ours vs smdebug's PandasFrame and a plain json.loads loop)
 - bench/rules_bench.py: evaluating every profiler rule over 8 node-hours of 96-vCPU/8-GPU metrics
 - bench/actions_bench.py: cold import time of each Lambda handler with only boto3 (target: well under 300 ms)
+- bench/parity.py: our profiler rules vs the last public Debugger rule code on generated jobs (docs/rules.md)
 
 Pass `--quick` for a small smoke run; other flags go to both scripts.
 """
@@ -21,13 +22,14 @@ def _load(name: str):  # type: ignore[no-untyped-def]
     spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
     assert spec and spec.loader  # our own files: a missing one is a bug, not user input
     module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses (bench/parity.py) look their module up while it executes
     spec.loader.exec_module(module)
     return module
 
 
 def main(argv: list[str]) -> int:
     status = 0
-    for name in ("reports_bench", "rules_bench", "actions_bench"):
+    for name in ("reports_bench", "rules_bench", "actions_bench", "parity"):
         print(f"\n=== {name} ===", flush=True)
         status |= int(_load(name).main(argv) or 0)
     return status

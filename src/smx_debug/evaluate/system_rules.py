@@ -1,8 +1,9 @@
 """System-metric profiler rules: GPU utilization, GPU memory, batch size, load balancing, bottlenecks, usage.
 
 Each evaluator follows the semantics of the Debugger rule it is named after (the docstring quotes the
-documented definition) and reproduces the rule job's schedule with :mod:`smx_debug.evaluate.scan`:
-``RuleTriggered`` counts the scan evaluations at which the condition held, as Debugger's does.
+documented definition) and reproduces the rule job's schedule with :mod:`smx_debug.evaluate.scan`.
+Counting follows Debugger's (its 2020 code, confirmed by real output; docs/rules.md): each rule's docstring
+says what one unit of ``RuleTriggered`` is (a scan, a GPU at a scan, a datapoint, a pair of GPUs at a scan).
 """
 
 from __future__ import annotations
@@ -113,7 +114,7 @@ def low_gpu_utilization(data: JobData, params: dict[str, Any]) -> RuleResult:
         rule_triggered=count,
         violations=count,
         details=details,
-        datapoints=max(len(s.values) for s in series),
+        datapoints=len(series[-1].values),  # Debugger: the count of the GPU it read last
         rule_parameters=rp,
         trigger_step=_first_step(hits),
         message=_join(reasons),
@@ -175,7 +176,7 @@ def gpu_memory_increase(data: JobData, params: dict[str, Any]) -> RuleResult:
         rule_triggered=count,
         violations=count,
         details=details,
-        datapoints=max(len(s.values) for s in series),
+        datapoints=len(series[-1].values),  # Debugger: the count of the GPU it read last
         rule_parameters=rp,
         trigger_step=None if first_scan is None else first_scan + 1,
         message=_join(reasons),
@@ -198,11 +199,11 @@ def batch_size(data: JobData, params: dict[str, Any]) -> RuleResult:
     w, patience = int(params["window"]), int(params["patience"])
     gpus = {(s.node, s.name): s for s in data.series("GPUUtilization")}
     mems = {(s.node, s.name): s for s in data.series("GPUMemoryUtilization")}
-    datapoints = max(len(ts) for ts, _, _ in cpu.values())
+    datapoints = len(list(cpu.values())[-1][0])  # Debugger: the count of the node it read last (nodes sorted)
     if not gpus:
         return RuleResult(rule="BatchSize", datapoints=datapoints, rule_parameters=rp)
     bounds = _bounds(data, params)
-    count = 0
+    count, last_k = 0, -1
     first: int | None = None
     details: dict[str, Any] = {}
     reasons: list[str] = []
@@ -230,6 +231,7 @@ def batch_size(data: JobData, params: dict[str, Any]) -> RuleResult:
             if not viol.any():
                 continue
             count += int(viol.sum())
+            last_k = max(last_k, int(low_cpu[ok_g][viol][-1]))
             k_first = int(low_cpu[ok_g][viol][0]) + 1
             first = k_first if first is None else min(first, k_first)
             last_b = bounds[low_cpu[ok_g][viol][-1]]
@@ -242,6 +244,8 @@ def batch_size(data: JobData, params: dict[str, Any]) -> RuleResult:
                 f"{node}/{gpu}: p95 GPU {g95[viol][-1]:.0f}%, p95 GPU memory {m95[viol][-1]:.0f}%, "
                 f"p95 CPU {cpu95[cpu95 < params['cpu_threshold_p95']][-1]:.0f}%"
             )
+    if count:  # as Debugger: the start (epoch us) of the last scan that found the condition
+        details["last_timestamp"] = _scan_start_us(bounds, last_k, int(params["scan_interval_us"]))
     return RuleResult(
         rule="BatchSize",
         rule_triggered=count,
@@ -254,7 +258,9 @@ def batch_size(data: JobData, params: dict[str, Any]) -> RuleResult:
     )
 
 
-_BINS = np.arange(0, 102, 2)  # 0..100 in steps of 2 (smdebug stops at 98 and so drops 98-100% values)
+# Debugger's histogram: np.histogram(values, bins=np.arange(0, 100, 2)), 49 bins over [0, 98]; values above 98%
+# fall outside it (real Debugger output shows 49-bin "workloads").
+_BINS = np.arange(0, 100, 2)
 
 
 def _js_distance(p: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -273,8 +279,12 @@ def load_balancing(data: JobData, params: dict[str, Any]) -> RuleResult:
 
     Debugger: "It computes a histogram of utilization per GPU and measures the distance between those
     histograms. If the histogram exceeds a pre-defined threshold then rule triggers." The distance is
-    the Jensen-Shannon distance of 2%-wide utilization histograms, for every pair of GPUs once both
-    have more than ``patience`` values; single-GPU nodes have no pairs and never fire.
+    the Jensen-Shannon distance of Debugger's 2%-wide utilization histograms (49 bins over 0-98%), for
+    every pair of GPUs of a node once both have more than ``patience`` values; each pair over the
+    threshold at a scan counts once. Single-GPU nodes have no pairs and never fire. Details always hold
+    every GPU's histogram (``workloads``), as Debugger writes them even when nothing fires; the 2020
+    public code never fires at all (its GPU loop is not nested, docs/rules.md), we follow the
+    documented intent.
     """
     rp = _pick(params, "threshold", "patience")
     series = data.series("GPUUtilization")
@@ -290,16 +300,16 @@ def load_balancing(data: JobData, params: dict[str, Any]) -> RuleResult:
     details: dict[str, Any] = {}
     reasons: list[str] = []
     for node, group in by_node.items():
-        if len(group) < 2:
-            continue
         cum = []
         ns = []
         for s in group:
-            b = np.clip((s.values // 2).astype(np.int64), 0, nb - 1)
-            k = interval_of(s.ts, bounds) - 1  # 0-based scan index
+            inside = (s.values >= 0) & (s.values <= _BINS[-1])
+            b = np.minimum((s.values[inside] // 2).astype(np.int64), nb - 1)
+            k = interval_of(s.ts[inside], bounds) - 1  # 0-based scan index
             flat = np.bincount(k * nb + b, minlength=len(bounds) * nb)[: len(bounds) * nb]
             cum.append(np.cumsum(flat.reshape(len(bounds), nb), axis=0))
             ns.append(counts_before(s.ts, bounds))
+        details[node] = {"workloads": {s.name: h[-1].tolist() for s, h in zip(group, cum, strict=True)}}
         for a in range(len(group)):
             for c in range(a + 1, len(group)):
                 ok = (ns[a] > params["patience"]) & (ns[c] > params["patience"])
@@ -311,18 +321,15 @@ def load_balancing(data: JobData, params: dict[str, Any]) -> RuleResult:
                     continue
                 count += int(over.sum())
                 hits[np.flatnonzero(ok)[over]] = True
-                d = details.setdefault(node, {"workloads": {}, "distances": {}})
                 ga, gc = group[a].name, group[c].name
-                d["workloads"][ga] = cum[a][-1].tolist()
-                d["workloads"][gc] = cum[c][-1].tolist()
-                d["distances"].setdefault(ga, {})[gc] = float(dist[-1])
+                details[node].setdefault("distances", {}).setdefault(ga, {})[gc] = float(dist[-1])
                 reasons.append(f"{node}: {ga} vs {gc} histogram distance {dist[-1]:.2f}")
     return RuleResult(
         rule="LoadBalancing",
         rule_triggered=count,
         violations=count,
         details=details,
-        datapoints=max(len(s.values) for s in series),
+        datapoints=len(series[-1].values),  # Debugger: the count of the GPU it read last
         rule_parameters=rp,
         trigger_step=_first_step(hits),
         message=_join(reasons),

@@ -91,7 +91,7 @@ _DEBUGGER = (
             _TENSOR_REGEX,
             P("use_losses_collection", "bool", True, "also check the losses collection"),
             _pos("num_steps", 10, "saved steps between two loss comparisons"),
-            P("diff_percent", "float", None, "minimum decrease in percent between comparisons (default: any decrease)", gt=0, le=100),
+            P("diff_percent", "float", 0.1, "minimum decrease in percent between two checks", gt=0, le=100),
             P("increase_threshold_percent", "float", 5, "largest allowed increase in percent", ge=0, le=100),
             P("mode", "str", None, "mode to check: TRAIN, EVAL or GLOBAL (default: EVAL, then TRAIN, then GLOBAL)"),
         ),
@@ -113,7 +113,7 @@ _DEBUGGER = (
         "DeadRelu", "dead_relu", "debugger",
         "Too many ReLU activations output zero.",
         (
-            P("tensor_regex", "regex", None, "regex of the ReLU outputs"),
+            P("tensor_regex", "regex", ".*relu_output", "regex of the ReLU outputs"),
             _pct("threshold_inactivity", 1.0, "percentage of zero outputs that makes a unit inactive"),
             _pct("threshold_layer", 50.0, "percentage of inactive units in a layer that fires"),
         ),

@@ -138,7 +138,7 @@ def test_load_balancing_disjoint_histograms_fire_with_distance_sqrt_ln2(frames):
     r = evaluate_rule("LoadBalancing", data)
     assert (r.rule_triggered, r.trigger_step) == (4, 17)
     assert r.details["algo-1"]["distances"] == {"gpu0": {"gpu1": pytest.approx(math.sqrt(math.log(2)))}}
-    hist = [0] * 50
+    hist = [0] * 49  # Debugger's bins: np.arange(0, 100, 2)
     hist[45] = 1200
     assert r.details["algo-1"]["workloads"]["gpu0"] == hist
 
@@ -200,3 +200,14 @@ def test_bottleneck_cpu_only_busy_job_does_not_fire(frames, rule):
     out = evaluate_rule(rule, data, {"patience": 10}).to_debugger_json()
     assert (out["RuleTriggered"], out["Violations"], out["Details"], out["Datapoints"]) == (
         0, 0, {"low_gpu_utilization": 0, "bottlenecks": {}}, 1200)
+
+
+def test_load_balancing_writes_workloads_even_when_it_does_not_fire(frames):
+    # Real Debugger output (LoadBalancing.json, RuleTriggered 0) carries a 49-bin histogram per GPU per node.
+    data = frames.data(frames.series("algo-1", "gpu0", "GPUUtilization", np.full(1200, 50.0)),
+                       frames.series("algo-2", "gpu0", "GPUUtilization", np.full(1200, 99.0)))
+    r = evaluate_rule("LoadBalancing", data)
+    hist = [0] * 49
+    hist[25] = 1200
+    assert r.rule_triggered == 0
+    assert r.details == {"algo-1": {"workloads": {"gpu0": hist}}, "algo-2": {"workloads": {"gpu0": [0] * 49}}}

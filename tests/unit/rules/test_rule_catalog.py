@@ -157,3 +157,51 @@ def test_saturated_activation_renders_separate_min_max_thresholds() -> None:
     defaults = {p.name: p.default for p in get_rule("SaturatedActivation").parameters}
     assert (defaults["threshold_tanh_min"], defaults["threshold_tanh_max"]) == (-9.4999, 9.4999)
     assert (defaults["threshold_sigmoid_min"], defaults["threshold_sigmoid_max"]) == (-23, 16.99999)
+
+
+GUIDE = json.loads((Path(__file__).resolve().parents[2] / "data" / "rules" /
+                    "debugger_builtin_rule_parameters.json").read_text())
+# Where we knowingly differ from the guide's literal default (docs/rules.md says why).
+GUIDE_EXCEPTIONS = {
+    # "If this is not passed, the rule checks in order by default for EVAL, then TRAIN, and then GLOBAL" (same
+    # row says "Default value: GLOBAL"): we keep "not passed" so the documented EVAL/TRAIN/GLOBAL order applies.
+    ("LossNotDecreasing", "mode"),
+}
+
+
+def _guide_value(text: str | None) -> object:
+    if text is None:
+        return None
+    text = text.strip().strip('"')
+    if text == "None":
+        return None
+    if text in ("True", "False"):
+        return text == "True"
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _catalog_value(value: object) -> object:
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    return float(value)  # type: ignore[arg-type]
+
+
+def test_catalog_debugger_rules_are_the_guides_rules() -> None:
+    assert sorted(GUIDE["rules"]) == sorted(s.name for s in list_rules("debugger"))
+
+
+@pytest.mark.parametrize("name", sorted(GUIDE["rules"]))
+def test_catalog_debugger_rule_parameters_equal_the_current_guide(name: str) -> None:
+    guide: dict[str, str | None] = GUIDE["rules"][name]
+    spec = get_rule(name)
+    assert [p.name for p in spec.parameters] == list(guide)
+    for p in spec.parameters:
+        if (name, p.name) in GUIDE_EXCEPTIONS:
+            continue
+        expected = _guide_value(guide[p.name])
+        if p.type in ("str", "regex") and isinstance(expected, float):
+            expected = guide[p.name].strip('"')  # type: ignore[union-attr]  # "0" is text for a str parameter
+        assert _catalog_value(p.default) == expected, (name, p.name)
