@@ -37,10 +37,18 @@ def _example(name: str) -> ModuleType:
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
     out = tmp_path_factory.mktemp("demo") / "report.html"
-    buffer = io.StringIO()
-    with contextlib.redirect_stdout(buffer):
+    buffer, errors = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(errors):
         code = _example("demo").run(minutes=14, onset_min=3.0, speed=1e6, out=out)
-    return code, buffer.getvalue(), out
+    return code, buffer.getvalue() + errors.getvalue(), out
+
+
+def test_demo_prints_no_warning_no_dependency_info_and_no_nan(demo_run: tuple[int, str, Path]) -> None:
+    _, text, _ = demo_run
+    assert not re.search(r"warning|Warning|WARNING|\bINFO\b|Connection pool is full|NaN|<NA>|end of life|"
+                         r"Traceback", text), text
+    (profiler_report,) = re.findall(r"^\s*ProfilerReport\s+profiler\s+(\S+)", text, re.M)
+    assert profiler_report == "NoIssuesFound"
 
 
 def test_demo_stops_the_guarded_job_once_and_reports(demo_run: tuple[int, str, Path]) -> None:
