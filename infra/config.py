@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from smx_debug.contracts import SFN_HISTORY_LIMIT, retrain_history_events
 from smx_debug.errors import ConfigError, UnknownNameError
 
 __all__ = ["CONTEXT_KEYS", "LOG_RETENTION_DAYS", "GuardConfig", "RetrainingConfig", "config_from_context"]
@@ -32,6 +33,7 @@ _RULE_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}$")
 _EMAIL = re.compile(r"^[^@\s,]+@[^@\s,]+\.[^@\s,]+$")
 _E164 = re.compile(r"^\+[1-9]\d{6,14}$")
 _ROLE_PATTERN = re.compile(r"^arn:aws[a-z-]*:iam::(\d{12}|\*):role/[\w+=,.@*/-]+$")
+_SHOW_KEY = re.compile(r"^[A-Za-z0-9_.:/+=@-]{1,256}$")
 _TAG_KEY = re.compile(r"^[\w.:/=+\-@]{1,128}$")
 _DEFAULT_ACTIONS = ("notify", "stop")
 
@@ -73,16 +75,37 @@ class RetrainingConfig(BaseModel):
     enabled: bool = True
     wait_seconds: int = Field(default=300, ge=10, le=86_400)
     max_runtime_seconds: int = Field(default=86_400, ge=60, le=2_419_200)
+    max_retraining: int = Field(default=10, ge=1, le=100)
 
     @field_validator("enabled", mode="before")
     @classmethod
     def _bool(cls, value: Any) -> Any:
         return _as_bool(value)
 
-    @field_validator("wait_seconds", "max_runtime_seconds", mode="before")
+    @field_validator("wait_seconds", "max_runtime_seconds", "max_retraining", mode="before")
     @classmethod
     def _int(cls, value: Any) -> Any:
         return _as_int(value)
+
+    @model_validator(mode="after")
+    def _history_budget(self) -> RetrainingConfig:
+        """One execution polls every ``wait_seconds`` for up to ``max_runtime_seconds``: its history must fit
+        Step Functions' limit (contracts.retrain_history_events counts the worst case)."""
+        events = retrain_history_events(wait_seconds=self.wait_seconds, max_runtime_seconds=self.max_runtime_seconds,
+                                        max_retraining=self.max_retraining)
+        if self.enabled and events > SFN_HISTORY_LIMIT:
+            shortest = next(w for w in range(self.wait_seconds, 86_401) if retrain_history_events(
+                wait_seconds=w, max_runtime_seconds=self.max_runtime_seconds, max_retraining=self.max_retraining
+            ) <= SFN_HISTORY_LIMIT)
+            raise ConfigError(
+                f"retraining.wait_seconds: polling every {self.wait_seconds} s for {self.max_runtime_seconds} s "
+                f"(retraining.max_runtime_seconds) with {self.max_retraining} runs needs up to {events} Step "
+                f"Functions history events, over the limit of {SFN_HISTORY_LIMIT}: set retraining.wait_seconds to "
+                f"at least {shortest} or lower retraining.max_runtime_seconds",
+                field="retraining.wait_seconds",
+                value=self.wait_seconds,
+            )
+        return self
 
 
 class GuardConfig(BaseModel):
@@ -104,10 +127,12 @@ class GuardConfig(BaseModel):
     output_transition_to_ia_days: int | None = 30
     sagemaker_execution_role_pattern: str = "arn:aws:iam::*:role/*SageMaker*"
     retraining: RetrainingConfig = RetrainingConfig()
+    show_keys: tuple[str, ...] = ()
     local: bool = False
 
     @field_validator(
-        "watch_prefixes", "default_actions", "notification_emails", "notification_sms", "alarm_rules", mode="before"
+        "watch_prefixes", "default_actions", "notification_emails", "notification_sms", "alarm_rules", "show_keys",
+        mode="before",
     )
     @classmethod
     def _lists(cls, value: Any) -> Any:
@@ -156,6 +181,7 @@ class GuardConfig(BaseModel):
         _each(self.watch_prefixes, _JOB_PREFIX, "watch_prefixes", "a training-job name prefix")
         _each(self.notification_emails, _EMAIL, "notification_emails", "an email address")
         _each(self.notification_sms, _E164, "notification_sms", "an E.164 phone number like +15555550123")
+        _each(self.show_keys, _SHOW_KEY, "show_keys", "a hyperparameter or environment variable name")
         if self.alarm_rules != ("*",):
             _each(self.alarm_rules, _RULE_NAME, "alarm_rules", 'a RuleConfigurationName (or ["*"] alone)')
         for action in self.default_actions:

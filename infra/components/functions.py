@@ -12,12 +12,12 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-__all__ = ["HANDLER_TAG", "RUNTIME", "GuardFunction"]
+from smx_debug.contracts import HANDLER_TAG  # the local AWS maps a deployed function to its code by this tag
+
+__all__ = ["RUNTIME", "GuardFunction"]
 
 # The newest Python runtime this aws-cdk-lib knows; cdk-nag (AwsSolutions-L1) asks for the latest.
 RUNTIME = lambda_.Runtime.PYTHON_3_14
-# The local AWS maps a deployed function to its handler code by this tag (docs/CONTRACTS.md).
-HANDLER_TAG = "smx-debug:handler"
 
 
 class GuardFunction(Construct):

@@ -40,7 +40,7 @@ class Notifications(Construct):
             self.topic.add_subscription(subscriptions.EmailSubscription(email))
         for number in phone_numbers:
             self.topic.add_subscription(subscriptions.SmsSubscription(number))
-        # enforce_ssl gives the alarm topic a policy (a TLS-only Deny), which replaces SNS's default policy:
+        # enforce_ssl gives each topic a policy (a TLS-only Deny), which replaces SNS's default policy:
         # CloudWatch may then publish only if a statement allows it, and only for this account's alarms.
         stack = cdk.Stack.of(self)
         from_our_alarms = {
@@ -48,15 +48,17 @@ class Notifications(Construct):
             "ArnLike": {"aws:SourceArn": stack.format_arn(service="cloudwatch", resource="alarm", resource_name="*",
                                                           arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)},
         }
-        self.alarm_topic.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="CloudWatchAlarmsPublish",
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["sns:Publish"],
-                resources=[self.alarm_topic.topic_arn],
-                conditions=from_our_alarms,
+        # The alarm topic receives the rule alarms; the people's topic the guard's health alarms.
+        for topic in (self.alarm_topic, self.topic):
+            topic.add_to_resource_policy(
+                iam.PolicyStatement(
+                    sid="CloudWatchAlarmsPublish",
+                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                    actions=["sns:Publish"],
+                    resources=[topic.topic_arn],
+                    conditions=from_our_alarms,
+                )
             )
-        )
         # ...and, the topic being KMS-encrypted, only if it may use the key (same conditions).
         key.add_to_resource_policy(
             iam.PolicyStatement(

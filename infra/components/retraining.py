@@ -1,8 +1,22 @@
-"""The retraining workflow: a Step Functions loop over the retrain handler's steps."""
+"""The retraining workflow: a Step Functions loop over the retrain handler's steps, bounded and always reported.
+
+Defaults -> Init -> Train -> Wait -> Monitor -> NextAction (launch_new: Train, monitor: Wait, end: End) and
+End (the handler's ``end`` step publishes the final message) -> Done. Any task failure is caught into
+``$.error`` and goes through the same ``end`` step (EndAfterFailure -> Failed); if even that fails, the error's
+name (never its cause, which may quote request values) is published directly.
+
+History bound: the Defaults state merges the deployment's settings *under* the execution's run spec
+(``wait_seconds``, ``max_runtime_seconds``, ``max_retraining``, ``max_polls``); the handler stops polling after
+``max_polls`` (:func:`smx_debug.contracts.retrain_max_polls`) and ends through ``end``, so an execution cannot
+reach Step Functions' 25,000-event history. ``infra.config.RetrainingConfig`` refuses settings whose worst
+case would. The execution timeout is only a backstop, after the poll budget.
+"""
 
 from __future__ import annotations
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
@@ -10,21 +24,34 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
-__all__ = ["NEXT_ACTIONS", "RetrainingWorkflow"]
+from infra.config import RetrainingConfig
+from smx_debug.contracts import retrain_max_polls
+
+__all__ = ["BACKSTOP_SECONDS", "NEXT_ACTIONS", "RetrainingWorkflow", "run_spec_defaults"]
 
 # The retrain handler's answer in ``$.next_action`` and where the loop goes next.
 NEXT_ACTIONS = ("launch_new", "monitor", "end")
+# The execution timeout is the poll budget plus this: the loop ends (and reports) through `end` first.
+BACKSTOP_SECONDS = 3600
+
+
+def run_spec_defaults(settings: RetrainingConfig) -> dict[str, int]:
+    """The deployment's settings that the Defaults state merges under each execution's run spec."""
+    polls = -(-settings.max_runtime_seconds // settings.wait_seconds)
+    return {
+        "wait_seconds": settings.wait_seconds,
+        "max_runtime_seconds": settings.max_runtime_seconds,
+        "max_retraining": settings.max_retraining,
+        "max_polls": max(1, min(polls, retrain_max_polls(settings.max_retraining))),
+    }
 
 
 class RetrainingWorkflow(Construct):
-    """init -> train -> wait -> monitor -> choice on ``$.next_action`` (launch_new/monitor/end).
-
-    Each step invokes the retrain handler with ``{"step": <name>, "state": <the state document>}`` and
-    continues with the document it returns. Any error is caught, published to the topic, and fails.
+    """The retraining state machine; each task invokes the retrain handler with ``{"step", "state"}``.
 
     Attributes:
-        state_machine: the workflow.
-        log_group: its execution log group (level ALL).
+        state_machine: the workflow (named ``state_machine_name``).
+        log_group: its execution log group (every event, without execution data: states carry requests).
     """
 
     def __init__(
@@ -34,12 +61,14 @@ class RetrainingWorkflow(Construct):
         *,
         function: lambda_.IFunction,
         topic: sns.ITopic,
-        wait_seconds: int,
-        timeout_seconds: int,
+        key: kms.IKey,
+        state_machine_name: str,
+        settings: RetrainingConfig,
         log_retention: logs.RetentionDays,
     ) -> None:
         super().__init__(scope, construct_id)
         failed = sfn.Fail(self, "Failed", error="RetrainingFailed", cause="a retraining step failed")
+        # Last resort when the end step itself fails: the error's name only (its cause may quote values).
         notify_failure = tasks.SnsPublish(
             self,
             "NotifyFailure",
@@ -47,9 +76,10 @@ class RetrainingWorkflow(Construct):
             subject="smx-debug retraining failed",
             message=sfn.TaskInput.from_text(
                 sfn.JsonPath.format(
-                    "smx-debug retraining failed: {}: {}",
-                    sfn.JsonPath.string_at("$.error.Error"),
-                    sfn.JsonPath.string_at("$.error.Cause"),
+                    "smx-debug retraining execution {} failed ({}) and its final step could not report: see the "
+                    "executions of the retraining state machine.",
+                    sfn.JsonPath.string_at("$$.Execution.Name"),
+                    sfn.JsonPath.string_at("$.end_error.Error"),
                 )
             ),
             result_path=sfn.JsonPath.DISCARD,
@@ -62,33 +92,67 @@ class RetrainingWorkflow(Construct):
                 lambda_function=function,
                 payload=sfn.TaskInput.from_object({"step": name, "state": sfn.JsonPath.entire_payload}),
                 payload_response_only=True,
-                retry_on_service_exceptions=True,
+                retry_on_service_exceptions=False,
+                task_timeout=sfn.Timeout.duration(cdk.Duration.minutes(5)),
             )
-            task.add_catch(notify_failure, errors=[sfn.Errors.ALL], result_path="$.error")
+            # Lambda's own transient failures, a bounded number of times (each retry adds history events).
+            task.add_retry(errors=["Lambda.ServiceException", "Lambda.AWSLambdaException",
+                                   "Lambda.SdkClientException", "Lambda.TooManyRequestsException"],
+                           interval=cdk.Duration.seconds(2), max_attempts=2, backoff_rate=2)
             return task
 
+        end_after_failure = step("EndAfterFailure", "end")
+        end_after_failure.add_catch(notify_failure, errors=[sfn.Errors.ALL], result_path="$.end_error")
+        end_after_failure.next(failed)
+        end = step("End", "end")
+        end.add_catch(notify_failure, errors=[sfn.Errors.ALL], result_path="$.end_error")
+        end.next(sfn.Succeed(self, "Done"))
+
         init, train, monitor = step("Init", "init"), step("Train", "train"), step("Monitor", "monitor")
-        wait = sfn.Wait(self, "Wait", time=sfn.WaitTime.duration(cdk.Duration.seconds(wait_seconds)))
-        unknown = sfn.Fail(
-            self, "UnknownNextAction", error="UnknownNextAction", cause="next_action is not launch_new, monitor or end"
+        for task in (init, train, monitor):
+            task.add_catch(end_after_failure, errors=[sfn.Errors.ALL], result_path="$.error")
+        defaults = sfn.Pass(
+            self,
+            "Defaults",
+            parameters={"defaults": run_spec_defaults(settings), "run_spec": sfn.JsonPath.object_at("$.run_spec")},
+        )
+        apply_defaults = sfn.Pass(
+            self,
+            "ApplyDefaults",
+            parameters={"run_spec": sfn.JsonPath.json_merge(sfn.JsonPath.object_at("$.defaults"),
+                                                            sfn.JsonPath.object_at("$.run_spec"))},
+        )
+        wait = sfn.Wait(self, "Wait", time=sfn.WaitTime.seconds_path("$.run_spec.wait_seconds"))
+        after_init = (
+            sfn.Choice(self, "AfterInit")
+            .when(sfn.Condition.string_equals("$.next_action", "launch_new"), train)
+            .otherwise(end)
         )
         choice = (
             sfn.Choice(self, "NextAction")
             .when(sfn.Condition.string_equals("$.next_action", "launch_new"), train)
             .when(sfn.Condition.string_equals("$.next_action", "monitor"), wait)
-            .when(sfn.Condition.string_equals("$.next_action", "end"), sfn.Succeed(self, "Done"))
-            .otherwise(unknown)
+            .otherwise(end)  # "end", or anything else: report and stop
         )
-        definition = init.next(train).next(wait).next(monitor).next(choice)
+        train.next(wait)
+        wait.next(monitor)
+        monitor.next(choice)
+        definition = defaults.next(apply_defaults).next(init).next(after_init)
 
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=cdk.RemovalPolicy.DESTROY)
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
+            state_machine_name=state_machine_name,
             definition_body=sfn.DefinitionBody.from_chainable(definition),
-            timeout=cdk.Duration.seconds(timeout_seconds),
+            timeout=cdk.Duration.seconds(settings.max_runtime_seconds + BACKSTOP_SECONDS),
             tracing_enabled=True,
-            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=True),
+            # Every event (cdk-nag SF1), but never execution data: states carry CreateTrainingJob requests
+            # (Environment, HyperParameters), which must not reach the logs.
+            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
         )
-        # The topic is KMS-encrypted: publishing needs the key too, which the SnsPublish task does not grant.
-        topic.grant_publish(self.state_machine)
+        # The topic is KMS-encrypted: publishing needs data keys, which the SnsPublish task does not grant.
+        self.state_machine.add_to_role_policy(
+            iam.PolicyStatement(actions=["kms:GenerateDataKey*", "kms:Decrypt"], resources=[key.key_arn])
+        )
+

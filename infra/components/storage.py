@@ -9,6 +9,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.components.nag import acknowledge
+from smx_debug.contracts import LEDGER_TTL_ATTRIBUTE
 
 __all__ = ["LedgerTable", "OutputBucket"]
 
@@ -104,7 +105,7 @@ class OutputBucket(Construct):
 
 
 class LedgerTable(Construct):
-    """The DynamoDB table that makes each action exactly-once (partition key ``pk``, string).
+    """The DynamoDB table that makes each action exactly-once (partition key ``pk``, string; TTL enabled).
 
     Attributes:
         table: the table.
@@ -121,5 +122,7 @@ class LedgerTable(Construct):
             point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
                 point_in_time_recovery_enabled=True
             ),
+            # Completed actions carry an expiry (epoch seconds) in this attribute; DynamoDB deletes them after it.
+            time_to_live_attribute=LEDGER_TTL_ATTRIBUTE,
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )

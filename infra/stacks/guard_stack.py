@@ -1,4 +1,8 @@
-"""The guard stack: output bucket, topics, handlers, EventBridge rules, alarms and the retraining workflow."""
+"""The guard stack: output bucket, topics, handlers, EventBridge rules, alarms and the retraining workflow.
+
+Every name shared with the Lambda runtime (environment variables, metric, tags, the opt-in rule and its
+EventBridge and IAM forms) comes from :mod:`smx_debug.contracts`; nothing here keeps a copy.
+"""
 
 from __future__ import annotations
 
@@ -29,14 +33,37 @@ from infra.components import (
     acknowledge_wildcards,
 )
 from infra.config import LOG_RETENTION_DAYS, GuardConfig
-from smx_debug.contracts import opt_in_iam_condition
+from smx_debug.contracts import (
+    DEFAULT_FUNCTION_TIMEOUT_SECONDS,
+    DETAIL_TYPE,
+    EVENT_SOURCE,
+    METRIC_NAME,
+    Env,
+    opt_in_iam_condition,
+    watch_pattern,
+)
 
-__all__ = ["LEDGER_ACTIONS", "METRIC_NAME", "GuardStack", "StageHandler"]
+__all__ = [
+    "DATA_KEY_ACTIONS",
+    "LEASE_MARGIN_SECONDS",
+    "LEDGER_ACTIONS",
+    "RETRAIN_STARTERS",
+    "TIMEOUTS",
+    "GuardStack",
+    "StageHandler",
+]
 
-METRIC_NAME = "RuleTriggered"
 LEDGER_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-STATE_CHANGE = "SageMaker Training Job State Change"
+# What writing to a KMS-encrypted topic or queue needs (not Encrypt/ReEncrypt*).
+DATA_KEY_ACTIONS = ("kms:GenerateDataKey*", "kms:Decrypt")
 TAGGING_ACTION = "sagemaker:TaggingAction"  # the API whose request carries the tags (AddTags' condition key)
+# Function timeouts (s). The runtime sizes its AWS retries to fit half the timeout and checks that its ledger
+# lease (SMX_LEASE_SECONDS) outlasts the timeout (SMX_FUNCTION_TIMEOUT); both are set from these.
+TIMEOUTS = {"rule_metrics": DEFAULT_FUNCTION_TIMEOUT_SECONDS, "stop_training": DEFAULT_FUNCTION_TIMEOUT_SECONDS,
+            "notify": DEFAULT_FUNCTION_TIMEOUT_SECONDS, "retrain": 120}
+LEASE_MARGIN_SECONDS = 30
+# The handlers whose rule actions may say `retrain`: they start the retraining state machine.
+RETRAIN_STARTERS = ("stop_training",)
 
 StageHandler = Callable[[str], Path]
 
@@ -45,8 +72,8 @@ class GuardStack(cdk.Stack):
     """Everything one deployment needs to watch its training jobs.
 
     Attributes (besides the constructs' own): ``functions`` maps handler name -> GuardFunction,
-    ``rules`` the EventBridge rules, ``alarms`` rule name -> alarm, ``workflow`` the retraining workflow
-    (None when disabled).
+    ``rules`` the EventBridge rules, ``alarms`` rule name -> alarm, ``health_alarms`` the operational alarms
+    (DLQ, function errors, retraining executions), ``workflow`` the retraining workflow (None when disabled).
     """
 
     def __init__(
@@ -70,7 +97,7 @@ class GuardStack(cdk.Stack):
             expiration_days=config.output_expiration_days,
             transition_to_ia_days=config.output_transition_to_ia_days,
             log_expiration_days=max(config.log_retention_days or 365, 1),
-            sagemaker_role_pattern=config.sagemaker_execution_role_pattern,
+            sagemaker_role_pattern=self._role_pattern(),
         )
         self.ledger = LedgerTable(self, "Ledger")
         self.notifications = Notifications(
@@ -95,31 +122,36 @@ class GuardStack(cdk.Stack):
                 iam.PolicyStatement(
                     sid=sid,
                     principals=[iam.ServicePrincipal(service)],
-                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                    actions=list(DATA_KEY_ACTIONS),
                     resources=["*"],  # in a key policy "*" means this key
                 )
             )
 
-        environment = self._environment()
+        # A fixed name, so functions can be told the ARN without a reference cycle (the workflow invokes retrain).
+        self.state_machine_name = f"{config.stack_name}-retraining"
+        self.state_machine_arn = self.format_arn(
+            service="states", resource="stateMachine", resource_name=self.state_machine_name,
+            arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
+        )
         self.functions: dict[str, GuardFunction] = {}
         handlers = [
             ("rule_metrics", "Debugger rule triggers -> SmxDebug/RuleTriggered metrics"),
-            ("stop_training", "Stops watched training jobs whose triggered rule asks for it"),
+            ("stop_training", "Stops watched training jobs whose triggered rule asks for it; starts retraining"),
             ("notify", "Debugger rule triggers and alarms -> human-readable SNS messages"),
         ]
         if config.retraining.enabled:  # no function (and no CreateTrainingJob/PassRole) without the workflow
-            handlers.append(("retrain", "Retraining workflow steps (init, train, monitor)"))
+            handlers.append(("retrain", "Retraining workflow steps (init, train, monitor, end)"))
         for name, description in handlers:
             self.functions[name] = GuardFunction(
                 self,
                 "".join(part.title() for part in name.split("_")),
                 handler_name=name,
                 code_dir=stage(name),
-                environment=environment,
+                environment=self._environment(name),
                 log_retention=retention,
                 dead_letter_queue=self.dead_letters,
                 description=description,
-                timeout_seconds=120 if name == "retrain" else 60,
+                timeout_seconds=TIMEOUTS[name],
             )
         self._grant()
         self.rules = self._event_rules()
@@ -131,8 +163,9 @@ class GuardStack(cdk.Stack):
                 "Retraining",
                 function=self.functions["retrain"].function,
                 topic=self.notifications.topic,
-                wait_seconds=config.retraining.wait_seconds,
-                timeout_seconds=config.retraining.max_runtime_seconds,
+                key=self.key,
+                state_machine_name=self.state_machine_name,
+                settings=config.retraining,
                 log_retention=retention,
             )
             acknowledge_wildcards(
@@ -150,31 +183,39 @@ class GuardStack(cdk.Stack):
                 actions=["kms:GenerateDataKey*"],
                 reason="Publishing the failure message to our KMS-encrypted topic needs data keys of the stack key.",
             )
+        self.health_alarms = self._health_alarms()
         self._outputs()
 
     # -- wiring ---------------------------------------------------------------------------------------
 
-    def _environment(self) -> dict[str, str]:
+    def _environment(self, name: str) -> dict[str, str]:
         config = self.config
         defaults = list(config.default_actions)
         if config.alarm_stops_training and "stop" not in defaults:
             defaults.append("stop")
-        return {
-            "SMX_METRIC_NAMESPACE": config.metric_namespace,
-            "SMX_WATCH_PREFIXES": ",".join(config.watch_prefixes),
+        env = {
+            Env.NAMESPACE: config.metric_namespace,
+            Env.WATCH_PREFIXES: ",".join(config.watch_prefixes),
             # The handlers need a tag key; with opt-in disabled none of our jobs carries this key.
-            "SMX_OPT_IN_TAG": config.opt_in_tag or "smx-debug:opt-in-disabled",
-            "SMX_DEFAULT_ACTIONS": " ".join(defaults),
-            "SMX_LEDGER_TABLE": self.ledger.table.table_name,
-            "SMX_TOPIC_ARN": self.notifications.topic.topic_arn,
+            Env.OPT_IN_TAG: config.opt_in_tag or "smx-debug:opt-in-disabled",
+            Env.DEFAULT_ACTIONS: " ".join(defaults),
+            Env.LEDGER_TABLE: self.ledger.table.table_name,
+            Env.TOPIC_ARN: self.notifications.topic.topic_arn,
+            Env.ACCOUNT: self.account,
+            Env.FUNCTION_TIMEOUT: str(TIMEOUTS[name]),
+            Env.LEASE_SECONDS: str(TIMEOUTS[name] + LEASE_MARGIN_SECONDS),
+            Env.SHOW_KEYS: ",".join(config.show_keys),
         }
+        if name in RETRAIN_STARTERS and config.retraining.enabled:
+            env[Env.STATE_MACHINE_ARN] = self.state_machine_arn
+        return env
+
+    def _training_jobs(self, name: str) -> str:
+        return self.format_arn(service="sagemaker", resource="training-job", resource_name=name)
 
     def job_arns(self) -> list[str]:
         """Training-job ARN patterns for the watched prefixes (SageMaker lowercases names in ARNs)."""
-        return [
-            self.format_arn(service="sagemaker", resource="training-job", resource_name=f"{prefix.lower()}*")
-            for prefix in self.config.watch_prefixes
-        ]
+        return [self._training_jobs(f"{prefix.lower()}*") for prefix in self.config.watch_prefixes]
 
     def _job_statements(self, actions: list[str], *, request_tag: bool = False,
                         conditions: Mapping[str, Mapping[str, str]] | None = None) -> list[iam.PolicyStatement]:
@@ -191,13 +232,14 @@ class GuardStack(cdk.Stack):
         if self.config.opt_in_tag:
             tagged = opt_in_iam_condition(self.config.opt_in_tag, on="request" if request_tag else "resource")
             statements.append(
-                iam.PolicyStatement(
-                    actions=actions,
-                    resources=[self.format_arn(service="sagemaker", resource="training-job", resource_name="*")],
-                    conditions={**tagged, **extra},
-                )
+                iam.PolicyStatement(actions=actions, resources=[self._training_jobs("*")],
+                                    conditions={**tagged, **extra})
             )
         return statements
+
+    def _grant_key_use(self, role: iam.IRole) -> None:
+        role.add_to_principal_policy(iam.PolicyStatement(actions=list(DATA_KEY_ACTIONS),
+                                                         resources=[self.key.key_arn]))
 
     def _grant(self) -> None:
         config, fns = self.config, self.functions
@@ -205,8 +247,10 @@ class GuardStack(cdk.Stack):
         for fn in fns.values():
             # Exactly what the ledger does (claim, complete, release, get): no Scan/Query/Batch*.
             self.ledger.table.grant(fn.role, *LEDGER_ACTIONS)
-            # Lambda's async-failure DLQ is KMS-encrypted: sending needs the key as well as sqs:SendMessage.
-            self.dead_letters.grant_send_messages(fn.role)
+            # Lambda's async-failure DLQ is KMS-encrypted: sending needs data keys as well as sqs:SendMessage.
+            fn.role.add_to_principal_policy(iam.PolicyStatement(actions=["sqs:SendMessage"],
+                                                                resources=[self.dead_letters.queue_arn]))
+            self._grant_key_use(fn.role)
             for statement in self._job_statements(read_jobs):
                 fn.role.add_to_principal_policy(statement)
         fns["rule_metrics"].role.add_to_principal_policy(
@@ -222,7 +266,14 @@ class GuardStack(cdk.Stack):
                     fns[name].role.add_to_principal_policy(statement)
         for name in ("notify", "retrain"):
             if name in fns:
-                self.notifications.topic.grant_publish(fns[name].role)
+                fns[name].role.add_to_principal_policy(
+                    iam.PolicyStatement(actions=["sns:Publish"], resources=[self.notifications.topic.topic_arn])
+                )
+        if config.retraining.enabled:
+            for name in RETRAIN_STARTERS:
+                fns[name].role.add_to_principal_policy(
+                    iam.PolicyStatement(actions=["states:StartExecution"], resources=[self.state_machine_arn])
+                )
         for name, fn in fns.items():
             self._acknowledge_function(name, fn)
         if "retrain" not in fns:
@@ -238,33 +289,28 @@ class GuardStack(cdk.Stack):
         retrain.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["iam:PassRole"],
-                resources=[self._account_role_pattern()],
+                resources=[self._role_pattern()],
                 conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
             )
         )
 
-    def _account_role_pattern(self) -> str:
-        """The execution-role pattern limited to this account (PassRole never crosses accounts)."""
+    def _role_pattern(self) -> str:
+        """The execution-role pattern in this stack's partition and account (PassRole never crosses accounts)."""
         pattern = self.config.sagemaker_execution_role_pattern
-        head, _, rest = pattern.partition(":role/")
-        parts = head.split(":")  # arn, partition, iam, "", account
-        return f"{parts[0]}:{parts[1]}:iam::{self.account}:role/{rest}"
+        _, _, path = pattern.partition(":role/")
+        return self.format_arn(service="iam", region="", resource="role", resource_name=path)
 
     def _acknowledge_function(self, name: str, fn: GuardFunction) -> None:
         acknowledge_wildcards(
             fn.role,
-            resources=[
-                *self.job_arns(),
-                *([self.format_arn(service="sagemaker", resource="training-job", resource_name="*")]
-                  if self.config.opt_in_tag else []),
-            ],
+            resources=[*self.job_arns(), *([self._training_jobs("*")] if self.config.opt_in_tag else [])],
             reason="Training jobs this deployment watches: its name prefixes, or (tag statement) any job whose "
             "opt-in tag is true, enforced by an aws:ResourceTag/aws:RequestTag condition.",
         )
         acknowledge_wildcards(
             fn.role,
-            actions=["kms:GenerateDataKey*", "kms:ReEncrypt*"],
-            reason="KMS data-key actions for the one stack key that encrypts our topics and DLQ.",
+            actions=["kms:GenerateDataKey*"],
+            reason="Data keys of the one stack key, to write to our KMS-encrypted topic and DLQ.",
         )
         if name == "rule_metrics":
             acknowledge_wildcards(
@@ -276,30 +322,25 @@ class GuardStack(cdk.Stack):
         if name == "retrain":
             acknowledge_wildcards(
                 fn.role,
-                resources=[self._account_role_pattern()],
+                resources=[self._role_pattern()],
                 reason="PassRole to the configured SageMaker execution roles of this account, only to SageMaker.",
             )
 
     def _event_rules(self) -> list[events.Rule]:
         """One rule for the watched jobs (name prefix or opt-in tag), targeting the three handlers.
 
-        One rule, with ``$or`` when both ways of watching are on: a job that has a watched prefix *and* the tag
-        is then delivered once, not once per rule.
+        The pattern is :func:`contracts.watch_pattern`: one rule, with ``$or`` when both ways of watching are
+        on, so a job that has a watched prefix *and* the tag is delivered once; the tag value matches ignoring
+        case, as the handler and IAM do.
         """
-        config = self.config
-        alternatives: list[Mapping[str, Any]] = []
-        if config.watch_prefixes:
-            alternatives.append({"TrainingJobName": [{"prefix": prefix} for prefix in config.watch_prefixes]})
-        if config.opt_in_tag:
-            alternatives.append({"Tags": {config.opt_in_tag: ["true"]}})
-        if not alternatives:
+        detail = watch_pattern(self.config.watch_prefixes, self.config.opt_in_tag)
+        if detail is None:
             return []
-        detail = dict(alternatives[0]) if len(alternatives) == 1 else {"$or": [dict(a) for a in alternatives]}
         rule = events.Rule(
             self,
             "WatchedJobs",
-            description=f"smx-debug: {STATE_CHANGE} events of watched jobs (name prefix or opt-in tag)",
-            event_pattern=events.EventPattern(source=["aws.sagemaker"], detail_type=[STATE_CHANGE], detail=detail),
+            description=f"smx-debug: {DETAIL_TYPE} events of watched jobs (name prefix or opt-in tag)",
+            event_pattern=events.EventPattern(source=[EVENT_SOURCE], detail_type=[DETAIL_TYPE], detail=detail),
         )
         for name in ("rule_metrics", "notify", "stop_training"):
             rule.add_target(
@@ -347,6 +388,47 @@ class GuardStack(cdk.Stack):
             alarms[rule_name] = alarm
         return alarms
 
+    def _health_alarms(self) -> dict[str, cloudwatch.Alarm]:
+        """The guard's own health, straight to the people's topic (not through the notify function, which may
+        be what is failing): a message in the DLQ, any function error, a failed or timed-out retraining."""
+        people = cw_actions.SnsAction(self.notifications.topic)
+        metrics: dict[str, tuple[str, cloudwatch.IMetric]] = {
+            "DeadLetters": ("an event or alarm could not be delivered and is in the dead-letter queue",
+                            self.dead_letters.metric_approximate_number_of_messages_visible(
+                                period=cdk.Duration.minutes(5), statistic=cloudwatch.Stats.MAXIMUM)),
+        }
+        for name, fn in self.functions.items():
+            metrics[f"{_construct_safe(name)}Errors"] = (
+                f"the {name} function failed (it is retried; then the event goes to the dead-letter queue)",
+                fn.function.metric_errors(period=cdk.Duration.minutes(5), statistic=cloudwatch.Stats.SUM),
+            )
+        if self.workflow is not None:
+            machine = self.workflow.state_machine
+            metrics["RetrainingFailed"] = ("a retraining execution failed, timed out or was aborted",
+                                           cloudwatch.MathExpression(
+                                               expression="failed + timedout + aborted",
+                                               using_metrics={
+                                                   "failed": machine.metric_failed(statistic="Sum"),
+                                                   "timedout": machine.metric_timed_out(statistic="Sum"),
+                                                   "aborted": machine.metric_aborted(statistic="Sum"),
+                                               },
+                                               period=cdk.Duration.minutes(5)))
+        alarms: dict[str, cloudwatch.Alarm] = {}
+        for name, (what, metric) in metrics.items():
+            alarm = cloudwatch.Alarm(
+                self,
+                f"Health{name}",
+                alarm_description=f"smx-debug health: {what}",
+                metric=metric,
+                threshold=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+            alarm.add_alarm_action(people)
+            alarms[name] = alarm
+        return alarms
+
     def _outputs(self) -> None:
         values = {
             "OutputBucketName": self.storage.bucket.bucket_name,
@@ -354,6 +436,7 @@ class GuardStack(cdk.Stack):
             "AlarmTopicArn": self.notifications.alarm_topic.topic_arn,
             "LedgerTableName": self.ledger.table.table_name,
             "DeadLetterQueueUrl": self.dead_letters.queue_url,
+            "KeyArn": self.key.key_arn,
         }
         if self.workflow is not None:
             values["RetrainingStateMachineArn"] = self.workflow.state_machine.state_machine_arn

@@ -18,6 +18,8 @@ from helpers_infra import (
     statements_with,
 )
 
+from smx_debug.contracts import LEDGER_TTL_ATTRIBUTE, watch_pattern
+
 STATE_CHANGE = "SageMaker Training Job State Change"
 
 
@@ -35,9 +37,10 @@ def test_event_rule_prefix_or_tag_pattern_targets_three_handlers_with_dlq(synth:
         "detail-type": [STATE_CHANGE],
         "detail": {"$or": [
             {"TrainingJobName": [{"prefix": "exp-"}, {"prefix": "Prod"}]},
-            {"Tags": {"team:guarded": ["true"]}},
+            {"Tags": {"team:guarded": [{"equals-ignore-case": "true"}]}},
         ]},
     }
+    assert rule["Properties"]["EventPattern"]["detail"] == watch_pattern(["exp-", "Prod"], "team:guarded")
     assert rule["Properties"]["State"] == "ENABLED"
     targets = rule["Properties"]["Targets"]
     assert sorted(t["Arn"]["Fn::GetAtt"][0] for t in targets) == sorted(
@@ -127,7 +130,8 @@ def test_pass_role_limited_to_execution_roles_of_this_account_and_sagemaker(synt
             "Action": "iam:PassRole",
             "Condition": {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
             "Effect": "Allow",
-            "Resource": {"Fn::Join": ["", ["arn:aws:iam::", {"Ref": "AWS::AccountId"}, ":role/ml/SageMaker*"]]},
+            "Resource": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"},
+                                           ":role/ml/SageMaker*"]]},
         }
     ]
 
@@ -216,7 +220,9 @@ def test_buckets_deny_plain_http_and_sagemaker_roles_may_write(synth: Synth) -> 
     writes = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]
               if s.get("Sid") == "SageMakerExecutionRolesWrite"]
     assert len(writes) == 1
-    assert writes[0]["Condition"] == {"StringLike": {"aws:PrincipalArn": "arn:aws:iam::*:role/ml-*"}}
+    # In the stack's own partition and account, whatever partition the configured pattern spells.
+    assert writes[0]["Condition"] == {"StringLike": {"aws:PrincipalArn": {"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":role/ml-*"]]}}}
     assert writes[0]["Principal"] == {
         "AWS": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":root"]]}
     }
@@ -233,6 +239,7 @@ def test_ledger_table_encrypted_with_pitr_and_pk(synth: Synth) -> None:
             "BillingMode": "PAY_PER_REQUEST",
             "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
             "SSESpecification": {"SSEEnabled": True},
+            "TimeToLiveSpecification": {"AttributeName": LEDGER_TTL_ATTRIBUTE, "Enabled": True},
         },
     )
 
@@ -315,7 +322,7 @@ def test_alarm_per_rule_sum_60s_threshold_1_not_breaching_to_alarm_topic(
 ) -> None:
     template, _ = synth(alarm_rules=alarm_rules)
     alarm_topic, _ = only(template, "AWS::SNS::Topic", DisplayName="smx-debug alarms")
-    alarms = template.find_resources("AWS::CloudWatch::Alarm")
+    alarms = template.find_resources("AWS::CloudWatch::Alarm", {"Properties": {"Namespace": "SmxDebug"}})
     found = []
     for alarm in alarms.values():
         props = alarm["Properties"]
@@ -350,7 +357,8 @@ def test_notify_handler_subscribed_to_alarm_topic(synth: Synth) -> None:
 
 
 def test_functions_runtime_handler_environment_and_tags(synth: Synth) -> None:
-    template, _ = synth(watch_prefixes=["exp-", "prod-"], default_actions="notify,stop", log_retention_days=90)
+    template, _ = synth(watch_prefixes=["exp-", "prod-"], default_actions="notify,stop", log_retention_days=90,
+                        show_keys="epochs,learning_rate")
     table, _ = only(template, "AWS::DynamoDB::Table")
     topic, _ = only(template, "AWS::SNS::Topic", DisplayName="smx-debug")
     fns = functions_by_handler(template)
@@ -359,14 +367,25 @@ def test_functions_runtime_handler_environment_and_tags(synth: Synth) -> None:
         props = template.find_resources("AWS::Lambda::Function")[logical]["Properties"]
         assert (props["Runtime"], props["Handler"], props["Architectures"]) == ("python3.14", "handler.handler",
                                                                                  ["arm64"])
-        assert props["Environment"] == {"Variables": {
+        timeout = 120 if name == "retrain" else 60
+        assert props["Timeout"] == timeout
+        expected = {
             "SMX_METRIC_NAMESPACE": "SmxDebug",
             "SMX_WATCH_PREFIXES": "exp-,prod-",
             "SMX_OPT_IN_TAG": "smx-debug:managed",
             "SMX_DEFAULT_ACTIONS": "notify stop",
             "SMX_LEDGER_TABLE": {"Ref": table},
             "SMX_TOPIC_ARN": {"Ref": topic},
-        }}
+            "SMX_ACCOUNT": {"Ref": "AWS::AccountId"},
+            "SMX_FUNCTION_TIMEOUT": str(timeout),
+            "SMX_LEASE_SECONDS": str(timeout + 30),
+            "SMX_SHOW_KEYS": "epochs,learning_rate",
+        }
+        if name == "stop_training":  # the handler whose rule actions may say `retrain`
+            expected["SMX_STATE_MACHINE_ARN"] = {"Fn::Join": ["", [
+                "arn:", {"Ref": "AWS::Partition"}, ":states:", {"Ref": "AWS::Region"}, ":",
+                {"Ref": "AWS::AccountId"}, ":stateMachine:SmxDebugGuard-retraining"]]}
+        assert props["Environment"] == {"Variables": expected}
         assert {"Key": "smx-debug:handler", "Value": name} in props["Tags"]
         log_group = props["LoggingConfig"]["LogGroup"]["Ref"]
         assert template.find_resources("AWS::Logs::LogGroup")[log_group]["Properties"]["RetentionInDays"] == 90
@@ -388,42 +407,63 @@ def _definition(template: Template) -> dict[str, Any]:
     return dict(json.loads("".join(p if isinstance(p, str) else "TOKEN" for p in parts)))
 
 
-def test_state_machine_loop_init_train_wait_monitor_choice(synth: Synth) -> None:
-    template, _ = synth(retraining={"enabled": True, "wait_seconds": 120})
-    states = _definition(template)["States"]
-    assert _definition(template)["StartAt"] == "Init"
+def test_state_machine_loop_defaults_init_train_wait_monitor_choice_end(synth: Synth) -> None:
+    template, _ = synth(retraining={"enabled": True, "wait_seconds": 120, "max_runtime_seconds": 7200})
+    definition = _definition(template)
+    states = definition["States"]
+    assert definition["StartAt"] == "Defaults"
     assert {name: (s["Type"], s.get("Next")) for name, s in states.items()} == {
-        "Init": ("Task", "Train"),
+        "Defaults": ("Pass", "ApplyDefaults"),
+        "ApplyDefaults": ("Pass", "Init"),
+        "Init": ("Task", "AfterInit"),
+        "AfterInit": ("Choice", None),
         "Train": ("Task", "Wait"),
         "Wait": ("Wait", "Monitor"),
         "Monitor": ("Task", "NextAction"),
         "NextAction": ("Choice", None),
+        "End": ("Task", "Done"),
         "Done": ("Succeed", None),
-        "UnknownNextAction": ("Fail", None),
+        "EndAfterFailure": ("Task", "Failed"),
         "NotifyFailure": ("Task", "Failed"),
         "Failed": ("Fail", None),
     }
-    assert states["Wait"]["Seconds"] == 120
+    # The deployment's settings go under the execution's run spec (its own values win).
+    assert states["Defaults"]["Parameters"] == {
+        "defaults": {"wait_seconds": 120, "max_runtime_seconds": 7200, "max_retraining": 10, "max_polls": 60},
+        "run_spec.$": "$.run_spec",
+    }
+    assert states["ApplyDefaults"]["Parameters"] == {"run_spec.$": "States.JsonMerge($.defaults, $.run_spec, false)"}
+    assert states["Wait"]["SecondsPath"] == "$.run_spec.wait_seconds"
     assert [(c["StringEquals"], c["Next"]) for c in states["NextAction"]["Choices"]] == [
-        ("launch_new", "Train"), ("monitor", "Wait"), ("end", "Done")
+        ("launch_new", "Train"), ("monitor", "Wait")
     ]
+    assert states["NextAction"]["Default"] == "End"  # end, or anything unexpected: report, then stop
     retrain = functions_by_handler(template)["retrain"]
     _, machine = only(template, "AWS::StepFunctions::StateMachine")
-    # The tasks invoke the retrain function directly (payload in, handler result out).
+    assert machine["Properties"]["StateMachineName"] == "SmxDebugGuard-retraining"
+    assert definition["TimeoutSeconds"] == 7200 + 3600  # a backstop: the poll budget ends it first
     assert {"Fn::GetAtt": [retrain, "Arn"]} in machine["Properties"]["DefinitionString"]["Fn::Join"][1]
-    for name, step in (("Init", "init"), ("Train", "train"), ("Monitor", "monitor")):
+    for name, step in (("Init", "init"), ("Train", "train"), ("Monitor", "monitor"), ("End", "end"),
+                       ("EndAfterFailure", "end")):
         assert states[name]["Parameters"] == {"step": step, "state.$": "$"}
         assert states[name]["Resource"] == "TOKEN"
+        assert states[name]["TimeoutSeconds"] == 300
+    for name in ("Init", "Train", "Monitor"):
         assert states[name]["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.error",
+                                          "Next": "EndAfterFailure"}]
+    for name in ("End", "EndAfterFailure"):
+        assert states[name]["Catch"] == [{"ErrorEquals": ["States.ALL"], "ResultPath": "$.end_error",
                                           "Next": "NotifyFailure"}]
+    # The last-resort message names the error, never its cause (which may quote request values).
+    assert "Cause" not in json.dumps(states["NotifyFailure"]["Parameters"])
 
 
-def test_state_machine_logs_all_and_traces(synth: Synth) -> None:
+def test_state_machine_logs_without_execution_data_and_traces(synth: Synth) -> None:
     template, _ = synth()
     template.has_resource_properties(
         "AWS::StepFunctions::StateMachine",
         {
-            "LoggingConfiguration": {"Level": "ALL", "IncludeExecutionData": True,
+            "LoggingConfiguration": {"Level": "ALL", "IncludeExecutionData": False,
                                      "Destinations": [Match.any_value()]},
             "TracingConfiguration": {"Enabled": True},
         },

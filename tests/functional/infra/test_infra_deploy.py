@@ -59,14 +59,18 @@ def test_deploy_creates_every_resource_and_emulates_moto_skips(aws: LocalAws, de
     patched = {(e.resource_type, e.what) for e in deployed.emulated if e.what != "created"}
     assert ("AWS::Lambda::Function", "properties Tags") in patched
     assert set(deployed.outputs) == {"OutputBucketName", "TopicArn", "AlarmTopicArn", "LedgerTableName",
-                                     "DeadLetterQueueUrl", "RetrainingStateMachineArn"}
+                                     "DeadLetterQueueUrl", "RetrainingStateMachineArn", "KeyArn"}
 
 
 def test_deploy_alarms_match_template(aws: LocalAws, deployed: DeployedStack, synthesized: Path) -> None:
     template = _template(synthesized)
     alarms = {a["AlarmName"]: a for a in aws.client("cloudwatch").describe_alarms()["MetricAlarms"]}
-    assert len(alarms) == 2
-    for logical, resource in _of_type(template, "AWS::CloudWatch::Alarm").items():
+    # Two rule alarms, plus the guard's health: DLQ, each of the four functions, retraining executions.
+    assert len(alarms) == 2 + 1 + 4 + 1
+    rule_alarms = {k: v for k, v in _of_type(template, "AWS::CloudWatch::Alarm").items()
+                   if v["Properties"].get("Namespace") == "SmxDebug"}
+    assert len(rule_alarms) == 2
+    for logical, resource in rule_alarms.items():
         props = resource["Properties"]
         alarm = alarms[deployed.physical_ids[logical]]
         assert {k: alarm[k] for k in ("Namespace", "MetricName", "Statistic", "Period", "EvaluationPeriods",
@@ -95,7 +99,7 @@ def test_deploy_bucket_policy_and_properties_match_template(aws: LocalAws, deplo
               if s.get("Sid") == "SageMakerExecutionRolesWrite"]
     assert [(w["Principal"], w["Condition"]) for w in writes] == [
         ({"AWS": "arn:aws:iam::123456789012:root"},
-         {"StringLike": {"aws:PrincipalArn": "arn:aws:iam::*:role/*SageMaker*"}})
+         {"StringLike": {"aws:PrincipalArn": "arn:aws:iam::123456789012:role/*SageMaker*"}})
     ]
     assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
     assert s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"] == {
@@ -117,17 +121,25 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
         tags = lam.list_tags(Resource=fn["FunctionArn"])["Tags"]
         handlers[tags["smx-debug:handler"]] = fn
     assert sorted(handlers) == ["notify", "retrain", "rule_metrics", "stop_training"]
-    for fn in handlers.values():
+    for name, fn in handlers.items():
         assert fn["Runtime"] == "python3.14"
         assert fn["Handler"] == "handler.handler"
-        assert fn["Environment"]["Variables"] == {
+        timeout = 120 if name == "retrain" else 60
+        expected = {
             "SMX_METRIC_NAMESPACE": "SmxDebug",
             "SMX_WATCH_PREFIXES": "guarded-",
             "SMX_OPT_IN_TAG": "smx-debug:managed",
             "SMX_DEFAULT_ACTIONS": "notify stop",
             "SMX_LEDGER_TABLE": deployed.output("LedgerTableName"),
             "SMX_TOPIC_ARN": deployed.output("TopicArn"),
+            "SMX_ACCOUNT": "123456789012",
+            "SMX_FUNCTION_TIMEOUT": str(timeout),
+            "SMX_LEASE_SECONDS": str(timeout + 30),
+            "SMX_SHOW_KEYS": "",
         }
+        if name == "stop_training":
+            expected["SMX_STATE_MACHINE_ARN"] = deployed.output("RetrainingStateMachineArn")
+        assert fn["Environment"]["Variables"] == expected
     events = aws.client("events")
     patterns = {}
     for rule in events.list_rules()["Rules"]:
@@ -137,7 +149,7 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
         )
     expected_targets = sorted(handlers[h]["FunctionArn"] for h in ("rule_metrics", "notify", "stop_training"))
     assert patterns == {
-        json.dumps({"$or": [{"TrainingJobName": [{"prefix": "guarded-"}]}, {"Tags": {"smx-debug:managed": ["true"]}}]},
+        json.dumps({"$or": [{"TrainingJobName": [{"prefix": "guarded-"}]}, {"Tags": {"smx-debug:managed": [{"equals-ignore-case": "true"}]}}]},
                    sort_keys=True): expected_targets,
     }
     machine = aws.client("stepfunctions").describe_state_machine(

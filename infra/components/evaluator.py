@@ -1,0 +1,194 @@
+"""The scheduled evaluator: a Lambda run every ``rate_minutes`` that evaluates watched jobs' rules itself.
+
+It finds the running jobs this deployment watches, reads their new CloudWatch minutes, evaluates their rules
+and acts through the same action core as the Debugger-event handlers. Least privilege: list running jobs
+(``sagemaker:ListTrainingJobs`` has no resource type), describe / list tags / stop only watched jobs (the
+stack's statements: name prefix or opt-in tag), read metrics (``cloudwatch:GetMetricData`` has no resource
+type), its own cursor table (batch read/write, nothing else), read the watch specs under one prefix of the
+stack's bucket, the ledger's four item actions, put the rule metric in our namespace only, publish to our topic.
+Failures: the schedule invokes asynchronously without retries (the next run is a minute away and resumes from
+the saved cursors); a failed invocation goes to the stack's dead-letter queue and an alarm on the function's
+errors notifies people.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_dynamodb as dynamodb
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from infra.components.nag import acknowledge_wildcards
+from infra.evaluator_asset import LAMBDA_TARGET, build_layer, stage_evaluator_code
+from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, LEDGER_TTL_ATTRIBUTE, Env
+
+__all__ = ["EVALUATOR_MEMORY_MB", "EVALUATOR_TIMEOUT_SECONDS", "Evaluator"]
+
+EVALUATOR_TIMEOUT_SECONDS = 60  # a run must end before the next one starts (benchmark: 200 jobs x 4 hosts)
+EVALUATOR_MEMORY_MB = 1024  # pandas + pyarrow; more memory is also more CPU for the evaluation
+RUNTIME = lambda_.Runtime.PYTHON_3_14  # the layer's wheels are built for this Python on arm64 (LAMBDA_TARGET)
+
+
+class Evaluator(Construct):
+    """The evaluator function, its schedule, its cursor table and its failure alarm.
+
+    Attributes:
+        function, role, log_group: the Lambda function and what it runs with.
+        cursors: the DynamoDB table of per-job cursors (TTL on ``expires_at``).
+        schedule: the EventBridge rule invoking it every ``rate_minutes``.
+        errors_alarm: alarm on the function's errors, to ``alarm_topic``.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        rate_minutes: int,
+        window_minutes: int,
+        default_rules: Sequence[Mapping[str, object]],
+        environment: Mapping[str, str],
+        bucket: s3.IBucket,
+        ledger: dynamodb.ITable,
+        ledger_actions: Sequence[str],
+        topic: sns.ITopic,
+        key: kms.IKey,
+        metric_namespace: str,
+        job_statements: Sequence[iam.PolicyStatement],
+        dead_letter_queue: sqs.IQueue,
+        alarm_topic: sns.ITopic,
+        log_retention: logs.RetentionDays,
+        with_layer: bool = True,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.cursors = dynamodb.Table(
+            self,
+            "Cursors",
+            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
+            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+            time_to_live_attribute=LEDGER_TTL_ATTRIBUTE,
+            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+                point_in_time_recovery_enabled=True
+            ),
+            removal_policy=cdk.RemovalPolicy.DESTROY,  # cursors are a cache: a new table starts over
+        )
+        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=cdk.RemovalPolicy.DESTROY)
+        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+                             description="smx-debug scheduled evaluator")
+        self.log_group.grant_write(self.role)
+        layers = []
+        if with_layer:
+            layers.append(lambda_.LayerVersion(
+                self, "Dependencies",
+                code=lambda_.Code.from_asset(str(build_layer(LAMBDA_TARGET))),
+                compatible_runtimes=[RUNTIME],
+                compatible_architectures=[lambda_.Architecture.ARM_64],
+                description="numpy, pandas, pyarrow, pydantic for the smx-debug evaluator (PyPI manylinux wheels)",
+            ))
+        env = {
+            **environment,
+            Env.CURSOR_TABLE: self.cursors.table_name,
+            Env.SPEC_BUCKET: bucket.bucket_name,
+            Env.DEFAULT_RULES: json.dumps(list(default_rules), separators=(",", ":")),
+            Env.WINDOW_MINUTES: str(window_minutes),
+            Env.FUNCTION_TIMEOUT: str(EVALUATOR_TIMEOUT_SECONDS),
+        }
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            runtime=RUNTIME,
+            architecture=lambda_.Architecture.ARM_64,
+            handler="handler.handler",
+            code=lambda_.Code.from_asset(str(stage_evaluator_code()), exclude=[".complete"]),
+            layers=layers,
+            role=self.role,
+            environment=env,
+            log_group=self.log_group,
+            timeout=cdk.Duration.seconds(EVALUATOR_TIMEOUT_SECONDS),
+            memory_size=EVALUATOR_MEMORY_MB,
+            reserved_concurrent_executions=1,  # one run at a time: runs never race on a job's cursor
+            dead_letter_queue=dead_letter_queue,
+            retry_attempts=0,  # the next scheduled run is the retry, from the saved cursors
+            description="smx-debug scheduled evaluator: evaluates watched jobs' rules on CloudWatch data",
+        )
+        cdk.Tags.of(self.function).add("smx-debug:handler", "evaluator")
+        self.schedule = events.Rule(
+            self,
+            "Schedule",
+            description=f"smx-debug: run the evaluator every {rate_minutes} minute(s)",
+            schedule=events.Schedule.rate(cdk.Duration.minutes(rate_minutes)),
+        )
+        self.schedule.add_target(targets.LambdaFunction(self.function, retry_attempts=0,
+                                                        dead_letter_queue=dead_letter_queue))
+        self._grant(bucket=bucket, ledger=ledger, ledger_actions=ledger_actions, topic=topic, key=key,
+                    namespace=metric_namespace, job_statements=job_statements, dead_letter_queue=dead_letter_queue)
+        self.errors_alarm = cloudwatch.Alarm(
+            self,
+            "Errors",
+            alarm_description="smx-debug: the scheduled evaluator failed (the next run retries from its cursors)",
+            metric=self.function.metric_errors(period=cdk.Duration.minutes(5), statistic=cloudwatch.Stats.SUM),
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.errors_alarm.add_alarm_action(cw_actions.SnsAction(alarm_topic))
+
+    def _grant(
+        self,
+        *,
+        bucket: s3.IBucket,
+        ledger: dynamodb.ITable,
+        ledger_actions: Sequence[str],
+        topic: sns.ITopic,
+        key: kms.IKey,
+        namespace: str,
+        job_statements: Sequence[iam.PolicyStatement],
+        dead_letter_queue: sqs.IQueue,
+    ) -> None:
+        role = self.role
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData"], resources=["*"]))
+        for statement in job_statements:
+            role.add_to_principal_policy(statement)
+        self.cursors.grant(role, "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem")
+        ledger.grant(role, *ledger_actions)
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{EVALUATOR_SPEC_PREFIX}*")]))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["cloudwatch:PutMetricData"], resources=["*"],
+            conditions={"StringEquals": {"cloudwatch:namespace": namespace}}))
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=[topic.topic_arn]))
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["sqs:SendMessage"],
+                                                         resources=[dead_letter_queue.queue_arn]))
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["kms:GenerateDataKey*", "kms:Decrypt"],
+                                                         resources=[key.key_arn]))
+        acknowledge_wildcards(
+            role, resources=["*"],
+            reason="sagemaker:ListTrainingJobs, cloudwatch:GetMetricData and cloudwatch:PutMetricData have no resource "
+            "type; PutMetricData is limited to our namespace by the cloudwatch:namespace condition.",
+        )
+        acknowledge_wildcards(
+            role, resources=[r for s in job_statements for r in s.resources],
+            reason="Training jobs this deployment watches: its name prefixes, or any job whose opt-in tag is true "
+            "(aws:ResourceTag condition).",
+        )
+        acknowledge_wildcards(
+            role, resources=[bucket.arn_for_objects(f"{EVALUATOR_SPEC_PREFIX}*")],
+            reason="The watch specs debug plans store under one prefix of the stack's bucket (read only).",
+        )
+        acknowledge_wildcards(role, actions=["kms:GenerateDataKey*"],
+                              reason="Data keys of the one stack key, to write to our KMS-encrypted topic and DLQ.")
