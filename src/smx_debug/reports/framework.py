@@ -23,6 +23,7 @@ import pandas as pd
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.reports._util import Progress, TimeLike, to_epoch_ns
 from smx_debug.reports.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
+from smx_debug.reports.system import TIMESTAMP_RANGE_S
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -140,12 +141,27 @@ def parse_trace(data: bytes, *, node: str = "", pid: int = -1, kind: str = "") -
         rows.append((ev.get("pid"), str(ev.get("name", "")), str(ev.get("ph", "")), ts, dur, step, args))
     if not rows:
         return _empty_events(), skipped
-    trace_pid, name, phase, ts_arr, dur_arr, step_arr, args_list = zip(*rows, strict=True)
     # Horovod's raw timeline carries absolute microseconds and no start event.
-    offset_ns = (base_us if base_us is not None else 0) * 1000
+    base = base_us if base_us is not None else 0
+    hi_us = TIMESTAMP_RANGE_S[1] * 1e6
+    ts_us = np.asarray([r[3] for r in rows], dtype=np.float64)
+    dur_all = np.asarray([np.nan if r[4] is None else r[4] for r in rows], dtype=np.float64)
+    # Events past 2100 (a timestamp of 1e20, microseconds written in ns) are skipped and counted, never an
+    # overflow. No lower bound: smdebug's own test traces carry small relative times without a start event.
+    absolute = ts_us + float(base)
+    plausible = (absolute > -hi_us) & (absolute < hi_us) & (0 <= base < hi_us)
+    plausible &= np.isnan(dur_all) | ((dur_all >= 0) & (absolute + dur_all < hi_us))
+    if not plausible.all():
+        skipped += int((~plausible).sum())
+        rows = [r for r, ok in zip(rows, plausible, strict=True) if ok]
+        if not rows:
+            return _empty_events(), skipped
+        ts_us, dur_all = ts_us[plausible], dur_all[plausible]
+    trace_pid, name, phase, _ts, _dur, step_arr, args_list = zip(*rows, strict=True)
+    offset_ns = base * 1000
     # Relative microseconds are small enough to scale exactly; the epoch offset is added in int64.
-    start_ns = np.round(np.asarray(ts_arr, dtype=np.float64) * 1000).astype(np.int64) + offset_ns
-    dur_us = np.asarray([np.nan if d is None else d for d in dur_arr], dtype=np.float64)
+    start_ns = np.round(ts_us * 1000).astype(np.int64) + offset_ns
+    dur_us = dur_all
     has_end = ~np.isnan(dur_us)
     end_ns = start_ns + np.round(np.where(has_end, dur_us, 0) * 1000).astype(np.int64)
     start = pd.to_datetime(start_ns, utc=True)

@@ -161,3 +161,24 @@ def test_parse_trace_raw_horovod_timeline_absolute_microseconds(data_dir: Path) 
     assert (len(df), skipped) == (len(events), 0)
     assert df["start"].astype("int64").tolist() == [int(e["ts"]) * 1000 for e in events]
     assert df["phase"].tolist() == [e["ph"] for e in events]
+
+
+_START = {"name": "process_name", "ph": "M", "pid": 1, "args": {"start_time_since_epoch_in_micros": 1594662614815222}}
+_STEP = {"name": "Step:ModeKeys.TRAIN", "ph": "X", "ts": 10, "dur": 5, "pid": 1, "args": {"step_num": 1}}
+
+
+@pytest.mark.parametrize(
+    ("events", "rows", "skipped"),
+    [
+        ([_START, _STEP, {**_STEP, "ts": 1e20}], 1, 1),
+        ([{**_START, "args": {"start_time_since_epoch_in_micros": 1e20}}, _STEP], 0, 1),
+        ([_START, _STEP, {**_STEP, "dur": 1e20}], 1, 1),
+        ([{**_STEP, "ts": 1594662614815222000}], 0, 1),  # absolute time in ns where microseconds belong
+    ],
+    ids=["ts-1e20", "start-1e20", "dur-1e20", "ts-in-ns"],
+)
+def test_parse_trace_implausible_times_skipped_and_counted_not_overflowed(events: list, rows: int,
+                                                                           skipped: int) -> None:
+    df, n = parse_trace(json.dumps(events).encode())
+    assert (len(df), n) == (rows, skipped)
+    assert (df["start"].dt.year == 2020).all()
