@@ -8,7 +8,7 @@ the same rows as the rule table, and every cost figure derives from one :class:`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -197,7 +197,8 @@ def _step_rows(inp: ReportInput) -> tuple[tuple[StepRow, ...], str | None]:
     return tuple(rows), (rule.configuration_name or rule.rule) if rule is not None else None
 
 
-def _verdict(inp: ReportInput, rows: tuple[RuleRow, ...], start: int | None, end: int | None) -> Verdict:
+def _verdict(inp: ReportInput, rows: tuple[RuleRow, ...], start: int | None, end: int | None,
+             note: str | None) -> Verdict:
     fired = sorted([r for r in rows if r.triggered],
                    key=lambda r: (r.first_trigger_ns is None, r.first_trigger_ns or 0, r.name))
     out = inp.outcome
@@ -246,14 +247,35 @@ def _verdict(inp: ReportInput, rows: tuple[RuleRow, ...], start: int | None, end
         if saved is not None:
             money_line += f"; stopping saved up to {money(saved)} ({basis})"
         details.append(money_line + ".")
+    if note:
+        details.append(note)
     return Verdict(healthy=not fired, headline=headline, details=tuple(details), cost_so_far=so_far,
                    cost_after_trigger=after, saved=saved, saved_basis=basis)
+
+
+CLOCK_TOLERANCE_NS = 180 * 1_000_000_000
+
+
+def _on_data_clock(out: JobOutcome, span: tuple[int, int] | None) -> tuple[JobOutcome, str | None]:
+    """``out`` if its times agree with the data's clock; else its times replaced by the data's, and why.
+
+    A simulated job (the demo) writes data on a compressed job clock while SageMaker and the ledger record
+    wall-clock times: the timelines and costs then follow the data, the one clock every chart shares.
+    """
+    times = [t for t in (out.start_ns, out.stop_ns, out.end_ns, *out.triggers.values()) if t is not None]
+    if span is None or all(span[0] - CLOCK_TOLERANCE_NS <= t <= span[1] + CLOCK_TOLERANCE_NS for t in times):
+        return out, None
+    note = ("DescribeTrainingJob/ledger times do not match the data's clock (more than 3 min outside it); "
+            "times and costs follow the data" + (", the stop is its last sample." if out.stopped else "."))
+    return replace(out, start_ns=None, end_ns=None, stop_ns=span[1] if out.stopped else None, triggers={}), note
 
 
 def build_model(inp: ReportInput) -> ReportModel:
     """Compute every figure of the report once."""
     span = _span(inp.data)
-    out = inp.outcome
+    out, clock_note = _on_data_clock(inp.outcome, span)
+    if clock_note is not None:
+        inp = replace(inp, outcome=out)
     start = out.start_ns if out.start_ns is not None else span[0] if span else None
     end = out.stop_ns if out.stop_ns is not None else out.end_ns if out.end_ns is not None else span[1] if span else None
     rows = _rows(inp, span)
@@ -273,7 +295,7 @@ def build_model(inp: ReportInput) -> ReportModel:
     empty = pd.DataFrame()
     return ReportModel(
         inp=inp, span=span, start_ns=start, end_ns=end, rows=rows, step_rows=step_rows, step_rule=step_rule,
-        marks=tuple(marks), verdict=_verdict(inp, rows, start, end), dips=dips, causes=dip_causes(dips),
+        marks=tuple(marks), verdict=_verdict(inp, rows, start, end, clock_note), dips=dips, causes=dip_causes(dips),
         loader_share=dataloader_share(events, inp.data.steps) if has_events and events is not None else empty,
         slow_loads=slow_loading_steps(events, inp.data.steps) if has_events and events is not None else empty,
         operators=slowest_operators(events) if has_events and events is not None else empty,

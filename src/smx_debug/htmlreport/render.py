@@ -150,15 +150,26 @@ def _step_series(data: JobData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     return out
 
 
+def _unit(span: tuple[int, int] | None) -> tuple[float, str]:
+    """The time axis unit: seconds for jobs under 3 minutes, hours over 5 hours, else minutes."""
+    length = (span[1] - span[0]) if span else 0
+    if length < 180e9:
+        return 1e9, "seconds"
+    if length > 5 * 3600e9:
+        return 3600e9, "hours"
+    return 60e9, "minutes"
+
+
 def _marks(m: ReportModel, t0: int) -> list[tuple[float, str, str]]:
-    return [((mk.time_ns - t0) / 60e9, f"{mk.label} at {utc(mk.time_ns)}", mk.kind) for mk in m.marks]
+    return [((mk.time_ns - t0) / _unit(m.span)[0], f"{mk.label} at {utc(mk.time_ns)}", mk.kind) for mk in m.marks]
 
 
 def _aggregate_chart(per_node: dict[str, tuple[np.ndarray, np.ndarray]], title: str, unit: str, t0: int, t1: int,
                      marks: list[tuple[float, str, str]], scale: float = 1.0, y_max: float | None = None) -> str:
     if not per_node:
         return ""
-    x = (np.arange(_BINS) + 0.5) * (t1 - t0) / _BINS / 60e9
+    div, label = _unit((t0, t1))
+    x = (np.arange(_BINS) + 0.5) * (t1 - t0) / _BINS / div
     grid = np.vstack([_bin(ts, v * scale, t0, t1) for ts, v in per_node.values()])
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN bins (no sample) stay NaN
@@ -166,7 +177,8 @@ def _aggregate_chart(per_node: dict[str, tuple[np.ndarray, np.ndarray]], title: 
         if len(per_node) > 1:
             lines += [("lowest node", np.nanmin(grid, axis=0)), ("highest node", np.nanmax(grid, axis=0))]
     series = [(label, x[~np.isnan(y)], y[~np.isnan(y)]) for label, y in lines]
-    return line_chart(series, title=title, unit=unit, y_max=y_max, marks=marks, x_range=(0.0, (t1 - t0) / 60e9),
+    return line_chart(series, title=title, unit=unit, y_max=y_max, marks=marks, x_range=(0.0, (t1 - t0) / div),
+                      x_label=label,
                       width=560, height=200)
 
 
@@ -175,8 +187,10 @@ def _device_chart(data: JobData, node: str, dim: str, title: str, t0: int, t1: i
     devices = [s for s in data.series(dim) if s.node == node]
     if not devices:
         return ""
-    series = [(s.name, (s.ts - t0) / 60e9, s.values) for s in devices]
-    return line_chart(series, title=title, unit="%", y_max=100.0, marks=marks, x_range=(0.0, (t1 - t0) / 60e9),
+    div, label = _unit((t0, t1))
+    series = [(s.name, (s.ts - t0) / div, s.values) for s in devices]
+    return line_chart(series, title=title, unit="%", y_max=100.0, marks=marks, x_range=(0.0, (t1 - t0) / div),
+                      x_label=label,
                       width=560, height=max(200, 40 + 14 * len(devices)), points=200)
 
 
@@ -189,7 +203,8 @@ def _timelines(m: ReportModel) -> str:
     legend = "".join(f"<span><i style='border-color:{c}'></i>{k}</span>"
                      for k, c in (("onset", "#ff7f0e"), ("trigger", "#d62728"), ("stop", "#111111"))
                      if any(mk.kind == k for mk in m.marks))
-    out = [f"<h2 id='timeline'>Timelines</h2><p class='muted'>Minutes since {utc(t0)}. All nodes aggregated "
+    out = [f"<h2 id='timeline'>Timelines</h2><p class='muted'>{_unit(m.span)[1].capitalize()} since {utc(t0)}. "
+           "All nodes aggregated "
            "(mean, lowest and highest node); open a node below for every GPU."
            + (f"</p><p class='legend'>{legend}</p>" if legend else "</p>"), "<div class='charts'>"]
     gpu, gmem, cpu = (_node_mean(data, d) for d in ("GPUUtilization", "GPUMemoryUtilization", "CPUUtilization"))

@@ -48,7 +48,7 @@ def line_chart(
     ``marks`` are (x, label, kind) vertical lines (kind: onset, trigger, stop); ``x_range`` shares one time
     axis between charts; each series is binned to at most ``points`` points.
     """
-    left, right, top, bottom = 48, 120, 24, 30
+    left, right, top, bottom = 64, 120, 24, 30
     pw, ph = width - left - right, height - top - bottom
     out = _frame(width, height, title, "line")
     xs = [s[1] for s in series if len(s[1])]
