@@ -1,7 +1,7 @@
 """Benchmark: cold import of each Lambda handler with only boto3 installed (target well under 300 ms).
 
-Run ``python bench/actions_bench.py``. Each handler is staged like the Lambda asset (handler.py at the root +
-``smx_debug/{__init__,errors}.py`` + ``smx_debug/actions/``, no .pyc) and imported in a fresh interpreter of
+Run ``python bench/actions_bench.py``. Each handler is staged as the stack ships it (``infra.assets.asset_files``:
+handler.py at the root + the stdlib-only part of ``smx_debug``, no .pyc) and imported in a fresh interpreter of
 the boto3-only environment (``.venv/boto3-only``, built by the tests' ``boto3_only_python`` fixture). The
 figure judged is the handler's own import on top of ``import boto3`` (which every Python Lambda using boto3
 pays); the total with boto3 is printed too. Median of ``--runs`` cold starts.
@@ -30,13 +30,15 @@ PROBE = (
 
 
 def stage(tmp: Path, name: str) -> Path:
+    """Exactly the files the stack ships for handler ``name`` (infra.assets.asset_files)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from infra.assets import asset_files
+
     root = tmp / name
-    (root / "smx_debug").mkdir(parents=True)
-    shutil.copy(ROOT / "lambdas" / name / "handler.py", root)
-    for module in ("__init__.py", "errors.py"):
-        shutil.copy(ROOT / "src" / "smx_debug" / module, root / "smx_debug")
-    shutil.copytree(ROOT / "src" / "smx_debug" / "actions", root / "smx_debug" / "actions",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    for rel, source in asset_files(name).items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, root / rel)
     return root
 
 

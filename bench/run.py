@@ -4,6 +4,8 @@ Each benchmark prints its own figures and the ratios against the baseline its is
 - bench/reports_bench.py: reading profiler output (ours vs smdebug's PandasFrame and a plain json.loads loop)
 - bench/rules_bench.py: evaluating every profiler rule over 8 node-hours of 96-vCPU/8-GPU metrics
 - bench/actions_bench.py: cold import time of each Lambda handler with only boto3 (target: well under 300 ms)
+- bench/replay_bench.py: 500 shuffled events over 30 jobs, concurrent, 10% crashes after a claim, 10% throttled
+  calls: each eligible job stopped exactly once (baseline: the ideal 1.00), every other job never
 - bench/parity.py: our profiler rules vs the last public Debugger rule code on generated jobs (docs/rules.md)
 
 Pass `--quick` for a small smoke run; other flags go to both scripts.
@@ -29,7 +31,7 @@ def _load(name: str):  # type: ignore[no-untyped-def]
 
 def main(argv: list[str]) -> int:
     status = 0
-    for name in ("reports_bench", "rules_bench", "actions_bench", "parity"):
+    for name in ("reports_bench", "rules_bench", "actions_bench", "replay_bench", "parity"):
         print(f"\n=== {name} ===", flush=True)
         status |= int(_load(name).main(argv) or 0)
     return status

@@ -1,83 +1,56 @@
-"""200 shuffled, duplicated, out-of-order events over 20 jobs: each eligible job is stopped exactly once."""
+"""The replay benchmark, smaller: shuffled, duplicated and forged events over 12 jobs delivered concurrently to
+the three state-change handlers, 10% of the invocations crashing right after a claim and 10% of the AWS calls
+throttled; failed invocations redelivered after the lease. Each eligible job is stopped exactly once, every
+other job never, and each asked-for message goes out once (bench/replay_bench.py runs 500 events, 30 jobs).
+"""
 
 from __future__ import annotations
 
-import random
-from dataclasses import dataclass
+import importlib.util
+import logging
+import sys
+from pathlib import Path
+from types import ModuleType
 
-from actions_support import LAMBDAS, Stack, client, create_job
+import pytest
 
-from smx_debug.local import extensions as ext
+from smx_debug.local import LocalAws
 
-RULE = "ExplodingTensor"
-
-
-@dataclass(frozen=True)
-class Case:
-    prefix: str  # "watch-" is watched by name
-    managed: bool  # opt-in tag
-    stop_rule: str | None  # the rule whose tag says stop
-    fires: bool  # RULE reaches IssuesFound
-    finished: bool  # the job completed before the events arrive
-
-    def eligible(self) -> bool:
-        watched = self.prefix == "watch-" or self.managed
-        return watched and self.stop_rule == RULE and self.fires and not self.finished
+BENCH = Path(__file__).resolve().parents[3] / "bench" / "replay_bench.py"
 
 
-CASES = (
-    [Case("watch-", False, RULE, True, False)] * 6  # watched by prefix
-    + [Case("other-", True, RULE, True, False)] * 4  # watched by opt-in tag
-    + [Case("other-", False, RULE, True, False)] * 2  # not watched
-    + [Case("watch-", False, None, True, False)] * 2  # rule asks for notify only
-    + [Case("watch-", False, RULE, True, True)] * 2  # already finished
-    + [Case("watch-", False, RULE, False, False)] * 2  # rule never fires
-    + [Case("watch-", False, "OtherRule", True, False)] * 2  # another rule asks for stop
-)
+def _bench() -> ModuleType:
+    if "replay_bench" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("replay_bench", BENCH)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["replay_bench"] = module  # dataclasses resolve annotations through sys.modules
+        spec.loader.exec_module(module)
+    return sys.modules["replay_bench"]
 
 
-def test_replay_of_shuffled_duplicated_events_stops_each_eligible_job_exactly_once(stack: Stack) -> None:
-    aws = stack.aws
-    assert len(CASES) == 20
-    events, names = [], []
-    for i, case in enumerate(CASES):
-        name = f"{case.prefix}job-{i:02d}"
-        names.append(name)
-        tags = {"smx-debug:on:" + (case.stop_rule or RULE): "stop" if case.stop_rule else "notify"}
-        if case.managed:
-            tags["smx-debug:managed"] = "true"
-        create_job(aws, name, tags, rules=(RULE, "OtherRule"))
-        events.append(ext.state_change_event(aws, name))  # early: everything InProgress
-        if case.fires:
-            ext.set_rule_statuses(
-                aws,
-                name,
-                debug=[
-                    ext.rule_status(RULE, "IssuesFound", step=100 + i),
-                    ext.rule_status("OtherRule", "InProgress"),
-                ],
-            )
-        events.append(ext.state_change_event(aws, name))
-        if case.finished:
-            ext.set_training_job_status(aws, name, "Completed")
-    rng = random.Random(20261122)
-    replay = events + rng.choices(events, k=200 - len(events))
-    rng.shuffle(replay)
-    assert len(replay) == 200
-
-    env = stack.env(SMX_WATCH_PREFIXES="watch-,team-a-")
-    for event in replay:
-        (delivery,) = ext.deliver_event(aws, event, {"stop_training": env}, lambdas_dir=LAMBDAS)
-        assert delivery.error is None
-
-    calls = {name: ext.stop_calls(aws, name) for name in names}
-    assert calls == {name: int(case.eligible()) for name, case in zip(names, CASES, strict=True)}
-    sagemaker = client(aws, "sagemaker")
-    statuses = {
-        name: sagemaker.describe_training_job(TrainingJobName=name)["TrainingJobStatus"] for name in names
+def test_job_cases_cover_every_opt_in_variant_rule_kind_and_status() -> None:
+    cases = _bench().job_cases(30)
+    opt_ins = {c.tags.get("smx-debug:managed") for c in cases}
+    assert opt_ins == {None, "true", "True", "TRUE", "tRuE", " true", "false"}
+    assert {c.kind for c in cases} == {"debugger", "profiler"}
+    assert {c.rule_status for c in cases} | {c.other_status for c in cases} >= {
+        "InProgress", "NoIssuesFound", "IssuesFound", "Error", "Stopping", "Stopped"
     }
-    expected_status = {
-        name: ("Stopped" if case.eligible() else "Completed" if case.finished else "InProgress")
-        for name, case in zip(names, CASES, strict=True)
-    }
-    assert statuses == expected_status
+    assert [c.watched for c in cases if c.tags.get("smx-debug:managed") == " true"] == [False] * 4
+    assert sum(c.eligible() for c in cases) >= 8
+    assert any(c.finished and c.rule_status == "IssuesFound" for c in cases)
+
+
+def test_concurrent_replay_with_crashes_and_throttling_stops_each_eligible_job_exactly_once(
+    local_aws: LocalAws, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.CRITICAL, logger="smx_debug.actions")
+    bench = _bench()
+    report = bench.replay(local_aws, n_jobs=12, n_events=120, threads=4, seed=7)
+    bench.print_report(report)
+    assert report.eligible >= 4
+    assert (report.stopped_once, report.wrong_stops) == (report.eligible, {})
+    assert (report.messages_ok, report.wrong_messages) == (report.messages_expected, {})
+    assert report.crashes > 0 and report.throttled > 0
+    assert len(report.rounds) >= 2  # the crashed and throttled-out invocations were redelivered
