@@ -267,6 +267,8 @@ def parse_alarm_message(message: object) -> AlarmChange:
     name, state = message.get("AlarmName"), message.get("NewStateValue")
     if not isinstance(name, str) or not name or not isinstance(state, str) or not state:
         raise MalformedEventError("Sns.Message: AlarmName and NewStateValue are required strings")
+    if not _encodable(name) or not _encodable(state):
+        raise MalformedEventError(f"Sns.Message: AlarmName {name[:80]!a} is not text CloudWatch could have sent")
     trigger = message.get("Trigger")
     trigger = trigger if isinstance(trigger, Mapping) else {}
     dims: dict[str, str] = {}

@@ -353,3 +353,13 @@ def test_respond_for_the_evaluator_acts_through_the_same_ledger_keys_and_shows_t
 def test_trigger_bad_value_names_the_field(field: str, kwargs: dict) -> None:
     with pytest.raises(ValueError, match=f"Trigger.{field}"):
         Trigger(**{"rule": "R", "kind": "debugger", **kwargs})
+
+
+def test_alarm_with_a_lone_surrogate_name_is_rejected_not_crashing() -> None:
+    event = _event("sns_cloudwatch_alarm.json")
+    message = json.loads(event["Records"][0]["Sns"]["Message"])
+    message["AlarmName"] = "smx-\ud800-alarm"
+    event["Records"][0]["Sns"]["Message"] = json.dumps(message)  # JSON escapes it as \\ud800
+    result = handle_notify(event, fake_runtime())
+    assert result["rejected"] is True and "AlarmName" in result["reason"]
+    json.dumps(result)
