@@ -86,6 +86,7 @@ _COUNTERS = {
 DEFAULT_MAX_RETRAINING = 10
 MAX_ERRORS = 3
 _NOT_NAME = re.compile(r"[^A-Za-z0-9-]+")
+_QUOTED_VALUE = re.compile(r"(value: ).*?(, type: )", re.DOTALL)
 _NOT_RETRYABLE = {"ValidationException", "ResourceLimitExceeded", "AccessDeniedException"}
 
 
@@ -439,7 +440,9 @@ def _fail(state: dict[str, Any], step: str, exc: BaseException, retryable: bool)
     code = (
         exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else type(exc).__name__
     )
-    state["error"] = {"step": step, "code": code, "message": str(exc)[:1000], "retryable": retryable}
+    # botocore's validation messages quote the offending value ("..., value: <v>, type: ..."): names only.
+    message = _QUOTED_VALUE.sub(r"\1(value hidden)\2", str(exc)[:1000])
+    state["error"] = {"step": step, "code": code, "message": message, "retryable": retryable}
     if not retryable or history["num_errors"] >= MAX_ERRORS:
         state["next_action"] = END
         state["end_reason"] = f"error in step {step}: {code}"
@@ -456,13 +459,13 @@ def _fail(state: dict[str, Any], step: str, exc: BaseException, retryable: bool)
 def _end_text(state: Mapping[str, Any]) -> tuple[str, str]:
     history = state.get("history") if isinstance(state.get("history"), Mapping) else {}
     error = state.get("error")
+    # Error names only: a cause or message may quote request values (hyperparameters, environment), which
+    # messages never show; the details stay in the function's log and the execution's history.
     if isinstance(error, Mapping) and ("Error" in error or "Cause" in error):
         # The state machine's catch: a step failed beyond its retries (or a bug raised in one).
-        reason = f"failed: {str(error.get('Error'))[:200]}: {str(error.get('Cause'))[:1500]}"
+        reason = f"failed: {str(error.get('Error'))[:200]}"
     elif isinstance(error, Mapping) and error.get("code"):
-        reason = (
-            f"failed in step {error.get('step')}: {error.get('code')}: {str(error.get('message'))[:1500]}"
-        )
+        reason = f"failed in step {error.get('step')}: {str(error.get('code'))[:200]}"
     else:
         reason = str(state.get("end_reason") or "ended")
     lines = [f"The smx-debug retraining workflow ended: {reason}.", ""]

@@ -201,12 +201,13 @@ def test_monitor_past_the_poll_cap_ends_the_loop_and_the_end_step_stops_the_run_
     assert sagemaker.stopped == ["run-x"]
 
 
-def test_end_step_after_a_step_functions_catch_publishes_the_failure() -> None:
+def test_end_step_after_a_step_functions_catch_publishes_the_error_name_not_its_cause() -> None:
     sns = FakeSns()
     state = init_state(copy.deepcopy(SPEC))
-    state["error"] = {"Error": "Lambda.Unknown", "Cause": "the function timed out"}
+    state["error"] = {"Error": "Lambda.Unknown", "Cause": "Invalid value s3cr3t for HyperParameters.wandb_api_key"}
     handle_retrain({"step": "end", "state": state}, fake_runtime(sns=sns))
-    assert sns.published[0]["Subject"] == "smx-debug retrain: failed: Lambda.Unknown: the function timed out"
+    assert sns.published[0]["Subject"] == "smx-debug retrain: failed: Lambda.Unknown"
+    assert "s3cr3t" not in sns.published[0]["Message"]
 
 
 def test_train_and_monitor_messages_name_hyperparameters_but_hide_their_values() -> None:
@@ -241,3 +242,11 @@ def test_init_after_a_flagged_job_plans_the_first_change_at_once() -> None:
     assert state["run_spec"]["hyperparameters"]["warmup_learning_rate"] == 0.05
     assert state["history"]["jobs"] == [{"job_name": "flagged-1", "rule": "ExplodingTensor", "outcome": "flagged"}]
     assert state["next_action"] == "launch_new"
+
+
+def test_a_rejected_request_is_reported_by_parameter_name_without_its_value() -> None:
+    spec = copy.deepcopy(SPEC)
+    spec["request"]["Environment"] = {"WANDB_API_KEY": 12345}  # not a string: botocore rejects it, quoting it
+    state = handle_retrain({"step": "train", "state": init_state(spec)}, fake_runtime())
+    assert state["error"]["code"] == "ParamValidationError"
+    assert "Environment.WANDB_API_KEY" in state["error"]["message"] and "12345" not in state["error"]["message"]
