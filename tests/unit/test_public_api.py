@@ -33,8 +33,8 @@ PUBLIC = {
         "dataloader_share", "dip_causes", "framework_metrics", "gpu_dips", "job_paths", "open_source",
         "parse_rule_parameters", "parse_step", "parse_system_file", "parse_trace", "profiler_report",
         "rule_summary", "rule_summary_many", "slow_loading_steps", "slowest_operators", "step_durations",
-        "step_outliers", "step_statistics", "system_metrics", "system_metrics_wide", "training_phases",
-        "utilization_stats", "wait_for_rules", "write_chrome_trace",
+        "step_loading", "step_outliers", "step_statistics", "system_metrics", "system_metrics_wide",
+        "training_phases", "utilization_stats", "wait_for_rules", "write_chrome_trace",
     ],
     "smx_debug.evaluate": [
         "ConfiguredRule", "INSTANCE_METRICS", "JobData", "LiveEvaluator", "LoadReport", "PROFILER_RULES",

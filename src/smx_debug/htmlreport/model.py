@@ -21,7 +21,7 @@ from smx_debug.htmlreport.cost import CostEstimate
 from smx_debug.htmlreport.fmt import duration, money, utc
 from smx_debug.htmlreport.outcome import JobOutcome
 from smx_debug.reports.dips import dip_causes, gpu_dips
-from smx_debug.reports.loop import dataloader_share, slow_loading_steps, slowest_operators
+from smx_debug.reports.loop import dataloader_share, slow_loading_steps, slowest_operators, step_loading
 
 __all__ = ["Mark", "ReportInput", "ReportModel", "RuleRow", "StepRow", "Verdict", "build_model"]
 
@@ -293,10 +293,13 @@ def build_model(inp: ReportInput) -> ReportModel:
     dips = gpu_dips(inp.data, events)
     has_events = events is not None and len(events) > 0
     empty = pd.DataFrame()
+    per_step = step_loading(events, inp.data.steps) if events is not None and has_events else None
     return ReportModel(
         inp=inp, span=span, start_ns=start, end_ns=end, rows=rows, step_rows=step_rows, step_rule=step_rule,
         marks=tuple(marks), verdict=_verdict(inp, rows, start, end, clock_note), dips=dips, causes=dip_causes(dips),
-        loader_share=dataloader_share(events, inp.data.steps) if has_events and events is not None else empty,
-        slow_loads=slow_loading_steps(events, inp.data.steps) if has_events and events is not None else empty,
+        loader_share=dataloader_share(events, inp.data.steps, per_step=per_step)
+        if per_step is not None and events is not None else empty,
+        slow_loads=slow_loading_steps(events, inp.data.steps, per_step=per_step)
+        if per_step is not None and events is not None else empty,
         operators=slowest_operators(events) if has_events and events is not None else empty,
     )

@@ -17,7 +17,7 @@ from smx_debug.reports.framework import (
     parse_trace,
     step_durations,
 )
-from smx_debug.reports.loop import dataloader_share, slow_loading_steps, slowest_operators
+from smx_debug.reports.loop import dataloader_share, slow_loading_steps, slowest_operators, step_loading
 from smx_debug.reports.profiler_report import (
     REPORT_COLUMNS,
     ProfilerReport,
@@ -99,6 +99,7 @@ __all__ = [
     "slow_loading_steps",
     "slowest_operators",
     "step_durations",
+    "step_loading",
     "step_outliers",
     "step_statistics",
     "system_metrics",

@@ -62,13 +62,22 @@ def _runs(mask: np.ndarray) -> list[tuple[int, int]]:
     return list(zip(np.flatnonzero(d == 1).tolist(), (np.flatnonzero(d == -1) - 1).tolist(), strict=True))
 
 
-def _node_events(events: pd.DataFrame, node: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    sel = events[(events["node"] == node) & (events["phase"] == "X") & events["duration"].notna()
+def _events_by_node(events: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]]:
+    """Per node: X events other than steps as sorted (start ns, end ns, name code) and the names."""
+    sel = events[(events["phase"] == "X") & events["duration"].notna()
                  & ~events["name"].astype(str).str.startswith("Step:")]
-    start = ns(sel["start"]) if len(sel) else np.zeros(0, np.int64)
+    if sel.empty:
+        return {}
+    start = ns(sel["start"])
     end = start + np.round(sel["duration"].to_numpy(dtype=float) * 1e9).astype(np.int64)
-    order = np.argsort(start, kind="stable")
-    return start[order], end[order], sel["name"].astype(str).to_numpy()[order]
+    name_codes, names = pd.factorize(sel["name"].astype(str))
+    node_codes, nodes = pd.factorize(sel["node"].astype(str))
+    out = {}
+    for k, node in enumerate(nodes):
+        idx = np.flatnonzero(node_codes == k)
+        order = idx[np.argsort(start[idx], kind="stable")]
+        out[str(node)] = (start[order], end[order], name_codes[order], [str(n) for n in names])
+    return out
 
 
 def gpu_dips(
@@ -95,12 +104,14 @@ def gpu_dips(
                           value=min_duration_s)
     steps = data.steps
     has_events = events is not None and len(events) > 0
+    by_node = _events_by_node(events) if events is not None and has_events else {}
+    step_groups = {str(k): g for k, g in steps.groupby("node", sort=False, observed=True)}
     rows: list[dict[str, object]] = []
     for node, (ts, total, n_gpus) in data.totals("GPUUtilization").items():
         if len(ts) < 3:
             continue
         util = total / max(n_gpus, 1)
-        node_steps = steps[steps["node"] == node]
+        node_steps = step_groups.get(node, steps.iloc[0:0])
         s_start = ns(node_steps["start"]) if len(node_steps) else np.zeros(0, np.int64)
         s_end = ns(node_steps["end"]) if len(node_steps) else np.zeros(0, np.int64)
         window = (ts >= s_start.min()) & (ts <= s_end.max()) if len(s_start) else np.ones(len(ts), bool)
@@ -114,8 +125,8 @@ def gpu_dips(
         s_start, s_end = s_start[order], s_end[order]
         s_num = node_steps["step"].to_numpy()[order] if len(node_steps) else np.zeros(0)
         s_mode = node_steps["mode"].astype(str).to_numpy()[order] if len(node_steps) else np.zeros(0, object)
-        e_start, e_end, e_name = (_node_events(events, node) if events is not None and has_events
-                                  else (np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, object)))
+        e_start, e_end, e_code, e_names = by_node.get(node) or (np.zeros(0, np.int64), np.zeros(0, np.int64),
+                                                                np.zeros(0, np.int64), [])
         longest = int((e_end - e_start).max()) if len(e_start) else 0
         for first, last in _runs((util < threshold * baseline) & window):
             a, b = int(ts[first]), int(ts[last]) + interval
@@ -140,9 +151,11 @@ def gpu_dips(
                     ov = np.minimum(e_end[lo:hi], b) - np.maximum(e_start[lo:hi], a)
                     pos = ov > 0
                     if pos.any():
-                        per = pd.Series(ov[pos]).groupby(e_name[lo:hi][pos]).sum()
-                        cause_event = str(per.idxmax())
-                        share = min(1.0, float(per.max()) / (b - a))
+                        codes = e_code[lo:hi][pos]
+                        per = np.bincount(codes, weights=ov[pos].astype(float))
+                        best = int(np.argmax(per))
+                        cause_event = e_names[best]
+                        share = min(1.0, float(per[best]) / (b - a))
                         cause = classify_event(cause_event)
             rows.append({
                 "node": node, "start": a, "end": b, "duration_s": dur_s, "gpu_util_mean":

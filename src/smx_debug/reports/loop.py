@@ -9,7 +9,7 @@ from smx_debug.evaluate.data import ns
 from smx_debug.reports.dips import classify_event
 
 __all__ = ["LOADING_COLUMNS", "OPERATOR_COLUMNS", "SHARE_COLUMNS", "dataloader_share", "slow_loading_steps",
-           "slowest_operators"]
+           "slowest_operators", "step_loading"]
 
 SHARE_COLUMNS = ["node", "steps", "training_s", "dataloader_s", "compute_s", "dataloader_percent"]
 LOADING_COLUMNS = ["node", "step", "step_s", "dataloader_s", "compute_s"]
@@ -22,40 +22,53 @@ def _phases(events: pd.DataFrame) -> pd.DataFrame:
         return events.assign(category=pd.Series([], dtype=object))
     sel = events[(events["phase"] == "X") & events["duration"].notna()
                  & ~events["name"].astype(str).str.startswith("Step:")]
-    names = sel["name"].astype(str)
-    cats = {n: classify_event(n) for n in names.unique()}
-    return sel.assign(category=names.map(cats))
+    codes, uniques = pd.factorize(sel["name"].astype(str))
+    cats = np.asarray([classify_event(str(n)) for n in uniques], dtype=object)
+    return sel.assign(category=cats[codes] if len(uniques) else np.zeros(0, object))
 
 
 def _per_step(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     """Per (node, step): step seconds, dataloader seconds and forward+backward seconds inside the step."""
     phases = _phases(events)
+    e_node = phases["node"].astype(str).to_numpy() if len(phases) else np.zeros(0, object)
+    e_start = ns(phases["start"]) if len(phases) else np.zeros(0, np.int64)
+    e_dur = phases["duration"].to_numpy(dtype=float) if len(phases) else np.zeros(0)
+    e_cat = phases["category"].to_numpy() if len(phases) else np.zeros(0, object)
+    is_load_all, is_comp_all = e_cat == "dataloader", np.isin(e_cat, ["forward", "backward"])
+    node_codes, node_names = pd.factorize(e_node)
     out = []
-    for node, grp in steps.groupby("node", sort=True):
+    for node, grp in steps.groupby("node", sort=True, observed=True):
         grp = grp.sort_values("start", kind="stable")
         s_start, s_end = ns(grp["start"]), ns(grp["end"])
-        ev = phases[phases["node"] == node]
         load: np.ndarray = np.zeros(len(grp))
         comp: np.ndarray = np.zeros(len(grp))
-        if len(ev):
-            e_start = ns(ev["start"])
-            idx = np.searchsorted(s_start, e_start, side="right") - 1
-            inside = (idx >= 0) & (e_start < s_end[np.clip(idx, 0, None)])
-            dur = ev["duration"].to_numpy(dtype=float)
-            cat = ev["category"].to_numpy()
-            is_load, is_comp = (cat == "dataloader") & inside, np.isin(cat, ["forward", "backward"]) & inside
+        k = int(np.flatnonzero(node_names == str(node))[0]) if str(node) in set(node_names) else -1
+        if k >= 0:
+            sel = node_codes == k
+            start, dur = e_start[sel], e_dur[sel]
+            idx = np.searchsorted(s_start, start, side="right") - 1
+            inside = (idx >= 0) & (start < s_end[np.clip(idx, 0, None)])
+            is_load, is_comp = is_load_all[sel] & inside, is_comp_all[sel] & inside
             load = np.bincount(idx[is_load], weights=dur[is_load], minlength=len(grp))
             comp = np.bincount(idx[is_comp], weights=dur[is_comp], minlength=len(grp))
         d = grp["duration"].to_numpy(dtype=float)
         comp = np.where(comp > 0, comp, np.clip(d - load, 0, None))  # no forward/backward events: the rest
-        out.append(pd.DataFrame({"node": node, "step": grp["step"].to_numpy(), "step_s": d, "dataloader_s": load,
+        out.append(pd.DataFrame({"node": str(node), "step": grp["step"].to_numpy(), "step_s": d, "dataloader_s": load,
                                  "compute_s": comp}))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=LOADING_COLUMNS)
 
 
-def dataloader_share(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+def step_loading(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+    """Per step (:data:`LOADING_COLUMNS`): its duration, the dataloader's time in it and the compute time.
+
+    Pass the result as ``per_step`` to :func:`dataloader_share` and :func:`slow_loading_steps` to compute it once.
+    """
+    return _per_step(events, steps)
+
+
+def dataloader_share(events: pd.DataFrame, steps: pd.DataFrame, *, per_step: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per node: time in the training steps, the dataloader's part of it and its share in percent."""
-    per = _per_step(events, steps)
+    per = _per_step(events, steps) if per_step is None else per_step
     if per.empty:
         return pd.DataFrame(columns=SHARE_COLUMNS)
     g = per.groupby("node", sort=True)
@@ -65,9 +78,10 @@ def dataloader_share(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
     return out[SHARE_COLUMNS]
 
 
-def slow_loading_steps(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
+def slow_loading_steps(events: pd.DataFrame, steps: pd.DataFrame, *,
+                       per_step: pd.DataFrame | None = None) -> pd.DataFrame:
     """Steps whose data loading took longer than their compute (forward + backward), slowest loads first."""
-    per = _per_step(events, steps)
+    per = _per_step(events, steps) if per_step is None else per_step
     if per.empty:
         return pd.DataFrame(columns=LOADING_COLUMNS)
     slow = per[(per["dataloader_s"] > per["compute_s"]) & (per["dataloader_s"] > 0)]
