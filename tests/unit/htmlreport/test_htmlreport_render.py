@@ -171,3 +171,23 @@ def test_line_chart_marks_outside_the_range_are_dropped():
     svg = line_chart([("a", np.arange(10.0), np.arange(10.0))], title="t",
                      marks=[(5.0, "in", "stop"), (50.0, "out", "onset")])
     assert "mark-stop" in svg and "mark-onset" not in svg
+
+
+def test_report_dip_table_ranks_the_injected_dataloader_stall_first(tmp_path):
+    from smx_debug.evaluate import load_path
+    from smx_debug.reports import framework_metrics
+    from smx_debug.simulate import Simulation, SimulationSpec
+
+    spec = SimulationSpec(scenario="dataloader_stall", duration_s=600.0, onset_s=120.0, cpus=4, gpus=2)
+    sim = Simulation(spec)
+    sim.write_local(tmp_path / "profiler-output")
+    data, events = load_path(tmp_path), framework_metrics(tmp_path, progress=False)
+    html = render_report(ReportInput(job_name="stall", data=data, results=evaluate(data), events=events))
+    dips = html[html.index("id='dips'"):html.index("id='loop'")]
+    first_row = re.search(r"<tr><td>([^<]*)</td><td>([^<]*)</td><td class='num'>(\d+)</td>", dips)
+    assert first_row is not None and first_row.groups()[:2] == ("dataloader", "DataLoaderIter.__next__")
+    assert "checkpoint" in dips and dips.index("DataLoaderIter.__next__") < dips.index("save_checkpoint")
+    assert "GPU-s" in dips
+    loop = html[html.index("id='loop'"):html.index("id='steps'")]
+    n_stalls = len(sim.stall_steps(0))
+    assert f"<span data-count='slow-loading-steps'>{n_stalls}</span>" in loop
