@@ -160,8 +160,8 @@ def _unit(span: tuple[int, int] | None) -> tuple[float, str]:
     return 60e9, "minutes"
 
 
-def _marks(m: ReportModel, t0: int) -> list[tuple[float, str, str]]:
-    return [((mk.time_ns - t0) / _unit(m.span)[0], f"{mk.label} at {utc(mk.time_ns)}", mk.kind) for mk in m.marks]
+def _marks(m: ReportModel, t0: int, t1: int) -> list[tuple[float, str, str]]:
+    return [((mk.time_ns - t0) / _unit((t0, t1))[0], f"{mk.label} at {utc(mk.time_ns)}", mk.kind) for mk in m.marks]
 
 
 def _aggregate_chart(per_node: dict[str, tuple[np.ndarray, np.ndarray]], title: str, unit: str, t0: int, t1: int,
@@ -198,12 +198,14 @@ def _timelines(m: ReportModel) -> str:
     data = m.inp.data
     if m.span is None:
         return "<h2 id='timeline'>Timelines</h2><p class='na'>No system metrics or steps.</p>"
-    t0, t1 = m.span
-    marks = _marks(m, t0)
+    # the time axis covers the data and every mark (a stop a minute after the last sample is still drawn)
+    t0 = min([m.span[0], *(mk.time_ns for mk in m.marks)])
+    t1 = max([m.span[1], *(mk.time_ns for mk in m.marks)])
+    marks = _marks(m, t0, t1)
     legend = "".join(f"<span><i style='border-color:{c}'></i>{k}</span>"
                      for k, c in (("onset", "#ff7f0e"), ("trigger", "#d62728"), ("stop", "#111111"))
                      if any(mk.kind == k for mk in m.marks))
-    out = [f"<h2 id='timeline'>Timelines</h2><p class='muted'>{_unit(m.span)[1].capitalize()} since {utc(t0)}. "
+    out = [f"<h2 id='timeline'>Timelines</h2><p class='muted'>{_unit((t0, t1))[1].capitalize()} since {utc(t0)}. "
            "All nodes aggregated "
            "(mean, lowest and highest node); open a node below for every GPU."
            + (f"</p><p class='legend'>{legend}</p>" if legend else "</p>"), "<div class='charts'>"]

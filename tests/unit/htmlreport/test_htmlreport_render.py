@@ -191,3 +191,10 @@ def test_report_dip_table_ranks_the_injected_dataloader_stall_first(tmp_path):
     loop = html[html.index("id='loop'"):html.index("id='steps'")]
     n_stalls = len(sim.stall_steps(0))
     assert f"<span data-count='slow-loading-steps'>{n_stalls}</span>" in loop
+
+
+def test_report_stop_after_the_last_sample_is_still_marked():
+    inp = _input(outcome=JobOutcome(status="Stopped", stop_ns=(T0 + 1260) * 10**9))  # 61 s after the last sample
+    html = render_report(inp)
+    timelines = html[html.index("id='timeline'"):html.index("id='dips'")]
+    assert timelines.count("mark mark-stop") >= 8
