@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -20,14 +21,27 @@ from infra.cdk_app import build_app  # noqa: E402
 from infra.stacks import GuardStack  # noqa: E402
 
 
+@pytest.fixture(scope="session")
+def synthesized_templates(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where every template a test synthesizes is recorded, for cfn-lint (test_infra_validators)."""
+    return tmp_path_factory.mktemp("synthesized-templates")
+
+
+def _record(directory: Path, context: dict[str, Any], template: Template) -> None:
+    digest = hashlib.sha256(json.dumps(context, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    (directory / f"{digest}.template.json").write_text(json.dumps(template.to_json(), indent=1))
+
+
 @pytest.fixture
-def synth(tmp_path: Path) -> Synth:
+def synth(tmp_path: Path, synthesized_templates: Path) -> Synth:
     """``synth(**context)`` -> (Template, stack) of a new app; cdk-nag is off here (see test_infra_nag)."""
 
     def make(**context: Any) -> tuple[Template, GuardStack]:
         app = build_app(context, outdir=str(tmp_path / "cdk.out"), nag=False)
         stack = next(child for child in app.node.children if isinstance(child, GuardStack))
-        return Template.from_stack(stack), stack
+        template = Template.from_stack(stack)
+        _record(synthesized_templates, context, template)
+        return template, stack
 
     return make
 
@@ -36,7 +50,7 @@ _CACHE: dict[str, tuple[Template, GuardStack]] = {}
 
 
 @pytest.fixture(scope="session")
-def synth_cached(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+def synth_cached(tmp_path_factory: pytest.TempPathFactory, synthesized_templates: Path) -> Synth:
     """Like ``synth`` but one synthesis per distinct context for the whole session (do not mutate the stack)."""
 
     def make(**context: Any) -> tuple[Template, GuardStack]:
@@ -46,6 +60,7 @@ def synth_cached(tmp_path_factory: pytest.TempPathFactory) -> Synth:
             app = build_app(context, outdir=str(outdir), nag=False)
             stack = next(child for child in app.node.children if isinstance(child, GuardStack))
             _CACHE[key] = (Template.from_stack(stack), stack)
+            _record(synthesized_templates, context, _CACHE[key][0])
         return _CACHE[key]
 
     return make

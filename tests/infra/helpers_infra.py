@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import aws_cdk as cdk
 from aws_cdk.assertions import Template
+from constructs import IConstruct
 
 if TYPE_CHECKING:
     from infra.stacks import GuardStack
@@ -13,7 +15,20 @@ if TYPE_CHECKING:
 # synth(**context) -> (template, stack), the fixture in conftest.py
 Synth = Callable[..., "tuple[Template, GuardStack]"]
 
-HANDLERS = ("rule_metrics", "stop_training", "notify", "retrain")
+HANDLERS = ("rule_metrics", "stop_training", "notify", "retrain")  # the guard's own (the evaluator is separate)
+
+
+def logical_id(stack: cdk.Stack, construct: IConstruct) -> str:
+    """The logical id of an L2 construct's resource in ``stack``'s template."""
+    resource = construct.node.default_child
+    assert isinstance(resource, cdk.CfnElement)
+    return stack.get_logical_id(resource)
+
+
+def watch_rules(template: Template) -> dict[str, Any]:
+    """The EventBridge rules with an event pattern (not schedules)."""
+    return {k: v for k, v in template.find_resources("AWS::Events::Rule").items()
+            if "EventPattern" in v["Properties"]}
 
 
 def functions_by_handler(template: Template) -> dict[str, str]:

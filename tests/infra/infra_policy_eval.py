@@ -37,6 +37,14 @@ class Resolver:
         return (f"arn:{self.partition}:{service}:{self.region if region else ''}:"
                 f"{self.account if account else ''}:{resource}")
 
+    def _name(self, logical: str) -> str:
+        """The physical name a resource is given in the template, else its logical id."""
+        props = self.resources[logical].get("Properties", {})
+        for key in ("StateMachineName", "FunctionName", "TopicName", "QueueName", "TableName"):
+            if isinstance(props.get(key), str):
+                return str(props[key])
+        return logical
+
     def ref(self, name: str) -> str:
         pseudo = {"AWS::Partition": self.partition, "AWS::AccountId": self.account, "AWS::Region": self.region,
                   "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "SmxDebugGuard"}
@@ -47,7 +55,7 @@ class Resolver:
             "AWS::SNS::Topic": lambda: self._arn("sns", name),
             "AWS::SQS::Queue": lambda: f"https://sqs.{self.region}.amazonaws.com/{self.account}/{name}",
             "AWS::S3::Bucket": lambda: name.lower(),
-            "AWS::StepFunctions::StateMachine": lambda: self._arn("states", f"stateMachine:{name}"),
+            "AWS::StepFunctions::StateMachine": lambda: self._arn("states", f"stateMachine:{self._name(name)}"),
             "AWS::KMS::Key": lambda: f"key-{name}",
         }
         return refs[kind]() if kind in refs else name
@@ -65,7 +73,7 @@ class Resolver:
             "AWS::CloudWatch::Alarm": lambda: self._arn("cloudwatch", f"alarm:{name}"),
             "AWS::IAM::Role": lambda: self._arn("iam", f"role/{name}", region=False),
             "AWS::Logs::LogGroup": lambda: self._arn("logs", f"log-group:{name}:*"),
-            "AWS::StepFunctions::StateMachine": lambda: self._arn("states", f"stateMachine:{name}"),
+            "AWS::StepFunctions::StateMachine": lambda: self._arn("states", f"stateMachine:{self._name(name)}"),
         }
         if attr == "Arn":
             return arns[kind]()
