@@ -104,9 +104,13 @@ def _last_file_minute_ns(job: Path) -> int:
 
 
 def _as_reference_saw(data: JobData, cutoff_ns: int) -> JobData:
-    """The data the 2020 rule loop reads: it stops once a scan starts at the newest file's minute (E1)."""
+    """The data the 2020 rule loop reads: it stops once a scan starts at the newest file's minute (E1).
+
+    Its last scan ends at that minute, so ours gets the system rows before it and the steps that end before it
+    (a step still running then would add one more scan on our side).
+    """
     cut = pd.Timestamp(cutoff_ns, tz="UTC")
-    steps = data.steps[data.steps["start"] < cut] if not data.steps.empty else data.steps
+    steps = data.steps[data.steps["end"] < cut] if not data.steps.empty else data.steps
     return JobData(system=data.system[data.system["timestamp"] < cut], steps=steps)
 
 

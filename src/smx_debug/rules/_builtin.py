@@ -1,14 +1,16 @@
 """Catalog data: the 21 built-in Debugger rules and the 11 profiler rules.
 
-Sources: rule names, ``rule_to_invoke`` values and required collections from smdebug-rulesconfig
-1.0.1 (``debugger_rules/rule_config_jsons/ruleConfigs.json``); profiler rule parameters, defaults and
-bounds from ``smdebug_rulesconfig/profiler_rules/rules.py``; Debugger rule parameters, defaults and
-scopes from the AWS page "List of Debugger built-in rules"
-(https://docs.aws.amazon.com/sagemaker/latest/dg/debugger-built-in-rules.html, checked against
-awsdocs/amazon-sagemaker-developer-guide ``doc_source/debugger-built-in-rules.md`` @1c4d5ff7;
-LossNotDecreasing's ``increase_threshold_percent`` is from the later page only). A default of None
-means the rule container decides; bounds are the documented valid values. ``tests/unit/rules/test_rule_catalog.py`` cross-checks this table
-against the installed smdebug_rulesconfig.
+Sources (docs/rules.md says which wins where they disagree): rule names, ``rule_to_invoke`` values and
+required collections from smdebug-rulesconfig 1.0.1 (``debugger_rules/rule_config_jsons/ruleConfigs.json``);
+profiler rule parameters, defaults and bounds from ``smdebug_rulesconfig/profiler_rules/rules.py`` (what the
+SDK sends; real Debugger output shows the same values); Debugger rule parameter names and defaults from AWS's
+current "List of Debugger built-in rules",
+https://docs.aws.amazon.com/sagemaker/latest/dg/debugger-built-in-rules.html (last published as Markdown in
+awsdocs/amazon-sagemaker-developer-guide ``doc_source/debugger-built-in-rules.md`` @29f32765, 2023-02-27:
+``other_trials``, ``threshold_tanh_min``/``_max``, ``threshold_sigmoid_min``/``_max``, Overtraining ``delta``
+0.01). A default of None means the rule container decides; bounds are the documented valid values.
+``tests/unit/rules/test_rule_catalog.py`` checks this table against smdebug_rulesconfig and against the
+guide's names and defaults (``tests/data/rules/debugger_builtin_rule_parameters.json``).
 """
 
 from __future__ import annotations
