@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from smx_debug.contracts import SFN_HISTORY_LIMIT, retrain_history_events
 from smx_debug.errors import ConfigError, UnknownNameError
 
-__all__ = ["CONTEXT_KEYS", "LOG_RETENTION_DAYS", "GuardConfig", "RetrainingConfig", "config_from_context"]
+__all__ = [
+    "CONTEXT_KEYS", "LOG_RETENTION_DAYS", "EvaluatorConfig", "GuardConfig", "RetrainingConfig", "config_from_context",
+]
 
 # CloudWatch Logs retention periods (days) -> aws_logs.RetentionDays member; 0 means "never expire".
 LOG_RETENTION_DAYS = {
@@ -108,6 +110,40 @@ class RetrainingConfig(BaseModel):
         return self
 
 
+class EvaluatorConfig(BaseModel):
+    """The scheduled evaluator (context key ``evaluator``, a JSON object; ``true``/``false`` turns it on or off).
+
+    ``default_rules``: the rules every watched job gets besides its plan's, as in a watch spec
+    (``[{"rule": "CPUBottleneck"}, {"name": "Loss", "rule": "LossNotDecreasing", "parameters": {...}}]``).
+    """
+
+    model_config = _BASE
+
+    enabled: bool = True
+    rate_minutes: int = Field(default=1, ge=1, le=60)
+    window_minutes: int = Field(default=10, ge=3, le=60)
+    default_rules: tuple[dict[str, Any], ...] = ()
+
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _bool(cls, value: Any) -> Any:
+        return _as_bool(value)
+
+    @field_validator("rate_minutes", "window_minutes", mode="before")
+    @classmethod
+    def _int(cls, value: Any) -> Any:
+        return _as_int(value)
+
+    @field_validator("default_rules", mode="before")
+    @classmethod
+    def _rules(cls, value: Any) -> Any:
+        from smx_debug.watch.spec import WatchSpec
+
+        items = _as_list(value) if not isinstance(value, str) else tuple(json.loads(value))
+        spec = WatchSpec.from_json(json.dumps(list(items)), source="evaluator.default_rules")  # ConfigError if bad
+        return tuple(r.as_dict() for r in spec.rules)
+
+
 class GuardConfig(BaseModel):
     """Everything a deployment can set; the defaults synthesize a working, notify-only guard."""
 
@@ -127,6 +163,7 @@ class GuardConfig(BaseModel):
     output_transition_to_ia_days: int | None = 30
     sagemaker_execution_role_pattern: str = "arn:aws:iam::*:role/*SageMaker*"
     retraining: RetrainingConfig = RetrainingConfig()
+    evaluator: EvaluatorConfig = EvaluatorConfig()
     show_keys: tuple[str, ...] = ()
     local: bool = False
 
@@ -160,6 +197,14 @@ class GuardConfig(BaseModel):
         if value is False or value == "":
             return None
         return value
+
+    @field_validator("evaluator", mode="before")
+    @classmethod
+    def _evaluator(cls, value: Any) -> Any:
+        parsed = _as_bool(value)
+        if isinstance(parsed, bool):
+            return {"enabled": parsed}
+        return json.loads(value) if isinstance(value, str) else value
 
     @field_validator("retraining", mode="before")
     @classmethod

@@ -71,6 +71,7 @@ class Evaluator(Construct):
         dead_letter_queue: sqs.IQueue,
         alarm_topic: sns.ITopic,
         log_retention: logs.RetentionDays,
+        state_machine_arn: str | None = None,
         with_layer: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -106,6 +107,8 @@ class Evaluator(Construct):
             Env.WINDOW_MINUTES: str(window_minutes),
             Env.FUNCTION_TIMEOUT: str(EVALUATOR_TIMEOUT_SECONDS),
         }
+        if state_machine_arn:  # a rule whose actions say `retrain` starts the retraining workflow
+            env[Env.STATE_MACHINE_ARN] = state_machine_arn
         self.function = lambda_.Function(
             self,
             "Function",
@@ -135,6 +138,9 @@ class Evaluator(Construct):
                                                         dead_letter_queue=dead_letter_queue))
         self._grant(bucket=bucket, ledger=ledger, ledger_actions=ledger_actions, topic=topic, key=key,
                     namespace=metric_namespace, job_statements=job_statements, dead_letter_queue=dead_letter_queue)
+        if state_machine_arn:
+            self.role.add_to_principal_policy(iam.PolicyStatement(actions=["states:StartExecution"],
+                                                                  resources=[state_machine_arn]))
         self.errors_alarm = cloudwatch.Alarm(
             self,
             "Errors",

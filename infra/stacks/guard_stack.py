@@ -32,6 +32,7 @@ from infra.components import (
     acknowledge,
     acknowledge_wildcards,
 )
+from infra.components.evaluator import EVALUATOR_TIMEOUT_SECONDS, Evaluator
 from infra.config import LOG_RETENTION_DAYS, GuardConfig
 from smx_debug.contracts import (
     DEFAULT_FUNCTION_TIMEOUT_SECONDS,
@@ -60,7 +61,8 @@ TAGGING_ACTION = "sagemaker:TaggingAction"  # the API whose request carries the 
 # Function timeouts (s). The runtime sizes its AWS retries to fit half the timeout and checks that its ledger
 # lease (SMX_LEASE_SECONDS) outlasts the timeout (SMX_FUNCTION_TIMEOUT); both are set from these.
 TIMEOUTS = {"rule_metrics": DEFAULT_FUNCTION_TIMEOUT_SECONDS, "stop_training": DEFAULT_FUNCTION_TIMEOUT_SECONDS,
-            "notify": DEFAULT_FUNCTION_TIMEOUT_SECONDS, "retrain": 120}
+            "notify": DEFAULT_FUNCTION_TIMEOUT_SECONDS, "retrain": 120,
+            "evaluator": EVALUATOR_TIMEOUT_SECONDS}
 LEASE_MARGIN_SECONDS = 30
 # The handlers whose rule actions may say `retrain`: they start the retraining state machine.
 RETRAIN_STARTERS = ("stop_training",)
@@ -184,6 +186,20 @@ class GuardStack(cdk.Stack):
                 reason="Publishing the failure message to our KMS-encrypted topic needs data keys of the stack key.",
             )
         self.health_alarms = self._health_alarms()
+        self.evaluator: Evaluator | None = None
+        if config.evaluator.enabled:  # smx-debug's own rule evaluation, for jobs with or without Debugger
+            self.evaluator = Evaluator(
+                self, "Evaluator", rate_minutes=config.evaluator.rate_minutes,
+                window_minutes=config.evaluator.window_minutes, default_rules=config.evaluator.default_rules,
+                environment=self._environment("evaluator"), bucket=self.storage.bucket, ledger=self.ledger.table,
+                ledger_actions=LEDGER_ACTIONS, topic=self.notifications.topic, key=self.key,
+                metric_namespace=config.metric_namespace,
+                job_statements=self._job_statements(
+                    ["sagemaker:DescribeTrainingJob", "sagemaker:ListTags", "sagemaker:StopTrainingJob"]),
+                dead_letter_queue=self.dead_letters, alarm_topic=self.notifications.topic,
+                log_retention=retention, with_layer=not config.local,
+                state_machine_arn=self.state_machine_arn if config.retraining.enabled else None,
+            )
         self._outputs()
 
     # -- wiring ---------------------------------------------------------------------------------------

@@ -1,0 +1,118 @@
+"""The scheduled evaluator in the stack: schedule, function, layer, cursor table, least privilege, failure alarm."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from aws_cdk.assertions import Match, Template
+from helpers_infra import Synth
+
+from smx_debug.contracts import EVALUATOR_SPEC_PREFIX
+
+
+def _evaluator(template: Template) -> tuple[str, dict[str, Any]]:
+    for logical, fn in template.find_resources("AWS::Lambda::Function").items():
+        tags = {t["Key"]: t["Value"] for t in fn["Properties"].get("Tags", [])}
+        if tags.get("smx-debug:handler") == "evaluator":
+            return logical, fn["Properties"]
+    raise AssertionError("no evaluator function")
+
+
+def _statements(template: Template, role_ref: dict[str, Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for policy in template.find_resources("AWS::IAM::Policy").values():
+        if role_ref in policy["Properties"]["Roles"]:
+            out.extend(policy["Properties"]["PolicyDocument"]["Statement"])
+    return out
+
+
+def _actions(statement: dict[str, Any]) -> set[str]:
+    action = statement["Action"]
+    return {action} if isinstance(action, str) else set(action)
+
+
+def test_evaluator_scheduled_every_rate_minutes_with_its_settings(synth: Synth) -> None:
+    template, stack = synth(watch_prefixes=["exp-"], evaluator={
+        "rate_minutes": 2, "window_minutes": 15, "default_rules": [{"rule": "CPUBottleneck", "parameters": {"threshold": 40}}],
+    })
+    logical, props = _evaluator(template)
+    assert (props["Runtime"], props["Architectures"], props["Timeout"], props["MemorySize"]) == (
+        "python3.14", ["arm64"], 60, 1024)
+    assert props["ReservedConcurrentExecutions"] == 1
+    assert len(props["Layers"]) == 1
+    env = props["Environment"]["Variables"]
+    assert json.loads(env["SMX_DEFAULT_RULES"]) == [
+        {"name": "CPUBottleneck", "rule": "CPUBottleneck", "parameters": {"threshold": 40}}]
+    assert env["SMX_WINDOW_MINUTES"] == "15" and env["SMX_WATCH_PREFIXES"] == "exp-"
+    assert env["SMX_CURSOR_TABLE"] == {"Ref": stack.get_logical_id(stack.evaluator.cursors.node.default_child)}
+    assert "SMX_LEDGER_TABLE" in env and "SMX_TOPIC_ARN" in env and "SMX_STATE_MACHINE_ARN" in env
+    template.has_resource_properties("AWS::Events::Rule", {
+        "ScheduleExpression": "rate(2 minutes)",
+        "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [logical, "Arn"]},
+                                       "RetryPolicy": {"MaximumRetryAttempts": 0}})],
+    })
+    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {"MaximumRetryAttempts": 0})
+    template.has_resource_properties("AWS::DynamoDB::Table", {
+        "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+        "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
+        "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+    })
+
+
+def test_evaluator_least_privilege(synth: Synth) -> None:
+    template, stack = synth(watch_prefixes=["exp-"])
+    _, props = _evaluator(template)
+    statements = _statements(template, {"Ref": props["Role"]["Fn::GetAtt"][0]})
+    actions = set().union(*(_actions(s) for s in statements))
+    assert {"sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData", "sagemaker:DescribeTrainingJob",
+            "sagemaker:ListTags", "sagemaker:StopTrainingJob", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem",
+            "s3:GetObject", "cloudwatch:PutMetricData", "sns:Publish"} <= actions
+    assert not {"sagemaker:CreateTrainingJob", "sagemaker:AddTags", "iam:PassRole", "s3:PutObject",
+                "dynamodb:Scan", "dynamodb:Query", "s3:ListBucket"} & actions
+    unscoped = set().union(*(_actions(s) for s in statements if s["Resource"] == "*"))
+    assert unscoped == {"sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData", "cloudwatch:PutMetricData"}
+    cursors = stack.get_logical_id(stack.evaluator.cursors.node.default_child)
+    batch = [s for s in statements if _actions(s) & {"dynamodb:BatchWriteItem", "dynamodb:BatchGetItem"}]
+    assert batch and all(cursors in json.dumps(s["Resource"]) and "Ledger" not in json.dumps(s["Resource"])
+                         for s in batch)
+    reads = [s for s in statements if "s3:GetObject" in _actions(s)]
+    assert len(reads) == 1 and EVALUATOR_SPEC_PREFIX in json.dumps(reads[0]["Resource"])
+    stops = [s for s in statements if "sagemaker:StopTrainingJob" in _actions(s)]
+    assert {json.dumps(s.get("Condition", {})) for s in stops} == {
+        "{}", json.dumps({"StringEqualsIgnoreCase": {"aws:ResourceTag/smx-debug:managed": "true"}})}
+
+
+def test_evaluator_errors_alarm_notifies_people(synth: Synth) -> None:
+    template, _ = synth()
+    logical, _ = _evaluator(template)
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "Errors", "Namespace": "AWS/Lambda",
+        "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": logical}}],
+        "Threshold": 1, "AlarmActions": [Match.any_value()],
+    })
+
+
+def test_evaluator_off_by_context_key(synth: Synth) -> None:
+    template, stack = synth(evaluator="false")
+    assert stack.evaluator is None
+    for fn in template.find_resources("AWS::Lambda::Function").values():
+        assert {"Key": "smx-debug:handler", "Value": "evaluator"} not in fn["Properties"].get("Tags", [])
+    assert template.find_resources("AWS::Events::Rule", {"Properties": {"ScheduleExpression": Match.any_value()}}) == {}
+
+
+def test_evaluator_local_deploy_has_no_dependency_layer(synth: Synth) -> None:
+    template, _ = synth(local="true")
+    _, props = _evaluator(template)
+    assert "Layers" not in props
+
+
+def test_evaluator_bad_default_rules_name_the_field(synth: Synth) -> None:
+    import pytest
+
+    from smx_debug.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"evaluator\.default_rules"):
+        synth(evaluator={"default_rules": [{"rule": "VanishingGradient"}]})
+    with pytest.raises(ConfigError, match="evaluator"):
+        synth(evaluator={"rate_minutes": 0})
