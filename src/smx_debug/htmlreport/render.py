@@ -282,8 +282,9 @@ def _frame_table(df: pd.DataFrame, columns: list[tuple[str, str, str]], limit: i
 
 def _dips(m: ReportModel) -> str:
     out = ["<h2 id='dips'>Why the GPUs dipped</h2><p class='muted'>Each period during training where a node's mean "
-           "GPU utilization fell below half its median, matched to the framework event that overlaps it most; "
-           "GPU time lost = (median - utilization) x GPUs x time. Ranked by GPU time lost.</p>"]
+           "GPU utilization fell below half its busy level (its 90th percentile in training), matched to the "
+           "framework event that overlaps it most; GPU time lost = (busy level - utilization) x GPUs x time. "
+           "Ranked by GPU time lost.</p>"]
     if m.dips.empty:
         out.append("<p class='ok'>No GPU dips during training.</p>" if m.span else "<p class='na'>No GPU metrics.</p>")
         return "".join(out)
@@ -296,7 +297,7 @@ def _dips(m: ReportModel) -> str:
                                        ("example_steps", "Example steps", "list")]))
     out.append("<h3>Largest dips</h3>")
     out.append(_frame_table(m.dips, [("node", "Node", ""), ("start", "Start", "time"), ("duration_s", "Length", "s"),
-                                     ("gpu_util_mean", "GPU util", "%"), ("baseline", "Median", "%"),
+                                     ("gpu_util_mean", "GPU util", "%"), ("baseline", "Busy level", "%"),
                                      ("gpu_seconds_lost", "GPU time lost", "GPU-s"), ("step", "Step", ""),
                                      ("cause", "Cause", ""), ("cause_event", "Event", ""),
                                      ("cause_share", "Event covers", "frac")]))

@@ -32,6 +32,8 @@ _CATEGORIES = (
     ("checkpoint", re.compile(r"checkpoint|save|serialize", re.I)),
 )
 BETWEEN_STEPS = "between steps (no framework event)"
+IN_STEP = "step (no finer framework events)"
+BUSY_PERCENTILE = 90.0
 NO_TRACE = "no framework trace"
 
 
@@ -83,19 +85,23 @@ def _events_by_node(events: pd.DataFrame) -> dict[str, tuple[np.ndarray, np.ndar
 def gpu_dips(
     data: JobData, events: pd.DataFrame | None = None, *, threshold: float = 0.5, min_duration_s: float = 0.0,
 ) -> pd.DataFrame:
-    """Every period where a node's mean GPU utilization falls below ``threshold`` x its median during training.
+    """Every period where a node's mean GPU utilization falls below ``threshold`` x its busy level in training.
+
+    The busy level is the 90th percentile of the node's mean GPU utilization during training (steps bound
+    it), so a long stall that idles the GPUs for most of the job is still one dip, not the new normal.
 
     Args:
         data: the job's frames (system metrics; steps bound the training loop when present).
         events: framework events (:func:`smx_debug.reports.framework_metrics`); None or empty leaves the
             cause as "no framework trace".
-        threshold: fraction of the node's median utilization during training below which a sample is a dip.
+        threshold: fraction of the node's busy level below which a sample is a dip.
         min_duration_s: drop shorter dips.
 
     Returns:
         One row per dip (:data:`DIP_COLUMNS`), largest ``gpu_seconds_lost`` first. ``gpu_seconds_lost`` is
-        (median - utilization) x sample interval x GPUs, summed over the dip; ``cause_share`` is the share
-        of the dip covered by ``cause_event``.
+        (busy level - utilization) x sample interval x GPUs, summed over the dip; ``cause_share`` is the share
+        of the dip covered by ``cause_event``; a dip inside steps with no finer framework event has the cause
+        "step (no finer framework events)".
     """
     if not 0 < threshold < 1:
         raise ConfigError(f"threshold must be between 0 and 1, got {threshold!r}", field="threshold", value=threshold)
@@ -118,7 +124,7 @@ def gpu_dips(
         if window.sum() < 3:
             continue
         interval = int(np.median(np.diff(ts)))
-        baseline = float(np.median(util[window]))
+        baseline = float(np.percentile(util[window], BUSY_PERCENTILE))
         if baseline < 5.0:  # the GPUs were never busy: nothing dips
             continue
         order = np.argsort(s_start, kind="stable")
@@ -157,6 +163,8 @@ def gpu_dips(
                         cause_event = e_names[best]
                         share = min(1.0, float(per[best]) / (b - a))
                         cause = classify_event(cause_event)
+            if cause == BETWEEN_STEPS and step is not None:
+                cause, cause_event = IN_STEP, f"Step:ModeKeys.{mode}"
             rows.append({
                 "node": node, "start": a, "end": b, "duration_s": dur_s, "gpu_util_mean":
                 float(util[first:last + 1].mean()), "baseline": baseline, "gpu_seconds_lost": lost, "step": step,

@@ -43,7 +43,9 @@ def _per_step(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
         load: np.ndarray = np.zeros(len(grp))
         comp: np.ndarray = np.zeros(len(grp))
         k = int(np.flatnonzero(node_names == str(node))[0]) if str(node) in set(node_names) else -1
-        if k >= 0:
+        if k < 0:  # no framework event on this node: data loading unknown
+            load = np.full(len(grp), np.nan)
+        else:
             sel = node_codes == k
             start, dur = e_start[sel], e_dur[sel]
             idx = np.searchsorted(s_start, start, side="right") - 1
@@ -51,8 +53,10 @@ def _per_step(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
             is_load, is_comp = is_load_all[sel] & inside, is_comp_all[sel] & inside
             load = np.bincount(idx[is_load], weights=dur[is_load], minlength=len(grp))
             comp = np.bincount(idx[is_comp], weights=dur[is_comp], minlength=len(grp))
+            if not is_load_all[sel].any():  # the trace has no dataloader events: unknown, not zero
+                load = np.full(len(grp), np.nan)
         d = grp["duration"].to_numpy(dtype=float)
-        comp = np.where(comp > 0, comp, np.clip(d - load, 0, None))  # no forward/backward events: the rest
+        comp = np.where(comp > 0, comp, np.clip(d - np.nan_to_num(load), 0, None))  # no forward/backward: the rest
         out.append(pd.DataFrame({"node": str(node), "step": grp["step"].to_numpy(), "step_s": d, "dataloader_s": load,
                                  "compute_s": comp}))
     return pd.concat(out, ignore_index=True) if out else pd.DataFrame(columns=LOADING_COLUMNS)
@@ -67,12 +71,15 @@ def step_loading(events: pd.DataFrame, steps: pd.DataFrame) -> pd.DataFrame:
 
 
 def dataloader_share(events: pd.DataFrame, steps: pd.DataFrame, *, per_step: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Per node: time in the training steps, the dataloader's part of it and its share in percent."""
+    """Per node: time in the training steps, the dataloader's part of it and its share in percent.
+
+    NaN (not 0) for a node whose trace has no dataloader events: the share is then unknown.
+    """
     per = _per_step(events, steps) if per_step is None else per_step
     if per.empty:
         return pd.DataFrame(columns=SHARE_COLUMNS)
     g = per.groupby("node", sort=True)
-    out = pd.DataFrame({"steps": g.size(), "training_s": g["step_s"].sum(), "dataloader_s": g["dataloader_s"].sum(),
+    out = pd.DataFrame({"steps": g.size(), "training_s": g["step_s"].sum(), "dataloader_s": g["dataloader_s"].sum(min_count=1),
                         "compute_s": g["compute_s"].sum()}).reset_index()
     out["dataloader_percent"] = 100.0 * out["dataloader_s"] / out["training_s"].where(out["training_s"] > 0)
     return out[SHARE_COLUMNS]

@@ -97,3 +97,19 @@ def test_loop_analysis_slowest_operators_by_total_time(job):
 def test_loop_analysis_empty_events_give_empty_frames():
     empty = pd.DataFrame(columns=["node", "phase", "name", "duration", "start"])
     assert slowest_operators(empty).empty
+
+
+def test_gpu_dips_sustained_idle_is_one_dip_inside_steps(tmp_path):
+    """A CPU bottleneck idles the GPUs for most of training: still a dip (against the busy level), and with
+    only step events in the trace its cause is the step itself."""
+    spec = SimulationSpec(scenario="cpu_bottleneck", duration_s=900.0, onset_s=200.0, cpus=4, gpus=2)
+    Simulation(spec).write_local(tmp_path / "profiler-output")
+    data, events = load_path(tmp_path), framework_metrics(tmp_path, progress=False)
+    dips = gpu_dips(data, events)
+    assert len(dips) >= 1
+    top = dips.iloc[0]
+    assert top["cause"] == "step (no finer framework events)" and top["cause_event"] == "Step:ModeKeys.TRAIN"
+    assert top["duration_s"] > 0.9 * (900 - 30 - 200)  # from the onset to the end of the loop
+    share = dataloader_share(events, data.steps)
+    assert share["dataloader_percent"].isna().all()  # no dataloader events: unknown, not 0%
+    assert slow_loading_steps(events, data.steps).empty
