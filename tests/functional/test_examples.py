@@ -1,5 +1,7 @@
 """Every example runs against the embedded local AWS, so none can drift from the API.
 
+(examples/quickstart.ipynb runs in a real Jupyter kernel: tests/functional/test_notebook.py.)
+
 The demo test runs `make demo`'s own code path (examples/demo.py `run`) with job time compressed further:
 the deploy, the SDK launch, the streamed profiler output, the live rules, the handlers, the alarm, the
 inbox, the stop and the report are all real; only the pacing differs.
@@ -89,13 +91,3 @@ def test_retraining_workflow_example_reproduces_the_published_run(capsys: pytest
     assert text.count("fired: job stopped") == 6 and text.count("quiet: job completed") == 1
     assert "'num_retraining': 7, 'num_warmup_adjustments': 5, 'num_batch_layer_adjustments': 1" in text
 
-
-def test_quickstart_example_runs_the_notebook_path_on_the_local_aws(tmp_path: Path,
-                                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    out = tmp_path / "quickstart.html"
-    assert _example("quickstart").main(["--local", "--out", str(out)]) == 0
-    text = capsys.readouterr().out
-    assert "launched smx-quickstart-local-1" in text
-    assert re.search(r"CPUBottleneck\s+profiler\s+NoIssuesFound", text)
-    assert "GPUUtilization" in text  # the utilization statistics table
-    assert "<tr" in out.read_text()

@@ -17,6 +17,13 @@ __all__ = ["estimator_kwargs", "merge_estimator_kwargs"]
 
 def _debugger_module() -> ModuleType:
     import importlib
+    import logging
+
+    # The SDK announces at import where it looked for its config file (INFO, on stdout): quiet unless the
+    # user configured that logger.
+    config_logger = logging.getLogger("sagemaker.config")
+    if config_logger.level == logging.NOTSET:
+        config_logger.setLevel(logging.WARNING)
 
     # v2 is what we target; v3 moved the same classes to sagemaker.core.debugger
     for name in ("sagemaker.debugger", "sagemaker.core.debugger"):

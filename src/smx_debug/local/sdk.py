@@ -30,13 +30,19 @@ def sagemaker_session(aws: LocalAws, *, sagemaker_client: Any = None, default_bu
 
     The SDK finds the account (STS ``GetCallerIdentity``) and creates its default bucket
     ``sagemaker-<region>-<account>`` through clients it makes with explicit endpoints; the local session sends
-    those to ``aws`` as well. Telemetry is off; the SDK's config INFO lines are hidden unless its logger is set.
+    those to ``aws`` as well. Telemetry is off; the SDK's INFO lines are hidden unless its loggers are set.
     """
-    config_logger = logging.getLogger("sagemaker.config")
-    if config_logger.level == logging.NOTSET:
-        config_logger.setLevel(logging.WARNING)
+    # The SDK's INFO lines ("Creating training-job ...", where it looked for its config) would reach the root
+    # handler its own modules install at import (logging.basicConfig(level=INFO)): quiet unless configured.
+    for name in ("sagemaker", "sagemaker.config"):
+        sdk_logger = logging.getLogger(name)
+        if sdk_logger.level == logging.NOTSET:
+            sdk_logger.setLevel(logging.WARNING)
     from sagemaker.session import Session
 
+    from smx_debug.local import extensions
+
+    extensions.install(aws)  # jobs created through this session keep their ProfilerConfig, as on SageMaker
     disable_sdk_telemetry()
     return Session(
         boto_session=aws.session(),
