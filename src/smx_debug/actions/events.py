@@ -24,14 +24,18 @@ from smx_debug.errors import DataError
 
 __all__ = [
     "DETAIL_TYPE",
+    "EXECUTION_DETAIL_TYPE",
+    "EXECUTION_SOURCE",
     "ISSUES_FOUND",
     "SOURCE",
     "AlarmChange",
+    "ExecutionChange",
     "JobArn",
     "JobStateChange",
     "MalformedEventError",
     "RuleStatus",
     "parse_alarm_message",
+    "parse_execution_change",
     "parse_job_arn",
     "parse_state_change",
     "parse_step",
@@ -40,6 +44,11 @@ __all__ = [
 ]
 
 SOURCE = EVENT_SOURCE
+EXECUTION_SOURCE = "aws.states"
+EXECUTION_DETAIL_TYPE = "Step Functions Execution Status Change"
+_EXECUTION_ARN = re.compile(
+    r"arn:aws[a-z-]*:states:[a-z0-9-]{1,32}:\d{12}:execution:[A-Za-z0-9_-]{1,80}:[A-Za-z0-9_-]{1,80}"
+)
 _MAX_NAME = 256  # rule configuration names are at most 256 characters; longer is junk, not data
 # SageMaker's TrainingJobName pattern (CreateTrainingJob): anything else cannot name a real job.
 _JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
@@ -214,9 +223,11 @@ def parse_state_change(event: object) -> JobStateChange:
         raise MalformedEventError(f"event.detail: expected an object, got {type(detail).__name__}")
     name = detail.get("TrainingJobName")
     if not isinstance(name, str) or not _JOB_NAME.fullmatch(name):
-        shown = name[:80].encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace") if isinstance(
-            name, str
-        ) else type(name).__name__
+        shown = (
+            name[:80].encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+            if isinstance(name, str)
+            else type(name).__name__
+        )
         raise MalformedEventError(
             f"detail.TrainingJobName: {shown!r} is not a SageMaker training job name "
             "(1-63 letters, digits and hyphens)"
@@ -268,7 +279,9 @@ def parse_alarm_message(message: object) -> AlarmChange:
     if not isinstance(name, str) or not name or not isinstance(state, str) or not state:
         raise MalformedEventError("Sns.Message: AlarmName and NewStateValue are required strings")
     if not _encodable(name) or not _encodable(state):
-        raise MalformedEventError(f"Sns.Message: AlarmName {name[:80]!a} is not text CloudWatch could have sent")
+        raise MalformedEventError(
+            f"Sns.Message: AlarmName {name[:80]!a} is not text CloudWatch could have sent"
+        )
     trigger = message.get("Trigger")
     trigger = trigger if isinstance(trigger, Mapping) else {}
     dims: dict[str, str] = {}
@@ -291,4 +304,43 @@ def parse_alarm_message(message: object) -> AlarmChange:
         metric_name=_opt_str(trigger.get("MetricName"), 256),
         namespace=_opt_str(trigger.get("Namespace"), 256),
         change_time=_opt_str(message.get("StateChangeTime"), 64),
+    )
+
+
+@dataclass(frozen=True)
+class ExecutionChange:
+    """A Step Functions execution status change (EventBridge), e.g. the retraining workflow timing out."""
+
+    execution_arn: str
+    state_machine_arn: str | None
+    name: str
+    status: str
+    region: str | None
+    account: str | None
+
+
+def parse_execution_change(event: object) -> ExecutionChange:
+    """Parse a "Step Functions Execution Status Change" event; raises MalformedEventError if unusable."""
+    if not isinstance(event, Mapping) or event.get("source") != EXECUTION_SOURCE:
+        raise MalformedEventError(f"event: not an {EXECUTION_SOURCE!r} event")
+    if event.get("detail-type") != EXECUTION_DETAIL_TYPE:
+        raise MalformedEventError(
+            f"event.detail-type: {str(event.get('detail-type'))[:64]!a} is not {EXECUTION_DETAIL_TYPE!r}"
+        )
+    detail = event.get("detail")
+    if not isinstance(detail, Mapping):
+        raise MalformedEventError(f"event.detail: expected an object, got {type(detail).__name__}")
+    arn, status = detail.get("executionArn"), detail.get("status")
+    if not isinstance(arn, str) or not _EXECUTION_ARN.fullmatch(arn):
+        raise MalformedEventError(f"detail.executionArn: {str(arn)[:200]!a} is not an execution ARN")
+    if not isinstance(status, str) or not re.fullmatch(r"[A-Z_]{1,32}", status):
+        raise MalformedEventError(f"detail.status: {str(status)[:40]!a} is not an execution status")
+    machine = detail.get("stateMachineArn")
+    return ExecutionChange(
+        execution_arn=arn,
+        state_machine_arn=machine if isinstance(machine, str) and _encodable(machine) else None,
+        name=arn.rsplit(":", 1)[1],
+        status=status,
+        region=_opt_str(event.get("region"), 64),
+        account=_opt_str(event.get("account"), 64),
     )

@@ -15,15 +15,21 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from smx_debug.actions.events import MalformedEventError, parse_alarm_message, parse_state_change
+from smx_debug.actions.events import (
+    EXECUTION_SOURCE,
+    MalformedEventError,
+    parse_alarm_message,
+    parse_execution_change,
+    parse_state_change,
+)
 from smx_debug.actions.ledger import Ledger, LedgerLike, MemoryLedger
-from smx_debug.actions.notify import alarm_notification
+from smx_debug.actions.notify import alarm_notification, execution_notification
 from smx_debug.actions.once import once
 from smx_debug.actions.respond import respond
 from smx_debug.actions.runtime import ClientFactory, client_factory, log_json
 from smx_debug.actions.settings import Settings
 from smx_debug.actions.verify import EventRefusedError, debugger_triggers, verify_job
-from smx_debug.contracts import Env, alarm_key
+from smx_debug.contracts import Env, alarm_key, ledger_key
 from smx_debug.errors import ConfigError
 
 __all__ = [
@@ -176,13 +182,52 @@ def _notify_alarms(records: list[Mapping[str, Any]], runtime: Runtime) -> dict[s
     return {"action": "notify", "alarms": sent, "rejected_records": rejected}
 
 
+# Executions that end without running their own end step (which publishes every other ending).
+_UNFINISHED = ("TIMED_OUT", "ABORTED")
+
+
+def _notify_execution(event: object, runtime: Runtime) -> dict[str, Any]:
+    change = parse_execution_change(event)
+    settings = runtime.settings
+    result: dict[str, Any] = {"action": "notify", "execution": change.execution_arn, "status": change.status}
+    if change.status not in _UNFINISHED:
+        return {**result, "skipped": "the workflow's end step reports this ending"}
+    if (change.account, change.region) != (settings.account, settings.region) or (
+        settings.state_machine_arn and change.state_machine_arn != settings.state_machine_arn
+    ):
+        raise EventRefusedError(
+            f"execution {change.execution_arn!r} is not this deployment's retraining workflow"
+        )
+    topic = settings.topic_arn
+    if not topic:
+        raise ConfigError(
+            f"{Env.TOPIC_ARN}: not set, nowhere to send the message", field=Env.TOPIC_ARN, value=None
+        )
+
+    def act() -> dict[str, object]:
+        note = execution_notification(change, region=runtime.region)
+        return {"outcome": "published", "message_id": note.publish(runtime.clients("sns"), topic)}
+
+    key = ledger_key("execution", change.execution_arn, change.status, "notify")
+    done = once(
+        runtime.ledger,
+        key,
+        {"action": "notify", "execution": change.execution_arn, "actor": settings.actor},
+        act,
+    )
+    return {**result, "sent": done.acted}
+
+
 def handle_notify(event: object, runtime: Runtime) -> dict[str, Any]:
-    """EventBridge state change -> rule message; SNS-delivered CloudWatch alarm -> alarm message."""
+    """EventBridge state change -> rule message; SNS-delivered CloudWatch alarm -> alarm message; the
+    retraining execution timed out or aborted -> a message (every other ending is its end step's)."""
 
     def body() -> dict[str, Any]:
         records = _sns_records(event) if isinstance(event, Mapping) else None
         if records is not None:
             return _notify_alarms(records, runtime)
+        if isinstance(event, Mapping) and event.get("source") == EXECUTION_SOURCE:
+            return _notify_execution(event, runtime)
         return {"action": "notify", **handle_state_change(event, runtime, ("notify",))}
 
     return _guard("notify", body)

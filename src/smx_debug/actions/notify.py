@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from smx_debug.actions.events import AlarmChange
+from smx_debug.actions.events import AlarmChange, ExecutionChange
 from smx_debug.actions.verify import Trigger, VerifiedJob
 from smx_debug.contracts import (
     RULE_LOG_GROUP,
@@ -32,6 +32,7 @@ __all__ = [
     "MAX_SUBJECT",
     "Notification",
     "alarm_notification",
+    "execution_notification",
     "rule_notification",
     "safe_subject",
     "shown_values",
@@ -134,4 +135,20 @@ def alarm_notification(alarm: AlarmChange, *, region: str) -> Notification:
     if job:
         lines.append(f"Training job in the console: {console_job_url(region, job)}")
     subject = safe_subject(f"smx-debug: alarm {alarm.alarm_name} is {alarm.new_state}")
+    return Notification(subject=subject, message=_cap("\n".join(lines) + "\n"))
+
+
+def execution_notification(change: ExecutionChange, *, region: str) -> Notification:
+    """The message for a retraining execution that ended outside its own end step (timed out, aborted)."""
+    domain = console_domain(partition_of_region(region))
+    url = f"https://{region}.{domain}/states/home?region={region}#/v2/executions/details/{quote(change.execution_arn, safe='')}"
+    lines = [
+        f"The smx-debug retraining workflow {change.name} ended: {change.status}.",
+        "",
+        "It ended outside its own end step, so no final step ran: the training job it was watching may still",
+        "be running (its rules' own actions still guard it). Check the execution's last job and stop it if needed.",
+        "",
+        f"Execution in the console: {url}",
+    ]
+    subject = safe_subject(f"smx-debug retrain: execution {change.name} {change.status}")
     return Notification(subject=subject, message=_cap("\n".join(lines) + "\n"))

@@ -363,3 +363,37 @@ def test_alarm_with_a_lone_surrogate_name_is_rejected_not_crashing() -> None:
     result = handle_notify(event, fake_runtime())
     assert result["rejected"] is True and "AlarmName" in result["reason"]
     json.dumps(result)
+
+
+# --- the retraining execution timed out or was aborted: its end step never ran -----------------------
+
+
+def test_retraining_execution_timed_out_is_notified_once() -> None:
+    sns = FakeSns()
+    runtime = fake_runtime(sns=sns)
+    event = _event("sfn_execution_timed_out.json")
+    first, again = handle_notify(event, runtime), handle_notify(event, runtime)
+    assert (first["sent"], again["sent"]) == (True, False)
+    (message,) = sns.published
+    assert message["Subject"] == "smx-debug retrain: execution smx-retrain-job-1-0123456789 TIMED_OUT"
+    assert "https://us-east-2.console.aws.amazon.com/states/home" in message["Message"]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ({"status": "FAILED"}, "skipped"),  # the state machine's catch ran the end step, which notified
+        ({"status": "SUCCEEDED"}, "skipped"),
+        ({"account": "999999999999"}, "refused"),
+        ({"stateMachineArn": "arn:aws:states:us-east-2:123456789012:stateMachine:theirs"}, "refused"),
+        ({"executionArn": "arn:aws:states:us-east-2:123456789012:execution:x:\ud800"}, "rejected"),
+    ],
+)
+def test_retraining_execution_other_endings_are_not_notified_here(change: dict, expected: str) -> None:
+    event = _event("sfn_execution_timed_out.json")
+    for key, value in change.items():
+        (event if key == "account" else event["detail"])[key] = value
+    sns = FakeSns()
+    result = handle_notify(event, fake_runtime(sns=sns))
+    assert result.get(expected), result
+    assert sns.published == []
