@@ -8,7 +8,6 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from infra.components.nag import acknowledge
 from smx_debug.contracts import LEDGER_TTL_ATTRIBUTE
 
 __all__ = ["LedgerTable", "OutputBucket"]
@@ -58,8 +57,6 @@ class OutputBucket(Construct):
             ],
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
-        acknowledge(self.log_bucket, "AwsSolutions-S1",
-                    "This is the access-log target; logging it into itself would loop.")
 
         rules: list[s3.LifecycleRule] = [
             s3.LifecycleRule(id="abort-incomplete-uploads", abort_incomplete_multipart_upload_after=cdk.Duration.days(7))

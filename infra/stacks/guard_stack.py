@@ -29,7 +29,6 @@ from infra.components import (
     Notifications,
     OutputBucket,
     RetrainingWorkflow,
-    acknowledge,
     acknowledge_wildcards,
 )
 from infra.components.evaluator import EVALUATOR_TIMEOUT_SECONDS, Evaluator
@@ -114,7 +113,6 @@ class GuardStack(cdk.Stack):
             enforce_ssl=True,
             retention_period=cdk.Duration.days(14),
         )
-        acknowledge(self.dead_letters, "AwsSolutions-SQS3", "This queue is the dead-letter queue.")
         # EventBridge (failed events) and SNS (the alarm subscription's redrive) deliver to the encrypted DLQ only
         # if they may use the key. Neither sends aws:SourceArn/SourceAccount with its KMS calls, so these grants
         # cannot be conditioned on them; the queue policy restricts who may send (aws:SourceArn).
