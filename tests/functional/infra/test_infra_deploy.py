@@ -65,8 +65,9 @@ def test_deploy_creates_every_resource_and_emulates_moto_skips(aws: LocalAws, de
 def test_deploy_alarms_match_template(aws: LocalAws, deployed: DeployedStack, synthesized: Path) -> None:
     template = _template(synthesized)
     alarms = {a["AlarmName"]: a for a in aws.client("cloudwatch").describe_alarms()["MetricAlarms"]}
-    # Two rule alarms, plus the guard's health: DLQ, each of the four functions, retraining executions.
-    assert len(alarms) == 2 + 1 + 4 + 1
+    # Two rule alarms, plus the guard's health: DLQ, each of the four functions, retraining executions, and the
+    # scheduled evaluator's errors.
+    assert len(alarms) == 2 + 1 + 4 + 1 + 1
     rule_alarms = {k: v for k, v in _of_type(template, "AWS::CloudWatch::Alarm").items()
                    if v["Properties"].get("Namespace") == "SmxDebug"}
     assert len(rule_alarms) == 2
@@ -120,6 +121,8 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
     for fn in lam.list_functions()["Functions"]:
         tags = lam.list_tags(Resource=fn["FunctionArn"])["Tags"]
         handlers[tags["smx-debug:handler"]] = fn
+    evaluator = handlers.pop("evaluator")  # the scheduled evaluator: tests/infra/test_infra_evaluator.py
+    assert evaluator["Environment"]["Variables"]["SMX_LEDGER_TABLE"] == deployed.output("LedgerTableName")
     assert sorted(handlers) == ["notify", "retrain", "rule_metrics", "stop_training"]
     for name, fn in handlers.items():
         assert fn["Runtime"] == "python3.14"
@@ -144,6 +147,10 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
     patterns = {}
     for rule in events.list_rules()["Rules"]:
         targets = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
+        if "ScheduleExpression" in rule:  # the evaluator's schedule
+            assert (rule["ScheduleExpression"], [t["Arn"] for t in targets]) == (
+                "rate(1 minute)", [evaluator["FunctionArn"]])
+            continue
         patterns[json.dumps(json.loads(rule["EventPattern"])["detail"], sort_keys=True)] = sorted(
             t["Arn"] for t in targets
         )
