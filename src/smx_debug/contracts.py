@@ -22,6 +22,8 @@ __all__ = [
     "EVALUATOR_SPEC_PREFIX",
     "EVALUATOR_TAG",
     "EVENT_SOURCE",
+    "EXECUTION_DETAIL_TYPE",
+    "EXECUTION_EVENT_SOURCE",
     "HANDLER_TAG",
     "ISSUES_FOUND",
     "LEDGER_KEY_ATTRIBUTE",
@@ -39,6 +41,7 @@ __all__ = [
     "SOURCE_EVALUATOR",
     "TAG_PREFIX",
     "TRIGGER_SOURCES",
+    "UNREPORTED_EXECUTION_STATUSES",
     "Env",
     "RuleKind",
     "alarm_key",
@@ -128,6 +131,11 @@ def opt_in_iam_condition(tag_key: str = MANAGED_TAG, *, on: Literal["resource", 
 EVENT_SOURCE: Final = "aws.sagemaker"
 DETAIL_TYPE: Final = "SageMaker Training Job State Change"
 ISSUES_FOUND: Final = "IssuesFound"
+# The retraining state machine's executions: the ends no step of the execution can report (the stack routes
+# these events to the notify function).
+EXECUTION_EVENT_SOURCE: Final = "aws.states"
+EXECUTION_DETAIL_TYPE: Final = "Step Functions Execution Status Change"
+UNREPORTED_EXECUTION_STATUSES: Final = ("TIMED_OUT", "ABORTED")
 
 RuleKind = Literal["debugger", "profiler"]
 RULE_KINDS: Final[tuple[RuleKind, ...]] = ("debugger", "profiler")
