@@ -80,6 +80,9 @@ def respond(
 
     Returns a JSON-able summary. Raises the first action failure after every action ran (see module doc).
     """
+    unknown = sorted(set(actions) - set(ACTIONS))
+    if unknown:
+        raise ConfigError(f"actions: {unknown} are not among {ACTIONS}", field="actions", value=unknown)
     result: dict[str, Any] = {"job": job.name, "triggered": [t.rule for t in triggered]}
     if not settings.watches(job.name, job.tags):
         return {**result, "skipped": "job not watched by this deployment"}

@@ -397,3 +397,11 @@ def test_retraining_execution_other_endings_are_not_notified_here(change: dict, 
     result = handle_notify(event, fake_runtime(sns=sns))
     assert result.get(expected), result
     assert sns.published == []
+
+
+def test_respond_unknown_action_name_is_refused_naming_it() -> None:
+    sagemaker = FakeSageMaker()
+    runtime = fake_runtime(sagemaker=sagemaker)
+    job = verify_job(sagemaker, job_name=JOB, deployment_account=ACCOUNT, deployment_region=REGION)
+    with pytest.raises(ValueError, match="'explode'"):
+        respond(job, [], settings=runtime.settings, ledger=runtime.ledger, clients=runtime.clients, actions=("explode",))
