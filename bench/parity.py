@@ -23,6 +23,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "step_outliers": {"scenario": "step_outlier"},
     "slow_initialization": {"scenario": "healthy", "initialization_s": 1500.0},
     "clock_offsets": {"scenario": "low_gpu_utilization", "nodes": 2, "clock_offset_s": 7.0},
+    "unaligned_start": {"scenario": "gpu_memory_jump", "onset_s": 1300.0,
+                        "job_start": datetime(2026, 1, 1, 0, 0, 23, tzinfo=UTC)},  # scans start at the minute
 }
 
 

@@ -1,7 +1,9 @@
 """Scan intervals: Debugger rule jobs re-evaluate every ``scan_interval_us`` on the data seen so far.
 
 We reproduce that schedule after the fact: boundary ``k`` (1-based) is ``t0 + k * interval``, and the
-rule's state at boundary ``k`` is computed from the events with timestamp ``< boundary``. The last
+rule's state at boundary ``k`` is computed from the events with timestamp ``< boundary``. ``t0`` is the
+whole minute of the first event: the rule job starts scanning at the timestamp of the first system file,
+and smdebug names those files by the epoch second of their full minute (``<minute>.algo-1.json``). The last
 boundary lies past the last event, so the final evaluation sees everything (as the rule job does
 once the training job has ended).
 """
@@ -10,12 +12,15 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["boundaries", "counts_before", "interval_of", "last_window", "window_quantiles"]
+__all__ = ["MINUTE_NS", "boundaries", "counts_before", "interval_of", "last_window", "window_quantiles"]
+
+MINUTE_NS = 60 * 10**9
 
 
 def boundaries(t0_ns: int, t_last_ns: int, interval_us: int) -> np.ndarray:
-    """Scan boundaries (epoch ns) covering ``[t0, t_last]``; at least one."""
+    """Scan boundaries (epoch ns) covering ``[t0, t_last]``, ``t0`` floored to its minute; at least one."""
     step = int(interval_us) * 1000
+    t0_ns = int(t0_ns) - int(t0_ns) % MINUTE_NS
     k = max(1, (t_last_ns - t0_ns) // step + 1)
     return t0_ns + step * np.arange(1, k + 1, dtype=np.int64)
 

@@ -211,3 +211,11 @@ def test_load_balancing_writes_workloads_even_when_it_does_not_fire(frames):
     hist[25] = 1200
     assert r.rule_triggered == 0
     assert r.details == {"algo-1": {"workloads": {"gpu0": hist}}, "algo-2": {"workloads": {"gpu0": [0] * 49}}}
+
+
+def test_scans_start_at_the_whole_minute_of_the_first_datapoint(frames):
+    # Debugger's first scan starts at the first system file's timestamp, the full minute (files are named
+    # <minute>.algo-1.json). Values from t=30 s: boundary k sees 60k - 30 values, > 1000 first at k=18.
+    data = frames.data(frames.series("algo-1", "gpu0", "GPUUtilization", np.full(1200, 30.0), start_s=30.0))
+    r = evaluate_rule("LowGPUUtilization", data)
+    assert (r.trigger_step, r.details["last_timestamp"]) == (18, 1_200_000_000)
