@@ -144,9 +144,12 @@ def _node_sum(data: JobData, dims: Iterable[str]) -> dict[str, tuple[np.ndarray,
 
 
 def _step_series(data: JobData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per node, each step as a plateau at its duration from its start to its end (a 9 s step spans 9 s)."""
     out = {}
     for node, grp in data.steps.groupby("node", sort=True, observed=True):
-        out[str(node)] = (ns(grp["start"]), grp["duration"].to_numpy(dtype=float))
+        grp = grp.sort_values("start", kind="stable")
+        d = grp["duration"].to_numpy(dtype=float)
+        out[str(node)] = (np.column_stack([ns(grp["start"]), ns(grp["end"])]).ravel(), np.repeat(d, 2))
     return out
 
 
@@ -169,6 +172,11 @@ def _aggregate_chart(per_node: dict[str, tuple[np.ndarray, np.ndarray]], title: 
     if not per_node:
         return ""
     div, label = _unit((t0, t1))
+    if len(per_node) <= 3 and all(len(ts) <= 2 * _BINS for ts, _ in per_node.values()):
+        # sparse series (few steps, 1-minute CloudWatch data): every point, no bins to bridge gaps between
+        raw = [(node, (ts - t0) / div, v * scale) for node, (ts, v) in per_node.items()]
+        return line_chart(raw, title=title, unit=unit, y_max=y_max, marks=marks, x_range=(0.0, (t1 - t0) / div),
+                          x_label=label, width=560, height=200)
     x = (np.arange(_BINS) + 0.5) * (t1 - t0) / _BINS / div
     grid = np.vstack([_bin(ts, v * scale, t0, t1) for ts, v in per_node.values()])
     with np.errstate(invalid="ignore"), warnings.catch_warnings():
@@ -231,7 +239,7 @@ def _timelines(m: ReportModel) -> str:
         if node in cpu and len(cpu[node][1]):
             summary.append(f"CPU {percent(float(cpu[node][1].mean()))} mean")
         if node in steps:
-            summary.append(f"{len(steps[node][1]):,} steps, median {duration(float(np.median(steps[node][1])))}")
+            summary.append(f"{len(steps[node][1]) // 2:,} steps, median {duration(float(np.median(steps[node][1])))}")
         inner = [
             _device_chart(data, node, "GPUUtilization", f"{node}: GPU utilization per GPU (%)", t0, t1, marks),
             _device_chart(data, node, "GPUMemoryUtilization", f"{node}: GPU memory per GPU (%)", t0, t1, marks),
@@ -286,7 +294,9 @@ def _dips(m: ReportModel) -> str:
            "framework event that overlaps it most; GPU time lost = (busy level - utilization) x GPUs x time. "
            "Ranked by GPU time lost.</p>"]
     if m.dips.empty:
-        out.append("<p class='ok'>No GPU dips during training.</p>" if m.span else "<p class='na'>No GPU metrics.</p>")
+        has_gpu = bool(m.inp.data.totals("GPUUtilization"))
+        out.append("<p class='ok'>No GPU dips during training.</p>" if has_gpu
+                   else "<p class='na'>No GPU utilization metrics in this data.</p>")
         return "".join(out)
     total = float(m.dips["gpu_seconds_lost"].sum())
     out.append(f"<p>{count('gpu-dips', len(m.dips))} dips cost {number(total)} GPU-seconds "
