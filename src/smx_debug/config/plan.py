@@ -5,24 +5,29 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import Field, StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
-from smx_debug.tags import ActionSpec, encode_tags
 from smx_debug.config._base import FrozenModel, PositiveInt, S3Uri
 from smx_debug.config.models import CollectionConfig, HookConfig, ProfilerSettings, RuleConfig
 from smx_debug.config.warnings import SmxDebugWarning
+from smx_debug.contracts import EVALUATOR_TAG
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.rules.images import RULE_IMAGE_ACCOUNTS
+from smx_debug.tags import MAX_TAGS, ActionSpec, encode_tags
+
+if TYPE_CHECKING:
+    from smx_debug.watch.spec import WatchSpec
 
 __all__ = ["MAX_RULES_PER_KIND", "DebugPlan"]
 
 MAX_RULES_PER_KIND = 20
 MAX_COLLECTIONS = 20
 Framework = Literal["pytorch", "tensorflow", "mxnet", "xgboost", "other"]
+Guard = Literal["debugger", "evaluator", "both"]
 
 
 class DebugPlan(FrozenModel):
@@ -48,6 +53,9 @@ class DebugPlan(FrozenModel):
     profiler: ProfilerSettings = Field(default_factory=ProfilerSettings)
     tensorboard_output_path: S3Uri | None = None
     tags: dict[StrictStr, StrictStr] = Field(default_factory=dict)
+    guard: Guard = "debugger"
+    """Who evaluates the rules: Debugger's rule jobs, the stack's scheduled evaluator (no Debugger rules, hook or
+    profiler are rendered; docs/evaluator.md), or both (the evaluator takes the rules it can evaluate)."""
 
     @model_validator(mode="after")
     def _check(self) -> DebugPlan:
@@ -87,6 +95,7 @@ class DebugPlan(FrozenModel):
                 "{count} collections (yours plus the ones the rules need); SageMaker allows at most {limit}",
                 {"subpath": "hook.collections", "bad_value": n_collections, "count": n_collections, "limit": MAX_COLLECTIONS},
             )
+        self._check_guard()
         if self.profiler.disable and self.profiler_rules:
             raise PydanticCustomError(
                 "smx_field",
@@ -100,6 +109,29 @@ class DebugPlan(FrozenModel):
                 "smx_field", "{msg}", {"subpath": "tags", "bad_value": repr(exc.value), "msg": str(exc)}
             ) from None
         return self
+
+    def _check_guard(self) -> None:
+        from smx_debug.watch.spec import EVALUATOR_RULES
+
+        if self.guard != "evaluator":
+            return
+        for i, rule in enumerate(self.rules):
+            if rule.spec.name not in EVALUATOR_RULES:
+                raise PydanticCustomError(
+                    "smx_field",
+                    "rule {rule} needs Debugger; with guard 'evaluator' the rules are one of {rules} "
+                    "(or set guard to 'both')",
+                    {"subpath": f"rules[{i}].name", "bad_value": repr(rule.name), "rule": rule.spec.name,
+                     "rules": ", ".join(EVALUATOR_RULES)},
+                )
+            for j, action in enumerate(rule.actions):
+                if action.builtin:
+                    raise PydanticCustomError(
+                        "smx_field",
+                        "{kind} runs in Debugger's rule container; with guard 'evaluator' use stop_job, notify "
+                        "or retrain",
+                        {"subpath": f"rules[{i}].actions[{j}]", "bad_value": repr(action.kind), "kind": action.kind},
+                    )
 
     # --- construction -------------------------------------------------------------------------
 
@@ -176,13 +208,32 @@ class DebugPlan(FrozenModel):
 
     @property
     def debugger_rules(self) -> tuple[RuleConfig, ...]:
-        """Rules evaluated on tensors (``DebugRuleConfigurations``)."""
+        """Rules evaluated on tensors (``DebugRuleConfigurations``); none when the evaluator guards alone."""
+        if self.guard == "evaluator":
+            return ()
         return tuple(r for r in self.rules if r.spec.kind == "debugger")
 
     @property
     def profiler_rules(self) -> tuple[RuleConfig, ...]:
-        """Rules evaluated on profiling data (``ProfilerRuleConfigurations``)."""
+        """Rules evaluated on profiling data (``ProfilerRuleConfigurations``); none when the evaluator guards alone."""
+        if self.guard == "evaluator":
+            return ()
         return tuple(r for r in self.rules if r.spec.kind == "profiler")
+
+    def watch_spec(self) -> WatchSpec:
+        """The rules the stack's scheduled evaluator applies to the job (empty when ``guard`` is ``debugger``).
+
+        Store it with ``plan.watch_spec().store(bucket, s3_client=...)`` in the stack's bucket before the job
+        starts; the job's ``smx-debug:evaluator`` tag (in :meth:`tags_list`) names it.
+        """
+        from smx_debug.watch.spec import EVALUATOR_RULES, WatchedRule, WatchSpec
+
+        if self.guard == "debugger":
+            return WatchSpec()
+        return WatchSpec(rules=tuple(
+            WatchedRule(name=r.rule_configuration_name, rule=r.spec.name, parameters=dict(r.parameters))
+            for r in self.rules if r.spec.name in EVALUATOR_RULES
+        ))
 
     def rule_collections(self, rule: RuleConfig) -> tuple[CollectionConfig, ...]:
         """The merged collection configurations a rule requires."""
@@ -234,7 +285,14 @@ class DebugPlan(FrozenModel):
             specs = [s for s in (a.tag_spec() for a in rule.actions) if s is not None]
             if specs:
                 rule_actions[rule.rule_configuration_name] = specs
-        return encode_tags(rule_actions, managed=True, plan=self.name, extra=self.tags)
+        tags = encode_tags(rule_actions, managed=True, plan=self.name, extra=self.tags)
+        spec = self.watch_spec()
+        if spec.rules:
+            tags.append({"Key": EVALUATOR_TAG, "Value": spec.key})
+            if len(tags) > MAX_TAGS:
+                raise ConfigError(f"tags: {len(tags)} tags; SageMaker allows at most {MAX_TAGS} per training job",
+                                  field="tags", value=len(tags))
+        return tags
 
     # --- validation and rendering -------------------------------------------------------------
 

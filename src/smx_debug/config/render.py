@@ -138,7 +138,8 @@ def request_dict(plan: DebugPlan, *, job_name: str | None) -> dict[str, Any]:
         collections.append(entry)
     # always present, possibly empty, as the SDK sends it
     hook["CollectionConfigurations"] = collections
-    out["DebugHookConfig"] = hook
+    if plan.guard != "evaluator":  # the evaluator needs no Debugger hook
+        out["DebugHookConfig"] = hook
 
     if plan.debugger_rules:
         out["DebugRuleConfigurations"] = [
@@ -154,7 +155,7 @@ def request_dict(plan: DebugPlan, *, job_name: str | None) -> dict[str, Any]:
         out["TensorBoardOutputConfig"] = {"S3OutputPath": plan.tensorboard_output_path}
 
     prof = plan.profiler
-    if prof.disable:
+    if prof.disable or plan.guard == "evaluator":
         out["ProfilerConfig"] = {"DisableProfiler": True}
     else:
         config: dict[str, Any] = {"S3OutputPath": prof.s3_output_path or plan.s3_output_path, "DisableProfiler": False}

@@ -215,7 +215,9 @@ def estimator_kwargs(plan: DebugPlan, user: dict[str, Any] | None = None) -> dic
         "tags": plan.tags_list(),
     }
     prof = plan.profiler
-    if prof.disable:
+    if plan.guard == "evaluator":  # no Debugger at all: the stack's evaluator guards the job
+        out["debugger_hook_config"] = False
+    if prof.disable or plan.guard == "evaluator":
         out["profiler_config"] = dbg.ProfilerConfig(disable_profiler=True)
         out["disable_profiler"] = True
     else:

@@ -118,6 +118,14 @@ class WatchSpec:
         """The object key in the stack's bucket, content-addressed: the same spec always has the same key."""
         return f"{EVALUATOR_SPEC_PREFIX}{hashlib.sha256(self.to_json().encode()).hexdigest()}.json"
 
+    def store(self, bucket: str, *, s3_client: Any) -> str:
+        """Put the spec in ``bucket`` (the stack's bucket, output ``OutputBucketName``) at :attr:`key`; returns the key.
+
+        Content-addressed, so storing the same spec twice is harmless and a stored spec never changes.
+        """
+        s3_client.put_object(Bucket=bucket, Key=self.key, Body=self.to_json().encode(), ContentType="application/json")
+        return self.key
+
     def merged_with(self, defaults: WatchSpec, *, skip: frozenset[str] = frozenset()) -> WatchSpec:
         """This spec's rules, then each default rule whose configuration name is neither here nor in ``skip``."""
         names = {r.name for r in self.rules} | skip
