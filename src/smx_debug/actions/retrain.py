@@ -240,7 +240,12 @@ def init_state(run_spec: object, clock: Callable[[], float] = time.time) -> dict
     after = spec.get("after_job")
     if isinstance(after, Mapping) and isinstance(after.get("job_name"), str):
         history["jobs"].append(
-            {"job_name": after["job_name"], "rule": after.get("rule"), "outcome": "flagged"}
+            {
+                "job_name": after["job_name"],
+                "rule": after.get("rule"),
+                "step": after.get("step"),
+                "outcome": "flagged",
+            }
         )
         planned = plan_next(spec["hyperparameters"], spec["strategies"])
         if planned is None:

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
-from actions_support import Stack, client, create_job
+from actions_support import LAMBDAS, Stack, client, create_job
 
 from smx_debug.actions import ClaimInProgressError, Ledger, Runtime, Settings, handle_stop_training
 from smx_debug.contracts import retrain_execution_name
@@ -132,3 +132,61 @@ def test_retrain_rule_starts_one_execution_with_the_jobs_own_request_and_duplica
     assert spec["after_job"] == {"job_name": job, "rule": RULE, "step": 64, "source": "SageMaker Debugger"}
     assert spec["request"]["RoleArn"] == "arn:aws:iam::123456789012:role/smx-training"
     assert ext.stop_calls(aws, job) == 0
+
+
+def _step(stack: Stack, step: str, state: dict[str, Any]) -> dict[str, Any]:
+    (delivery,) = ext.deliver_event(
+        stack.aws, {"step": step, "state": state}, {"retrain": stack.env()}, lambdas_dir=LAMBDAS
+    )
+    assert delivery.error is None, delivery.error
+    result: dict[str, Any] = delivery.result
+    assert result.get("error") is None, result
+    return result
+
+
+def test_retrain_action_end_to_end_launches_the_next_run_and_notifies_at_the_end(stack: Stack) -> None:
+    """The state machine's steps driven by hand on the execution's real input (moto cannot run Lambda tasks)."""
+    aws = stack.aws
+    job = "guard-retrain-loop"
+    machine = _machine(stack)
+    client(aws, "sagemaker").create_training_job(
+        TrainingJobName=job,
+        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
+                                "TrainingInputMode": "File"},
+        RoleArn="arn:aws:iam::123456789012:role/smx-training",
+        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
+        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+        HyperParameters={"warmup_learning_rate": "0.1", "learning_rate": "0.1", "wandb_api_key": "s3cr3t"},
+        Tags=[{"Key": "smx-debug:managed", "Value": "true"}, {"Key": f"smx-debug:on:{RULE}", "Value": "stop retrain"}],
+    )
+    ext.set_training_job_status(aws, job, "InProgress")
+    ext.set_rule_statuses(aws, job, debug=[ext.rule_status(RULE, "IssuesFound", step=80)])
+    event = ext.state_change_event(aws, job)
+    runtime = _runtime(stack, Ledger(client(aws, "dynamodb"), stack.table), machine)
+    assert handle_stop_training(event, runtime)["retrain"]["outcome"] == "started"
+    assert handle_stop_training(event, runtime)["retrain"]["duplicate"] is True  # nothing more started
+    assert ext.stop_calls(aws, job) == 1
+    sfn = client(aws, "stepfunctions")
+    (execution,) = sfn.list_executions(stateMachineArn=machine)["executions"]
+    spec = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])["run_spec"]
+
+    state = _step(stack, "init", {"run_spec": spec})
+    state = _step(stack, "train", state)
+    launched = state["history"]["latest_job_name"]
+    described = client(aws, "sagemaker").describe_training_job(TrainingJobName=launched)
+    assert described["HyperParameters"]["warmup_learning_rate"] == "0.05"  # halved: the flagged run exploded
+    assert described["HyperParameters"]["wandb_api_key"] == "s3cr3t"  # kept for the job, never shown
+    ext.set_training_job_status(aws, launched, "InProgress")
+    ext.set_rule_statuses(aws, launched, debug={RULE: "InProgress"})
+    state = _step(stack, "monitor", state)
+    ext.set_training_job_status(aws, launched, "Completed")
+    ext.set_rule_statuses(aws, launched, debug={RULE: "NoIssuesFound"})
+    state = _step(stack, "monitor", state)
+    assert state["next_action"] == "end"
+    state = _step(stack, "end", state)
+
+    messages = stack.messages()
+    assert messages[-1]["Subject"] == "smx-debug retrain: run finished: Completed, no rule found issues"
+    assert f"- {job}: rule {RULE} at step 80; flagged" in messages[-1]["Message"]
+    assert not any("s3cr3t" in m["Message"] for m in messages)

@@ -240,7 +240,7 @@ def test_init_after_a_flagged_job_plans_the_first_change_at_once() -> None:
     spec = {**copy.deepcopy(SPEC), "after_job": {"job_name": "flagged-1", "rule": "ExplodingTensor"}}
     state = init_state(spec)
     assert state["run_spec"]["hyperparameters"]["warmup_learning_rate"] == 0.05
-    assert state["history"]["jobs"] == [{"job_name": "flagged-1", "rule": "ExplodingTensor", "outcome": "flagged"}]
+    assert state["history"]["jobs"] == [{"job_name": "flagged-1", "rule": "ExplodingTensor", "step": None, "outcome": "flagged"}]
     assert state["next_action"] == "launch_new"
 
 
