@@ -37,7 +37,10 @@ from smx_debug.contracts import (
     DEFAULT_FUNCTION_TIMEOUT_SECONDS,
     DETAIL_TYPE,
     EVENT_SOURCE,
+    EXECUTION_DETAIL_TYPE,
+    EXECUTION_EVENT_SOURCE,
     METRIC_NAME,
+    UNREPORTED_EXECUTION_STATUSES,
     Env,
     opt_in_iam_condition,
     watch_pattern,
@@ -183,6 +186,8 @@ class GuardStack(cdk.Stack):
                 actions=["kms:GenerateDataKey*"],
                 reason="Publishing the failure message to our KMS-encrypted topic needs data keys of the stack key.",
             )
+        if self.workflow is not None:
+            self.rules.append(self._retraining_ended_rule())
         self.health_alarms = self._health_alarms()
         self.evaluator: Evaluator | None = None
         if config.evaluator.enabled:  # smx-debug's own rule evaluation, for jobs with or without Debugger
@@ -220,7 +225,8 @@ class GuardStack(cdk.Stack):
             Env.LEASE_SECONDS: str(TIMEOUTS[name] + LEASE_MARGIN_SECONDS),
             Env.SHOW_KEYS: ",".join(config.show_keys),
         }
-        if name in RETRAIN_STARTERS and config.retraining.enabled:
+        # The starters start executions; notify checks the ARN of the execution events it reports.
+        if name in (*RETRAIN_STARTERS, "notify") and config.retraining.enabled:
             env[Env.STATE_MACHINE_ARN] = self.state_machine_arn
         return env
 
@@ -366,6 +372,22 @@ class GuardStack(cdk.Stack):
                 )
             )
         return [rule]
+
+    def _retraining_ended_rule(self) -> events.Rule:
+        """Executions that end where no step can report (timed out, aborted) -> the notify handler."""
+        rule = events.Rule(
+            self,
+            "RetrainingEnded",
+            description="smx-debug: retraining executions that timed out or were aborted",
+            event_pattern=events.EventPattern(
+                source=[EXECUTION_EVENT_SOURCE],
+                detail_type=[EXECUTION_DETAIL_TYPE],
+                detail={"status": list(UNREPORTED_EXECUTION_STATUSES), "stateMachineArn": [self.state_machine_arn]},
+            ),
+        )
+        rule.add_target(targets.LambdaFunction(self.functions["notify"].function, dead_letter_queue=self.dead_letters,
+                                               retry_attempts=4, max_event_age=cdk.Duration.hours(2)))
+        return rule
 
     def _alarms(self) -> dict[str, cloudwatch.Alarm]:
         """One alarm per configured rule name (``*``: the dimensionless all-rules metric), to the alarm topic."""

@@ -26,9 +26,9 @@ def logical_id(stack: cdk.Stack, construct: IConstruct) -> str:
 
 
 def watch_rules(template: Template) -> dict[str, Any]:
-    """The EventBridge rules with an event pattern (not schedules)."""
+    """The EventBridge rules on SageMaker training-job events (not schedules, not execution events)."""
     return {k: v for k, v in template.find_resources("AWS::Events::Rule").items()
-            if "EventPattern" in v["Properties"]}
+            if v["Properties"].get("EventPattern", {}).get("source") == ["aws.sagemaker"]}
 
 
 def functions_by_handler(template: Template) -> dict[str, str]:

@@ -13,7 +13,7 @@ from infra_policy_eval import Request, decide
 
 from infra.config import config_from_context
 from smx_debug.actions.settings import Settings
-from smx_debug.contracts import SFN_HISTORY_LIMIT, Env, retrain_history_events
+from smx_debug.contracts import EXECUTION_EVENT_SOURCE, SFN_HISTORY_LIMIT, Env, retrain_history_events
 from smx_debug.errors import ConfigError
 
 # The functions that run rule actions (a rule may say `retrain`): the Debugger-event one and the evaluator.
@@ -83,9 +83,23 @@ def test_only_the_rule_action_handlers_start_the_retraining_state_machine(full: 
         env = full.resolve(props["Environment"]["Variables"])
         may_start = decide(statements, Request("states:StartExecution", machine_arn))
         assert may_start == (handler in STARTERS), handler
-        assert (env.get(Env.STATE_MACHINE_ARN) == machine_arn) == (handler in STARTERS), handler
+        # notify also gets the ARN, to check the execution events it reports (no states:* permission).
+        assert (env.get(Env.STATE_MACHINE_ARN) == machine_arn) == (handler in {*STARTERS, "notify"}), handler
         other = machine_arn.replace("SmxDebugGuard-retraining", "someone-else")
         assert not decide(statements, Request("states:StartExecution", other))
+
+
+def test_executions_no_step_can_report_go_to_notify(full: Template) -> None:
+    (machine, _), = full.of_type("AWS::StepFunctions::StateMachine")
+    notify = functions_by_handler_of(full)["notify"]
+    ended = [p for _, p in full.of_type("AWS::Events::Rule")
+             if p.get("EventPattern", {}).get("source") == [EXECUTION_EVENT_SOURCE]]
+    assert len(ended) == 1
+    pattern = full.resolve(ended[0]["EventPattern"])
+    assert pattern == {"source": ["aws.states"], "detail-type": ["Step Functions Execution Status Change"],
+                       "detail": {"status": ["TIMED_OUT", "ABORTED"], "stateMachineArn": [full.resolve.ref(machine)]}}
+    assert [full.logical_of(t["Arn"]) for t in ended[0]["Targets"]] == [notify]
+    assert all("DeadLetterConfig" in t for t in ended[0]["Targets"])
 
 
 def functions_by_handler_of(t: Template) -> dict[str, str]:

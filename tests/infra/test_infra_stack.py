@@ -385,7 +385,7 @@ def test_functions_runtime_handler_environment_and_tags(synth: Synth) -> None:
             "SMX_LEASE_SECONDS": str(timeout + 30),
             "SMX_SHOW_KEYS": "epochs,learning_rate",
         }
-        if name == "stop_training":  # the handler whose rule actions may say `retrain`
+        if name in ("stop_training", "notify"):  # starts retraining; reports its unreported ends
             expected["SMX_STATE_MACHINE_ARN"] = {"Fn::Join": ["", [
                 "arn:", {"Ref": "AWS::Partition"}, ":states:", {"Ref": "AWS::Region"}, ":",
                 {"Ref": "AWS::AccountId"}, ":stateMachine:SmxDebugGuard-retraining"]]}

@@ -140,7 +140,7 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
             "SMX_LEASE_SECONDS": str(timeout + 30),
             "SMX_SHOW_KEYS": "",
         }
-        if name == "stop_training":
+        if name in ("stop_training", "notify"):  # starts retraining; reports executions that timed out
             expected["SMX_STATE_MACHINE_ARN"] = deployed.output("RetrainingStateMachineArn")
         assert fn["Environment"]["Variables"] == expected
     events = aws.client("events")
@@ -156,8 +156,12 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
         )
     expected_targets = sorted(handlers[h]["FunctionArn"] for h in ("rule_metrics", "notify", "stop_training"))
     assert patterns == {
-        json.dumps({"$or": [{"TrainingJobName": [{"prefix": "guarded-"}]}, {"Tags": {"smx-debug:managed": [{"equals-ignore-case": "true"}]}}]},
+        json.dumps({"$or": [{"TrainingJobName": [{"prefix": "guarded-"}]},
+                            {"Tags": {"smx-debug:managed": [{"equals-ignore-case": "true"}]}}]},
                    sort_keys=True): expected_targets,
+        json.dumps({"status": ["TIMED_OUT", "ABORTED"],
+                    "stateMachineArn": [deployed.output("RetrainingStateMachineArn")]},
+                   sort_keys=True): [handlers["notify"]["FunctionArn"]],
     }
     machine = aws.client("stepfunctions").describe_state_machine(
         stateMachineArn=deployed.output("RetrainingStateMachineArn"))
