@@ -48,7 +48,7 @@ def _asset_of(synthesized: Path, handler: str) -> tuple[str, str]:
     raise AssertionError(f"no function for {handler}")
 
 
-def _run(python: Path, aws: LocalAws, synthesized: Path, tmp_path: Path, handler: str, event: str,
+def _run(python: Path, aws: LocalAws, synthesized: Path, tmp_path: Path, handler: str, event: str | dict[str, Any],
          env: dict[str, str]) -> dict[str, Any]:
     publish_assets(aws, synthesized)
     bucket, key = _asset_of(synthesized, handler)
@@ -56,8 +56,11 @@ def _run(python: Path, aws: LocalAws, synthesized: Path, tmp_path: Path, handler
     root = tmp_path / "task"
     with zipfile.ZipFile(io.BytesIO(body)) as archive:
         archive.extractall(root)
+    event_path = EVENTS / event if isinstance(event, str) else tmp_path / "event.json"
+    if not isinstance(event, str):
+        event_path.write_text(json.dumps(event))
     completed = subprocess.run(
-        [str(python), "-I", "-c", RUN, str(root), str(EVENTS / event), ",".join(FORBIDDEN)],
+        [str(python), "-I", "-c", RUN, str(root), str(event_path), ",".join(FORBIDDEN)],
         env={"PATH": os.environ.get("PATH", ""), **aws.environ(), **env},
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
     )
@@ -68,12 +71,41 @@ def _run(python: Path, aws: LocalAws, synthesized: Path, tmp_path: Path, handler
     return out
 
 
+def _watched_job(aws: LocalAws) -> dict[str, Any]:
+    """The sample event's job, created on the local AWS with its tags and rule statuses; its state-change event.
+
+    The handlers act only on what SageMaker says (DescribeTrainingJob, ListTags), not on the event's copy.
+    """
+    sample = json.loads((EVENTS / "sagemaker_state_change_issues_found.json").read_text())["detail"]
+    job = sample["TrainingJobName"]
+    ext.install(aws)
+    aws.client("sagemaker").create_training_job(
+        TrainingJobName=job,
+        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
+                                "TrainingInputMode": "File"},
+        RoleArn="arn:aws:iam::123456789012:role/SageMakerExecution",
+        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
+        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+        Tags=[{"Key": k, "Value": v} for k, v in sample["Tags"].items()],
+    )
+    ext.set_training_job_status(aws, job, "InProgress")
+    ext.set_rule_statuses(aws, job, debug=[
+        ext.rule_status(r["RuleConfigurationName"], r["RuleEvaluationStatus"], details=r.get("StatusDetails"))
+        for r in sample["DebugRuleEvaluationStatuses"]
+    ])
+    return ext.state_change_event(aws, job)
+
+
+_DEPLOYMENT = {"SMX_WATCH_PREFIXES": "smdebugger-", "SMX_ACCOUNT": "123456789012"}
+
+
 def test_asset_rule_metrics_publishes_metric_from_sample_event(
     boto3_only_python: Path, local_aws: LocalAws, synthesized: Path, tmp_path: Path
 ) -> None:
-    out = _run(boto3_only_python, local_aws, synthesized, tmp_path, "rule_metrics",
-               "sagemaker_state_change_issues_found.json",
-               {"SMX_WATCH_PREFIXES": "smdebugger-", "SMX_METRIC_NAMESPACE": "SmxDebug"})
+    event = _watched_job(local_aws)
+    out = _run(boto3_only_python, local_aws, synthesized, tmp_path, "rule_metrics", event,
+               {**_DEPLOYMENT, "SMX_METRIC_NAMESPACE": "SmxDebug"})
     assert out["result"].get("rejected") is not True, out
     metrics = local_aws.client("cloudwatch").list_metrics(Namespace="SmxDebug", MetricName="RuleTriggered")
     assert {tuple(sorted((d["Name"], d["Value"]) for d in m["Dimensions"])) for m in metrics["Metrics"]} == {
@@ -113,19 +145,8 @@ def test_asset_retrain_init_returns_launch_state(
 def test_asset_stop_training_stops_watched_job(
     boto3_only_python: Path, local_aws: LocalAws, synthesized: Path, tmp_path: Path
 ) -> None:
-    job = "smdebugger-demo-mnist-tensorflow-1575184517"  # the sample event's job, tagged "stop notify"
-    ext.install(local_aws)
-    local_aws.client("sagemaker").create_training_job(
-        TrainingJobName=job,
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        RoleArn="arn:aws:iam::123456789012:role/SageMakerExecution",
-        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-    )
-    ext.set_training_job_status(local_aws, job, "InProgress")
-    out = _run(boto3_only_python, local_aws, synthesized, tmp_path, "stop_training",
-               "sagemaker_state_change_issues_found.json", {"SMX_WATCH_PREFIXES": "smdebugger-"})
-    assert (out["result"]["job"], out["result"]["rule"]) == (job, "VanishingGradient")
+    event = _watched_job(local_aws)  # its rule VanishingGradient is tagged "stop notify"
+    job = event["detail"]["TrainingJobName"]
+    out = _run(boto3_only_python, local_aws, synthesized, tmp_path, "stop_training", event, _DEPLOYMENT)
+    assert out["result"].get("rejected") is not True, out
     assert ext.stop_calls(local_aws, job) == 1
