@@ -20,7 +20,7 @@ from smx_debug.htmlreport.advice import ADVICE, DESCRIPTION
 from smx_debug.htmlreport.cost import CostEstimate
 from smx_debug.htmlreport.fmt import duration, money, utc
 from smx_debug.htmlreport.outcome import JobOutcome
-from smx_debug.reports.dips import dip_causes, gpu_dips
+from smx_debug.reports.dips import BETWEEN_STEPS, IN_STEP, NO_TRACE, dip_causes, gpu_dips
 from smx_debug.reports.loop import dataloader_share, slow_loading_steps, slowest_operators, step_loading
 
 __all__ = ["Mark", "ReportInput", "ReportModel", "RuleRow", "StepRow", "Verdict", "build_model"]
@@ -198,7 +198,7 @@ def _step_rows(inp: ReportInput) -> tuple[tuple[StepRow, ...], str | None]:
 
 
 def _verdict(inp: ReportInput, rows: tuple[RuleRow, ...], start: int | None, end: int | None,
-             note: str | None) -> Verdict:
+             note: str | None, causes: pd.DataFrame) -> Verdict:
     fired = sorted([r for r in rows if r.triggered],
                    key=lambda r: (r.first_trigger_ns is None, r.first_trigger_ns or 0, r.name))
     out = inp.outcome
@@ -228,6 +228,18 @@ def _verdict(inp: ReportInput, rows: tuple[RuleRow, ...], start: int | None, end
         details.append(f"Job status: {out.status}; it was not stopped.")
     else:
         details.append("Not stopped as far as the data shows (no DescribeTrainingJob or ledger was read).")
+    if len(causes):
+        top = causes.iloc[0]
+        lost = (f"{duration(float(top['gpu_seconds_lost']))} of GPU time in {int(top['dips']):,} dips, "
+                f"{float(top['share_percent']):.0f}% of all GPU time lost in dips")
+        if top["cause"] == IN_STEP:
+            details.append(f"The GPUs lost most time inside training steps ({lost}); the trace has no finer events "
+                           "to say why (profile the framework: dataloader, forward/backward).")
+        elif top["cause"] in (NO_TRACE, BETWEEN_STEPS):
+            details.append(f"The GPUs lost most time {top['cause']} ({lost}).")
+        else:
+            event = f" ({top['cause_event']})" if top["cause_event"] else ""
+            details.append(f"The GPUs lost most time to {top['cause']}{event}: {lost}.")
     cost = inp.cost
     so_far = after = saved = None
     basis = ""
@@ -291,12 +303,13 @@ def build_model(inp: ReportInput) -> ReportModel:
         marks.append(Mark("stop", "stop", out.stop_ns))
     events = inp.events
     dips = gpu_dips(inp.data, events)
+    causes = dip_causes(dips)
     has_events = events is not None and len(events) > 0
     empty = pd.DataFrame()
     per_step = step_loading(events, inp.data.steps) if events is not None and has_events else None
     return ReportModel(
         inp=inp, span=span, start_ns=start, end_ns=end, rows=rows, step_rows=step_rows, step_rule=step_rule,
-        marks=tuple(marks), verdict=_verdict(inp, rows, start, end, clock_note), dips=dips, causes=dip_causes(dips),
+        marks=tuple(marks), verdict=_verdict(inp, rows, start, end, clock_note, causes), dips=dips, causes=causes,
         loader_share=dataloader_share(events, inp.data.steps, per_step=per_step)
         if per_step is not None and events is not None else empty,
         slow_loads=slow_loading_steps(events, inp.data.steps, per_step=per_step)

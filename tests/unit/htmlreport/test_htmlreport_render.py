@@ -188,6 +188,8 @@ def test_report_dip_table_ranks_the_injected_dataloader_stall_first(tmp_path):
     assert first_row is not None and first_row.groups()[:2] == ("dataloader", "DataLoaderIter.__next__")
     assert "checkpoint" in dips and dips.index("DataLoaderIter.__next__") < dips.index("save_checkpoint")
     assert "GPU-s" in dips
+    verdict = html[html.index("id='verdict'"):html.index("id='rules'")]
+    assert "The GPUs lost most time to dataloader (DataLoaderIter.__next__)" in verdict
     loop = html[html.index("id='loop'"):html.index("id='steps'")]
     n_stalls = len(sim.stall_steps(0))
     assert f"<span data-count='slow-loading-steps'>{n_stalls}</span>" in loop
