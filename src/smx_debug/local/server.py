@@ -141,13 +141,18 @@ class LocalAws:
     def environment(self) -> Iterator[None]:
         """Point this process's default AWS clients (``boto3.client(...)``, the SDK's, the CLI's) here, then restore.
 
-        Useful where code creates its own clients, as a notebook or the ``smx-debug`` CLI does.
+        Useful where code creates its own clients, as a notebook or the ``smx-debug`` CLI does. boto3's default
+        session is this server's too, so ``sagemaker.Session()`` (which takes it) finds the account and its
+        default bucket here, not through the real STS.
         """
         saved = {key: os.environ.get(key) for key in self.environ()}
+        saved_session = boto3.DEFAULT_SESSION
         os.environ.update(self.environ())
+        boto3.DEFAULT_SESSION = self.session()
         try:
             yield
         finally:
+            boto3.DEFAULT_SESSION = saved_session
             for key, value in saved.items():
                 if value is None:
                     os.environ.pop(key, None)

@@ -67,3 +67,15 @@ def test_local_clients_pool_fits_the_readers(local_aws: LocalAws, tmp_path: Path
         frame = reports.system_metrics("s3://prof/j/profiler-output", s3_client=s3, progress=False, workers=16)
     assert len(frame) > 0
     assert not [r for r in caplog.records if "Connection pool is full" in r.getMessage()]
+
+
+def test_local_environment_default_sdk_session_stays_local_and_is_restored(local_aws: LocalAws) -> None:
+    import boto3
+    import sagemaker
+
+    before = boto3.DEFAULT_SESSION
+    with local_aws.environment():
+        session = sagemaker.Session()
+        assert session.account_id() == LOCAL_ACCOUNT_ID
+        assert session.default_bucket() == f"sagemaker-{local_aws.region}-{LOCAL_ACCOUNT_ID}"
+    assert boto3.DEFAULT_SESSION is before
