@@ -8,28 +8,32 @@ import sys
 from typing import Any
 
 from smx_debug.cli._args import check_output_file, require_data
+from smx_debug.cli.evaluate import add_rule_options, rule_selection
 
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
     from smx_debug.cli.report import load_framework_events, load_outcome, parse_time
-    from smx_debug.evaluate import LoadReport
+    from smx_debug.evaluate import LoadReport, evaluate
     from smx_debug.evaluate.jobs import load_job
+    from smx_debug.htmlreport import ReportInput, build_model
     from smx_debug.reports.trace_export import TraceMark, chrome_trace, write_chrome_trace
 
+    rules, overrides, _ = rule_selection(args)
     check_output_file(args.out, "--out")
     data, info = load_job(args.job_or_path, source=args.source, report=LoadReport())
     require_data(data, info.name, info.source)
     events = load_framework_events(args.job_or_path)
     onset = parse_time(args.onset, "--onset") if args.onset else None
     outcome = load_outcome(info, ledger_table=args.ledger_table, onset=onset)
-    marks = [TraceMark(f"first trigger: {name}", t, "trigger") for name, t in sorted(outcome.triggers.items(),
-                                                                                   key=lambda kv: kv[1])]
-    if outcome.onset_ns is not None:
-        marks.append(TraceMark("onset", outcome.onset_ns, "onset"))
-    if outcome.stop_ns is not None:
-        marks.append(TraceMark(f"stop ({outcome.stopped_by})", outcome.stop_ns, "stop"))
+    # the report's own model: the same first-trigger times and stop as the HTML report shows
+    model = build_model(ReportInput(job_name=info.name, data=data, results=evaluate(data, rules, overrides),
+                                    events=events, outcome=outcome))
+    marks = [TraceMark(f"first trigger: {r.name}", r.first_trigger_ns, "trigger") for r in model.fired
+             if r.first_trigger_ns is not None]
+    marks += [TraceMark(m.label if m.kind != "stop" else f"stop ({outcome.stopped_by or 'stopped'})", m.time_ns,
+                        m.kind) for m in model.marks if m.kind != "trigger"]
     trace = chrome_trace(data, events, marks=marks, job_name=info.name)
     path = write_chrome_trace(trace, args.out)
     print(f"wrote {path} ({path.stat().st_size:,} bytes, {len(trace['traceEvents']):,} events); open it in "
@@ -43,13 +47,11 @@ def register(subparsers: Any) -> Any:
         "trace", help="write system metrics + framework events as one Chrome/Perfetto trace JSON",
         description="Merge a job's system metrics (counter tracks per node and GPU) and framework events (steps, "
         "dataloader, forward/backward, operators) into one Chrome trace-event JSON file for Perfetto or "
-        "chrome://tracing, with marks for onset, rule triggers and the stop when known.",
+        "chrome://tracing, with marks for onset, each fired rule's first trigger (rules evaluated as in "
+        "`smx-debug report`) and the stop when known.",
     )
-    parser.add_argument("job_or_path", metavar="JOB_OR_PATH",
-                        help="training job name, s3:// profiler-output prefix, or local folder")
+    add_rule_options(parser)  # the rules whose first triggers are marked (default: all)
     parser.add_argument("-o", "--out", required=True, metavar="FILE", help="trace JSON file to write")
-    parser.add_argument("--source", choices=["auto", "debugger", "cloudwatch"], default="auto",
-                        help="for a job name: Debugger profiler output, CloudWatch instance metrics, or auto")
     parser.add_argument("--onset", metavar="TIME", help="when the problem started (ISO-8601 UTC or epoch seconds)")
     parser.add_argument("--ledger-table", default=os.environ.get("SMX_LEDGER_TABLE") or None, metavar="TABLE",
                         help="DynamoDB actions ledger to read the stop from (default: $SMX_LEDGER_TABLE)")

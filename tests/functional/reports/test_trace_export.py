@@ -77,6 +77,8 @@ def test_trace_cli_file_loads_in_devtools_trace_engine(job, tmp_path):
     assert loaded["processNames"] == {"1": "algo-1", "2": "algo-2"}
     names = {t["name"] for t in loaded["threads"]}
     assert {"Step:ModeKeys.TRAIN (pid 181)", "DataLoader (pid 181)", "Forward/Backward (pid 181)"} <= names
+    triggers = [e for e in events if e["ph"] == "i" and e["cat"] == "trigger"]
+    assert triggers and all(e["name"].startswith("first trigger: ") for e in triggers)
     onset = next(e for e in events if e["ph"] == "i" and e["name"] == "onset")
     t0 = datetime.fromisoformat(trace["otherData"]["t0_utc"])
     assert onset["s"] == "g" and t0 + timedelta(microseconds=onset["ts"]) == datetime(2026, 1, 1, 0, 1, 30, tzinfo=UTC)
