@@ -307,6 +307,25 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
         f"files; CPUBottleneck needs {plan_param(plan, 'CPUBottleneck', 'threshold')}% of the job's time in "
         f"bottleneck); {timeline.marks['stopped'] - timeline.marks['launched']:.1f} s wall clock from launch")
     print(f"\nReport: {out.resolve()}")
+    return _second_job(aws, bucket, inbox, minutes=minutes, onset_min=onset_min, speed=speed,
+                       first_onset_to_stop=(stopped_at_job_s - onset_s) / 60)
+
+
+def _second_job(aws: LocalAws, bucket: str, inbox: str, *, minutes: int, onset_min: float, speed: float,
+                first_onset_to_stop: float) -> int:
+    """A second job launched with no Debugger configuration, guarded by the stack's scheduled evaluator."""
+    from examples.demo_evaluator import guard_second_job
+
+    say("7/7 a second job without Debugger (no rules, profiler disabled), guarded by the scheduled evaluator")
+    second = guard_second_job(aws, bucket, job=f"{JOB_PREFIX}nodebugger-{datetime.now(UTC):%Y%m%d-%H%M%S}",
+                              minutes=minutes, onset_min=round(onset_min), speed=speed, say=say,
+                              inbox=lambda: drain(aws, inbox), show=print_message)
+    say("result", f"onset to stop, job 1 (Debugger profiler rules): {first_onset_to_stop:.1f} job minutes")
+    if second.onset_to_stop_min is None:
+        say("result", f"job 2 ({second.job}, no Debugger) was NOT stopped")
+        return 1
+    say("result", f"onset to stop, job 2 (no Debugger, smx-debug evaluator): {second.onset_to_stop_min:.1f} job "
+        f"minutes; StopTrainingJob calls: {second.stop_calls}")
     return 0
 
 
