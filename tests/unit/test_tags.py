@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import pytest
 
+from smx_debug.errors import ConfigError
 from smx_debug.tags import (
     MANAGED_TAG,
     ActionSpec,
     decode_tags,
     encode_tags,
 )
-from smx_debug.errors import ConfigError
 
 TOPIC = "arn:aws:sns:us-west-2:123456789012:ml-alerts"
 

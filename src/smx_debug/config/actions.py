@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
-from smx_debug.tags import ActionSpec
 from smx_debug.config._base import FrozenModel
+from smx_debug.tags import ActionSpec
 
 __all__ = [
     "ACTION_JSON_MAX_LEN",
