@@ -19,6 +19,9 @@ if sys.path and Path(sys.path[0] or ".").resolve() == ROOT / "infra":
     sys.path[0] = str(ROOT)
 elif str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
+# The Node 20 end-of-life banner jsii prints on every synth (20 lines on stderr, as the Makefile already silences
+# it): the project pins Node 20 in its setup. A value you set yourself (a comma-separated list of majors) wins.
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 import aws_cdk as cdk  # noqa: E402
 from cdk_nag import AwsSolutionsChecks  # noqa: E402
