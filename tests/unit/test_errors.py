@@ -74,3 +74,19 @@ def test_translate_unknown_code_returns_the_error_itself(code: str) -> None:
 
 def test_region_error_advises_aws_default_region() -> None:
     assert "AWS_DEFAULT_REGION" in str(RegionError()) and "AWS_REGION " not in str(RegionError())
+
+
+def test_cloudwatch_access_denied_is_access_denied_error() -> None:
+    from datetime import UTC, datetime
+
+    import boto3
+    from botocore.stub import Stubber
+
+    from smx_debug.evaluate import instance_metrics
+
+    cw = boto3.client("cloudwatch", region_name="us-west-2")
+    with Stubber(cw) as stub:
+        stub.add_client_error("get_metric_data", "AccessDenied", "not authorized")
+        with pytest.raises(AccessDeniedError, match=r"GetMetricData on CloudWatch metrics \(AccessDenied\)"):
+            instance_metrics("j", datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 1, 1, tzinfo=UTC),
+                             cloudwatch_client=cw)

@@ -19,7 +19,7 @@ import pandas as pd
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from smx_debug.errors import AwsError
+from smx_debug.errors import AwsError, translate_client_error
 from smx_debug.evaluate.data import empty_scalars, empty_system
 
 __all__ = ["INSTANCE_METRICS", "NAMESPACE", "instance_metrics", "training_metrics"]
@@ -53,7 +53,10 @@ def _query(queries: list[dict[str, Any]], start: datetime, end: datetime, client
                     vals.extend(res.get("Values", []))
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
-        if code in {"AccessDenied", "AccessDeniedException", "InvalidParameterValue", "InvalidParameterCombination"}:
+        translated = translate_client_error(exc, operation="GetMetricData", where="CloudWatch metrics")
+        if translated is not exc:  # access denied: names the call and the policy to fix
+            raise translated from exc
+        if code in {"InvalidParameterValue", "InvalidParameterCombination"}:
             raise AwsError(f"CloudWatch GetMetricData failed: {code}", code=code, operation="GetMetricData") from exc
         raise
     return out
