@@ -1,0 +1,77 @@
+"""Step Functions' Lambda tasks on the local AWS: the deployed function's handler runs in-process (no Docker).
+
+moto executes state machines (``execute_state_machine``) and its Lambda tasks call Lambda's Invoke, which
+moto can only serve by running the function in Docker. :func:`install` makes Invoke of a function tagged
+``smx-debug:handler`` run ``lambdas/<handler>/handler.py`` in this process with the function's environment
+(:func:`smx_debug.local.extensions.invoke_handler`, as EventBridge and SNS deliveries already do). A handler's
+exception becomes an ``Unhandled`` function error with Lambda's error payload, so the state machine's
+Retry/Catch see what they would in AWS. Functions without the tag keep moto's behaviour.
+
+moto's state machine interpreter calls services (Lambda, SNS) at ``localhost:$MOTO_PORT``; :func:`install`
+points ``MOTO_PORT`` at this server's port (the server listens on a free port, not moto's default 5000).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any
+from urllib.parse import urlparse
+
+from smx_debug.contracts import HANDLER_TAG
+from smx_debug.local import extensions as ext
+from smx_debug.local.server import LocalAws
+
+__all__ = ["install", "invocations"]
+
+_lock = threading.Lock()
+_active: LocalAws | None = None
+_installed = False
+_invocations: list[ext.Delivery] = []
+
+
+def invocations() -> list[ext.Delivery]:
+    """The Lambda invocations run in-process since :func:`install` (in order)."""
+    with _lock:
+        return list(_invocations)
+
+
+def install(aws: LocalAws) -> None:
+    """Route Invoke of tagged functions on ``aws`` to their handlers, in-process (idempotent)."""
+    global _active, _installed
+    ext.install(aws)
+    port = urlparse(aws.endpoint_url).port
+    if port is not None:
+        os.environ["MOTO_PORT"] = str(port)
+    with _lock:
+        _active = aws
+        _invocations.clear()
+        if _installed:
+            return
+        from moto.awslambda.models import LambdaBackend
+
+        original = LambdaBackend.invoke
+
+        def invoke(self: Any, function_name: str, qualifier: str | None, body: Any, headers: Any,
+                   response_headers: Any) -> str | bytes | None:
+            fn = self.get_function(function_name, qualifier)
+            handler = (self.list_tags(fn.function_arn) or {}).get(HANDLER_TAG)
+            if _active is None or handler is None:
+                return original(self, function_name, qualifier, body, headers, response_headers)
+            event = json.loads(body) if body else {}
+            delivery = ext.invoke_handler(_active, handler, event, dict(fn.environment_vars or {}),
+                                          function_name=fn.function_name)
+            with _lock:
+                _invocations.append(delivery)
+            if delivery.error is not None:
+                response_headers["x-amz-function-error"] = "Unhandled"
+                payload = json.dumps({"errorType": type(delivery.error).__name__,
+                                      "errorMessage": str(delivery.error)[:1000]})
+            else:
+                payload = json.dumps(delivery.result, default=str)
+            response_headers["Content-Length"] = str(len(payload.encode()))
+            return payload.encode()
+
+        setattr(LambdaBackend, "invoke", invoke)  # noqa: B010 (moto would need Docker)
+        _installed = True
