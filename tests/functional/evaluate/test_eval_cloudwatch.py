@@ -56,8 +56,9 @@ def test_instance_metrics_map_to_system_frame_per_device(cw):
 def test_instance_metrics_feed_low_gpu_rule(cw):
     df = instance_metrics(JOB, T0, T0 + timedelta(minutes=5), hosts=2, gpus=4, cloudwatch_client=cw)
     r = evaluate_rule("LowGPUUtilization", JobData(system=df), {"patience": 2, "window": 3})
-    # 1-minute data: the scan at the third minute sees 3 values per host, p95 below 70 -> both hosts listed
-    assert (r.rule_triggered, sorted(r.details)) == (1, ["algo-1", "algo-2"])
+    # 1-minute data: the scan at the third minute sees 3 values per host, p95 below 70 -> both hosts listed,
+    # one violation per GPU (Debugger counts per violating GPU per scan) and the scan's start (last_timestamp)
+    assert (r.rule_triggered, sorted(r.details)) == (2, ["algo-1", "algo-2", "last_timestamp"])
 
 
 def test_training_metrics_map_train_and_validation_modes(cw):
