@@ -48,6 +48,7 @@ from smx_debug.contracts import (
 
 __all__ = [
     "DATA_KEY_ACTIONS",
+    "KEY_PENDING_DAYS",
     "LEASE_MARGIN_SECONDS",
     "LEDGER_ACTIONS",
     "RETRAIN_STARTERS",
@@ -66,6 +67,7 @@ TIMEOUTS = {"rule_metrics": DEFAULT_FUNCTION_TIMEOUT_SECONDS, "stop_training": D
             "notify": DEFAULT_FUNCTION_TIMEOUT_SECONDS, "retrain": 120,
             "evaluator": EVALUATOR_TIMEOUT_SECONDS}
 LEASE_MARGIN_SECONDS = 30
+KEY_PENDING_DAYS = 7  # after `cdk destroy`, the key is deleted this many days later (cancellable until then)
 # The handlers whose rule actions may say `retrain`: they start the retraining state machine.
 RETRAIN_STARTERS = ("stop_training",)
 
@@ -93,8 +95,10 @@ class GuardStack(cdk.Stack):
         self.config = config
         retention: logs.RetentionDays = getattr(logs.RetentionDays, LOG_RETENTION_DAYS[config.log_retention_days])
 
+        # The key encrypts only what the stack deletes with it (topics, the DLQ): nothing retained depends on it,
+        # so `cdk destroy` schedules its deletion instead of orphaning one key per deploy/destroy cycle.
         self.key = kms.Key(self, "Key", enable_key_rotation=True, description="smx-debug topics and queues",
-                           removal_policy=cdk.RemovalPolicy.RETAIN)
+                           removal_policy=cdk.RemovalPolicy.DESTROY, pending_window=cdk.Duration.days(KEY_PENDING_DAYS))
         self.storage = OutputBucket(
             self,
             "Storage",

@@ -4,6 +4,7 @@ use data keys, no hard-coded partition, the retrain wiring, timeouts the runtime
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -127,6 +128,8 @@ def test_history_budget_refused_at_synth_naming_the_key() -> None:
     with pytest.raises(ConfigError, match=r"retraining\.wait_seconds: polling every 10 s .* at least") as caught:
         config_from_context({"retraining": {"wait_seconds": 10}})
     assert caught.value.field == "retraining.wait_seconds"
+    assert "at least 32 " in str(caught.value)
+    assert "use at least 32 s" in (Path(__file__).resolve().parents[2] / "docs" / "infra.md").read_text()
     accepted = config_from_context({"retraining": {"wait_seconds": 10, "max_runtime_seconds": 3600}}).retraining
     assert retrain_history_events(wait_seconds=accepted.wait_seconds, max_runtime_seconds=accepted.max_runtime_seconds,
                                   max_retraining=accepted.max_retraining) <= SFN_HISTORY_LIMIT
