@@ -14,6 +14,7 @@ the jobs in that call: they keep their cursors and are read again by the next ru
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -112,21 +113,31 @@ def _call(cloudwatch: Any, group: list[MetricRead], result: ReadResult) -> None:
     result.data.update(found)
 
 
-def read_metrics(cloudwatch: Any, reads: Iterable[MetricRead]) -> ReadResult:
-    """Read every job's new minutes; see the module docstring for batching and failures."""
-    result = ReadResult()
+def read_metrics(cloudwatch: Any, reads: Iterable[MetricRead], *, workers: int = 1) -> ReadResult:
+    """Read every job's new minutes, up to ``workers`` calls at a time; see the module docstring."""
     by_range: dict[tuple[int, int], list[MetricRead]] = {}
     for read in reads:
         if read.end > read.start:
             by_range.setdefault((read.start, read.end), []).append(read)
-    for _, group in sorted(by_range.items()):
-        for call in _pack(group):
-            try:
-                _call(cloudwatch, call, result)
-            except (ClientError, BotoCoreError) as exc:
-                code = exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else ""
-                reason = f"GetMetricData failed after retries: {code or type(exc).__name__}: {exc}"
-                for read in call:
-                    result.failed[read.job] = reason
-                    result.data.pop(read.job, None)
+    calls = [call for _, group in sorted(by_range.items()) for call in _pack(group)]
+
+    def one(call: list[MetricRead]) -> ReadResult:
+        part = ReadResult()
+        try:
+            _call(cloudwatch, call, part)
+        except (ClientError, BotoCoreError) as exc:
+            code = exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else ""
+            reason = f"GetMetricData failed after retries: {code or type(exc).__name__}: {exc}"
+            part.data = {}
+            part.failed = {read.job: reason for read in call}
+        return part
+
+    result = ReadResult()
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for part in pool.map(one, calls):  # in call order, so results do not depend on timing
+            result.data.update(part.data)
+            result.failed.update(part.failed)
+            result.calls += part.calls
+            result.metrics_requested += part.metrics_requested
+            result.datapoints += part.datapoints
     return result

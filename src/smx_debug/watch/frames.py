@@ -50,7 +50,9 @@ def system_frame(
     data: dict[str, dict[str, dict[int, float]]], lo: int, hi: int, devices: tuple[int, int] | None
 ) -> pd.DataFrame:
     """Instance metrics of minutes ``lo..hi`` (epoch minutes, inclusive) as the long system frame."""
-    frames = []
+    minutes: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    labels: list[tuple[str, str, str, str, int]] = []
     for series, metrics in sorted(data.items()):
         if not series.startswith("host:"):
             continue
@@ -59,21 +61,25 @@ def system_frame(
             if metric not in _SYSTEM:
                 continue
             typ, name, dim, per = _SYSTEM[metric]
-            minutes = np.array(sorted(t for t in points if lo <= t <= hi), dtype=np.int64)
-            if not len(minutes):
+            keep = sorted(t for t in points if lo <= t <= hi)
+            if not keep:
                 continue
-            values = np.array([points[int(t)] for t in minutes], dtype=np.float64)
+            vals = np.fromiter((points[t] for t in keep), dtype=np.float64, count=len(keep))
             if per is not None:
                 count = (devices[0] if per == "vcpus" else devices[1]) if devices else 1
-                values = values / max(count, 1)
-            frames.append(pd.DataFrame({
-                "timestamp": pd.to_datetime(minutes * 60, unit="s", utc=True),
-                "node": node, "type": typ, "name": name, "dimension": dim, "value": values,
-            }))
-    if not frames:
+                vals = vals / max(count, 1)
+            minutes.append(np.asarray(keep, dtype=np.int64))
+            values.append(vals)
+            labels.append((node, typ, name, dim, len(keep)))
+    if not minutes:
         return empty_system()
-    out = pd.concat(frames, ignore_index=True)
-    out["timestamp"] = out["timestamp"].astype("datetime64[ns, UTC]")
+    counts = [n for *_, n in labels]
+    out = pd.DataFrame({
+        "timestamp": pd.to_datetime(np.concatenate(minutes) * 60_000_000_000, utc=True),
+        **{col: np.repeat(np.array([lab[i] for lab in labels], dtype=object), counts)
+           for i, col in enumerate(("node", "type", "name", "dimension"))},
+        "value": np.concatenate(values),
+    })
     return out.sort_values(["timestamp", "node"], kind="stable").reset_index(drop=True)
 
 
@@ -83,22 +89,26 @@ def scalar_frame(data: dict[str, dict[str, dict[int, float]]], lo: int, hi: int,
     ``train:loss`` is metric ``loss`` in mode TRAIN, ``validation:loss`` mode EVAL, a name without a known
     prefix mode GLOBAL, as the scalar rules expect.
     """
-    frames = []
+    minutes: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    labels: list[tuple[str, str, int]] = []
     for name, points in sorted(data.get("train", {}).items()):
-        minutes = np.array(sorted(t for t in points if lo <= t <= hi), dtype=np.int64)
-        if not len(minutes):
+        keep = sorted(t for t in points if lo <= t <= hi)
+        if not keep:
             continue
         prefix, sep, base = name.partition(":")
         mode = _MODES.get(prefix.lower(), "GLOBAL") if sep else "GLOBAL"
-        frames.append(pd.DataFrame({
-            "metric": base if sep else name,
-            "mode": mode,
-            "step": (minutes - start_minute).astype(np.int64),
-            "timestamp": pd.to_datetime(minutes * 60, unit="s", utc=True),
-            "value": np.array([points[int(t)] for t in minutes], dtype=np.float64),
-        }))
-    if not frames:
+        minutes.append(np.asarray(keep, dtype=np.int64))
+        values.append(np.fromiter((points[t] for t in keep), dtype=np.float64, count=len(keep)))
+        labels.append((base if sep else name, mode, len(keep)))
+    if not minutes:
         return empty_scalars()
-    out = pd.concat(frames, ignore_index=True)
-    out["timestamp"] = out["timestamp"].astype("datetime64[ns, UTC]")
-    return out
+    counts = [n for *_, n in labels]
+    at = np.concatenate(minutes)
+    return pd.DataFrame({
+        "metric": np.repeat(np.array([m for m, _, _ in labels], dtype=object), counts),
+        "mode": np.repeat(np.array([m for _, m, _ in labels], dtype=object), counts),
+        "step": at - start_minute,
+        "timestamp": pd.to_datetime(at * 60_000_000_000, utc=True),
+        "value": np.concatenate(values),
+    })

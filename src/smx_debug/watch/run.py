@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any, Literal, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -135,6 +137,14 @@ def _merge(cursor: Cursor, new: Mapping[str, Mapping[str, Mapping[int, float]]],
     return cursor.with_changes(data={s: ms for s, ms in trimmed.items() if ms})
 
 
+@cache
+def _empty_frames() -> tuple[Any, Any, Any, Any]:
+    """Empty system, scalars, steps and dataloader frames, built once (the rules only read them)."""
+    from smx_debug.evaluate.data import empty_dataloader, empty_scalars, empty_steps, empty_system
+
+    return empty_system(), empty_scalars(), empty_steps(), empty_dataloader()
+
+
 def _keep_minutes(cursor: Cursor, settings: EvaluatorSettings) -> int:
     """Minutes of data the job's cursor keeps: the deployment's window, or a longer rule window."""
     windows = [WatchedRule(r["name"], r["rule"], r.get("parameters", {})).window_minutes for r in cursor.info.get("rules", [])]
@@ -153,6 +163,7 @@ def _evaluate(cursor: Cursor, last: int, now: float) -> tuple[list[Trigger], lis
     start_minute = int(info.get("start") or now) // 60
     triggers: list[Trigger] = []
     notes: list[str] = []
+    frames: dict[tuple[bool, int], Any] = {}
     for item in info.get("rules", []):
         rule = WatchedRule(name=item["name"], rule=item["rule"], parameters=item.get("parameters", {}))
         if rule.name in cursor.fired:
@@ -164,11 +175,14 @@ def _evaluate(cursor: Cursor, last: int, now: float) -> tuple[list[Trigger], lis
             )
             continue
         lo = last - rule.window_minutes + 1
-        data = JobData(
-            system=system_frame(cursor.data, lo, last, devices),
-            scalars=scalar_frame(cursor.data, lo, last, start_minute),
-            as_of_ns=int(now * 1e9),
-        )
+        if (rule.rule in DEVICE_RULES, lo) not in frames:  # one frame per kind and window, shared by rules
+            empty = _empty_frames()
+            frames[(rule.rule in DEVICE_RULES, lo)] = JobData(
+                system=system_frame(cursor.data, lo, last, devices) if rule.rule in DEVICE_RULES else empty[0],
+                scalars=empty[1] if rule.rule in DEVICE_RULES else scalar_frame(cursor.data, lo, last, start_minute),
+                steps=empty[2], dataloader=empty[3], as_of_ns=int(now * 1e9),
+            )
+        data = frames[(rule.rule in DEVICE_RULES, lo)]
         params: dict[str, Any] = dict(rule.resolved())
         try:
             resolved = resolve_params(rule.rule, params)
@@ -208,10 +222,17 @@ def run_once(
     cursors = store.load(s["TrainingJobName"] for s in running)
     changed: dict[str, Cursor] = {}
     watched: list[Cursor] = []
-    for summary in running:
+
+    def fresh(summary: Mapping[str, Any]) -> tuple[Cursor, list[str]]:
+        old = cursors.get(summary["TrainingJobName"])
+        return refresh(summary, old, settings, sagemaker=clients.sagemaker, s3=clients.s3, now=now)
+
+    # New or stale jobs cost ListTags (+ DescribeTrainingJob): overlap those calls; clients are thread-safe.
+    with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+        refreshed = list(pool.map(fresh, running))
+    for summary, (cursor, notes) in zip(running, refreshed, strict=True):
         name = summary["TrainingJobName"]
         old = cursors.get(name)
-        cursor, notes = refresh(summary, old, settings, sagemaker=clients.sagemaker, s3=clients.s3, now=now)
         if cursor is not old:
             changed[name] = cursor
         if cursor.watched:
@@ -231,7 +252,7 @@ def run_once(
             job=cursor.job, start=min(start, end), end=end, hosts=int(cursor.info.get("hosts", 1)),
             metrics=tuple(cursor.info.get("metrics", [])),
         ))
-    result: ReadResult = read_metrics(clients.cloudwatch, reads)
+    result: ReadResult = read_metrics(clients.cloudwatch, reads, workers=settings.workers)
     report.metrics_requested, report.datapoints = result.metrics_requested, result.datapoints
     report.get_metric_data_calls = result.calls
 

@@ -38,6 +38,7 @@ class EvaluatorSettings:
         settle_seconds: how long after a minute ends before it is read (CloudWatch's publication delay).
         missing_after_minutes: a job running this long without any instance metric is reported as missing data.
         retag_minutes: how often a job's tags (watched or not, which spec) are read again.
+        workers: concurrent SageMaker / CloudWatch calls of one run (well under their default request rates).
     """
 
     watch_prefixes: tuple[str, ...] = ()
@@ -50,6 +51,7 @@ class EvaluatorSettings:
     settle_seconds: int = 60
     missing_after_minutes: int = 5
     retag_minutes: int = 10
+    workers: int = 8
     region: str | None = None
 
     def watches(self, job_name: str, tags: Mapping[str, str]) -> bool:
