@@ -113,3 +113,27 @@ def test_watch_public_surface_is_pinned() -> None:
     ]
     for name in watch.__all__:
         assert getattr(watch, name) is not None
+
+
+def test_cost_per_job_hour_is_getmetricdata_per_metric_plus_lambda_share() -> None:
+    from smx_debug.pricing import evaluator_cost
+    from smx_debug.watch.cost import cost_per_job_hour
+
+    four = cost_per_job_hour(hosts=4, training_metrics=2)
+    assert four.runs == 60 and four.metrics_requested == 60 * 22
+    assert abs(four.get_metric_data_usd - 60 * 22 / 1000 * 0.01) < 1e-12
+    same = evaluator_cost(runs=60, metrics_per_run=22, duration_s_per_run=0.1, memory_mb=1024, architecture="arm64")
+    assert four.lambda_compute_usd == same.lambda_compute_usd
+    assert round(four.total_usd, 4) == 0.0133 and round(cost_per_job_hour().total_usd, 4) == 0.0043
+    assert cost_per_job_hour(rate_minutes=2).get_metric_data_usd == pytest.approx(cost_per_job_hour().get_metric_data_usd / 2)
+    assert cost_per_job_hour(jobs_per_run=200).lambda_requests_usd == pytest.approx(
+        cost_per_job_hour().lambda_requests_usd / 200)
+
+
+@pytest.mark.parametrize("field", ["hosts", "rate_minutes", "jobs_per_run"])
+def test_cost_per_job_hour_bad_counts_name_the_argument(field: str) -> None:
+    from smx_debug.watch.cost import cost_per_job_hour
+
+    with pytest.raises(ConfigError) as info:
+        cost_per_job_hour(**{field: 0})
+    assert info.value.field == field
