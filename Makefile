@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install test lint typecheck pytest demo synth bench browser clean
+.PHONY: install test lint typecheck pytest validate demo synth bench browser clean
 
 install: $(STAMP) $(NPM_STAMP)
 
@@ -42,6 +42,11 @@ pytest: install browser
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck pytest
+
+# The infra validators alone (they also run in `make test`, as tests/infra/test_infra_validators.py):
+# cfn-lint on every synthesized configuration, asl-validator on every state machine definition.
+validate: install
+	$(VENV)/bin/pytest -q tests/infra/test_infra_validators.py
 
 demo: install
 	$(PY) examples/demo.py

@@ -30,6 +30,12 @@ CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "minimal": {"opt_in_tag": False, "watch_prefixes": "exp-", "retraining": False},
     "local": {"watch_prefixes": ["guarded-"], "default_actions": ["notify", "stop"], "local": True},
     "fast-polling": {"retraining": {"wait_seconds": 10, "max_runtime_seconds": 3600}},
+    # what tests/functional/infra deploys (conftest's DEPLOY_CONTEXT, the retraining end-to-end test)
+    "deploy": {"watch_prefixes": ["guarded-"], "default_actions": ["notify", "stop"],
+               "alarm_rules": ["VanishingGradient", "LossNotDecreasing"], "notification_emails": ["ml@example.com"],
+               "local": True},
+    "retrain-e2e": {"watch_prefixes": ["guarded-"], "default_actions": ["notify"], "local": True, "evaluator": False,
+                    "retraining": {"wait_seconds": 10, "max_runtime_seconds": 3600}},
 }
 
 
