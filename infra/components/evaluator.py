@@ -5,7 +5,7 @@ and acts through the same action core as the Debugger-event handlers. Least priv
 (``sagemaker:ListTrainingJobs`` has no resource type), describe / list tags / stop only watched jobs (the
 stack's statements: name prefix or opt-in tag), read metrics (``cloudwatch:GetMetricData`` has no resource
 type), its own cursor table (batch read/write, nothing else), read the watch specs under one prefix of the
-stack's bucket, the ledger's four item actions, put the rule metric in our namespace only, publish to our topic.
+stack's bucket (and the profiler output jobs write there), the ledger's four item actions, put the rule metric in our namespace only, publish to our topic.
 Failures: the schedule invokes asynchronously without retries (the next run is a minute away and resumes from
 the saved cursors); a failed invocation goes to the stack's dead-letter queue and an alarm on the function's
 errors notifies people.
@@ -33,7 +33,7 @@ from constructs import Construct
 
 from infra.components.nag import acknowledge_wildcards
 from infra.evaluator_asset import LAMBDA_TARGET, build_layer, stage_evaluator_code
-from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, LEDGER_TTL_ATTRIBUTE, Env
+from smx_debug.contracts import LEDGER_TTL_ATTRIBUTE, Env
 
 __all__ = ["EVALUATOR_MEMORY_MB", "EVALUATOR_TIMEOUT_SECONDS", "Evaluator"]
 
@@ -172,8 +172,10 @@ class Evaluator(Construct):
             role.add_to_principal_policy(statement)
         self.cursors.grant(role, "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem")
         ledger.grant(role, *ledger_actions)
-        role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["s3:GetObject"], resources=[bucket.arn_for_objects(f"{EVALUATOR_SPEC_PREFIX}*")]))
+        # The watch specs, and the profiler output jobs write to the stack's bucket (read with the one reader,
+        # which lists the window's files). Output written to other buckets needs a grant of its own.
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects("*")]))
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn]))
         role.add_to_principal_policy(iam.PolicyStatement(
             actions=["cloudwatch:PutMetricData"], resources=["*"],
             conditions={"StringEquals": {"cloudwatch:namespace": namespace}}))
@@ -193,8 +195,9 @@ class Evaluator(Construct):
             "(aws:ResourceTag condition).",
         )
         acknowledge_wildcards(
-            role, resources=[bucket.arn_for_objects(f"{EVALUATOR_SPEC_PREFIX}*")],
-            reason="The watch specs debug plans store under one prefix of the stack's bucket (read only).",
+            role, resources=[bucket.arn_for_objects("*")],
+            reason="Read only: the watch specs (smx-debug/watch-specs/) and the jobs' Debugger profiler output in the "
+            "stack's bucket.",
         )
         acknowledge_wildcards(role, actions=["kms:GenerateDataKey*"],
                               reason="Data keys of the one stack key, to write to our KMS-encrypted topic and DLQ.")

@@ -35,6 +35,8 @@ from smx_debug.watch.discovery import list_running, refresh
 from smx_debug.watch.settings import EvaluatorSettings
 from smx_debug.watch.spec import WatchedRule
 
+_DEVICE_WINDOW = 10  # minutes of profiler output read per run: the longest device-rule window
+
 __all__ = ["Clients", "EvaluatorRunError", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once"]
 
 RuleKind = Literal["debugger", "profiler"]
@@ -137,6 +139,13 @@ def _merge(cursor: Cursor, new: Mapping[str, Mapping[str, Mapping[int, float]]],
     return cursor.with_changes(data={s: ms for s, ms in trimmed.items() if ms})
 
 
+def _window(frame: Any, lo: int, last: int) -> Any:
+    """Rows of a profiler frame in minutes ``lo..last`` (epoch minutes, inclusive)."""
+    ns = frame["timestamp"].astype("int64").to_numpy()
+    keep = (ns >= lo * 60_000_000_000) & (ns < (last + 1) * 60_000_000_000)
+    return frame[keep].reset_index(drop=True)
+
+
 @cache
 def _empty_frames() -> tuple[Any, Any, Any, Any]:
     """Empty system, scalars, steps and dataloader frames, built once (the rules only read them)."""
@@ -151,7 +160,7 @@ def _keep_minutes(cursor: Cursor, settings: EvaluatorSettings) -> int:
     return max([settings.window_minutes, *windows])
 
 
-def _evaluate(cursor: Cursor, last: int, now: float) -> tuple[list[Trigger], list[str]]:
+def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tuple[list[Trigger], list[str]]:
     """Evaluate the job's rules on its window; returns new triggers and notes."""
     from smx_debug.evaluate.catalog import resolve_params
     from smx_debug.evaluate.data import JobData
@@ -168,7 +177,7 @@ def _evaluate(cursor: Cursor, last: int, now: float) -> tuple[list[Trigger], lis
         rule = WatchedRule(name=item["name"], rule=item["rule"], parameters=item.get("parameters", {}))
         if rule.name in cursor.fired:
             continue
-        if rule.rule in DEVICE_RULES and devices is None:
+        if rule.rule in DEVICE_RULES and devices is None and profiler is None:
             notes.append(
                 f"{rule.name}: instance type {info.get('instance_type')!r} has no vCPU/GPU counts in the table, "
                 "so per-device utilization is unknown; rule skipped"
@@ -178,7 +187,9 @@ def _evaluate(cursor: Cursor, last: int, now: float) -> tuple[list[Trigger], lis
         if (rule.rule in DEVICE_RULES, lo) not in frames:  # one frame per kind and window, shared by rules
             empty = _empty_frames()
             frames[(rule.rule in DEVICE_RULES, lo)] = JobData(
-                system=system_frame(cursor.data, lo, last, devices) if rule.rule in DEVICE_RULES else empty[0],
+                system=(_window(profiler, lo, last) if profiler is not None else system_frame(cursor.data, lo, last,
+                                                                                             devices))
+                if rule.rule in DEVICE_RULES else empty[0],
                 scalars=empty[1] if rule.rule in DEVICE_RULES else scalar_frame(cursor.data, lo, last, start_minute),
                 steps=empty[2], dataloader=empty[3], as_of_ns=int(now * 1e9),
             )
@@ -258,6 +269,17 @@ def run_once(
 
     failures: list[str] = []
     last = end // 60 - 1
+    # Debugger profiler output (per core, per GPU) for the jobs that write it: their device rules' window only.
+    with_profiler = [(c.job, str(c.info["profiler_s3"])) for c in watched
+                     if c.info.get("profiler_s3") and c.job not in result.failed]
+    profiler: dict[str, Any] = {}
+    if with_profiler:
+        from smx_debug.watch.profiler import profiler_frames
+
+        profiler, profiler_notes = profiler_frames(
+            with_profiler, s3=clients.s3, start_s=end - _DEVICE_WINDOW * 60, end_s=end, workers=settings.workers)
+        for job, note in profiler_notes.items():
+            report.outcomes[job].notes.append(note)
     for cursor in watched:
         outcome = report.outcomes[cursor.job]
         if cursor.job in result.failed:
@@ -267,7 +289,7 @@ def run_once(
         keep_from = last - _keep_minutes(cursor, settings) + 1
         cursor = _merge(cursor, result.data.get(cursor.job, {}), keep_from=keep_from)
         cursor = cursor.with_changes(through=end)
-        if not any(s.startswith("host:") for s in cursor.data):
+        if not any(s.startswith("host:") for s in cursor.data) and cursor.job not in profiler:
             running_for = now - float(cursor.info.get("start") or now)
             if running_for >= settings.missing_after_minutes * 60:
                 outcome.notes.append(
@@ -278,7 +300,7 @@ def run_once(
                 outcome.status = "no data"
                 changed[cursor.job] = cursor
                 continue
-        triggers, notes = _evaluate(cursor, last, now)
+        triggers, notes = _evaluate(cursor, last, now, profiler.get(cursor.job))
         outcome.status = "evaluated"
         outcome.notes.extend(notes)
         if triggers:
