@@ -188,3 +188,31 @@ def test_run_second_run_reads_only_the_new_minutes(aws: LocalAws) -> None:
     item = clients(aws).dynamodb.get_item(TableName=TABLE, Key={"pk": {"S": "guarded-0"}})["Item"]
     assert len(item["data"]["B"]) < 8000
     assert json.loads(item["info"]["S"])["hosts"] == 4
+
+
+def test_run_action_failure_finishes_the_run_then_fails_it_and_retries_next_minute(aws: LocalAws) -> None:
+    from botocore.exceptions import ClientError
+
+    from smx_debug.watch import EvaluatorRunError
+
+    create_job(aws, "guarded-a")
+    create_job(aws, "guarded-b")
+    publish(aws, "guarded-a", 0, 20, CPU)
+    publish(aws, "guarded-b", 0, 20, CPU)
+    recorder = Recorder()
+    calls: list[str] = []
+
+    def flaky(job: str, triggers: object) -> dict[str, str]:
+        calls.append(job)
+        if job == "guarded-a" and calls.count("guarded-a") == 1:
+            raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "StopTrainingJob")
+        return recorder(job, triggers)  # type: ignore[arg-type]
+
+    _runs(aws, range(8, 14), recorder)  # nothing fires before minute 14
+    with pytest.raises(EvaluatorRunError, match="guarded-a: acting on \\['CPUBottleneck'\\] failed") as info:
+        run_once(settings(), clients(aws), flaky, now=at(14) + 5)
+    assert info.value.report.outcomes["guarded-b"].triggers  # the other job was handled in the same run
+    assert recorder.jobs() == ["guarded-b"]
+    again = run_once(settings(), clients(aws), flaky, now=at(15) + 5)  # the failed trigger is tried again
+    assert [t.job for t in again.triggers] == ["guarded-a"]
+    assert recorder.jobs() == ["guarded-b", "guarded-a"]
