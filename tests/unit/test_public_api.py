@@ -56,6 +56,10 @@ PUBLIC = {
         "DEFAULT_REGION", "DeployedStack", "EmulatedResource", "LOCAL_ACCOUNT_ID", "LocalAws", "deploy_stack",
         "publish_assets",
     ],
+    "smx_debug.watch": [
+        "Clients", "EVALUATOR_RULES", "EvaluatorRunError", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",
+        "Responder", "RunReport", "Trigger", "WatchSpec", "WatchedRule", "run_once",
+    ],
 }
 
 
