@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from smx_debug.contracts import SFN_HISTORY_LIMIT, retrain_history_events
+from smx_debug.contracts import MANAGED_TAG, SFN_HISTORY_LIMIT, retrain_history_events
 from smx_debug.errors import ConfigError, UnknownNameError
 
 __all__ = [
@@ -151,7 +151,7 @@ class GuardConfig(BaseModel):
 
     stack_name: str = "SmxDebugGuard"
     watch_prefixes: tuple[str, ...] = ()
-    opt_in_tag: str | None = "smx-debug:managed"
+    opt_in_tag: str | None = MANAGED_TAG
     default_actions: tuple[str, ...] = ("notify",)
     notification_emails: tuple[str, ...] = ()
     notification_sms: tuple[str, ...] = ()
@@ -193,7 +193,7 @@ class GuardConfig(BaseModel):
         # true: the default tag key; false/empty: no opt-in by tag; a string: that tag key.
         value = _as_bool(value)
         if value is True:
-            return "smx-debug:managed"
+            return MANAGED_TAG
         if value is False or value == "":
             return None
         return value

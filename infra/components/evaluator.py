@@ -33,7 +33,7 @@ from constructs import Construct
 
 from infra.components.nag import acknowledge_wildcards
 from infra.evaluator_asset import LAMBDA_TARGET, build_layer, stage_evaluator_code
-from smx_debug.contracts import LEDGER_TTL_ATTRIBUTE, Env
+from smx_debug.contracts import HANDLER_TAG, LEDGER_TTL_ATTRIBUTE, Env
 
 __all__ = ["EVALUATOR_MEMORY_MB", "EVALUATOR_TIMEOUT_SECONDS", "Evaluator"]
 
@@ -127,7 +127,7 @@ class Evaluator(Construct):
             retry_attempts=0,  # the next scheduled run is the retry, from the saved cursors
             description="smx-debug scheduled evaluator: evaluates watched jobs' rules on CloudWatch data",
         )
-        cdk.Tags.of(self.function).add("smx-debug:handler", "evaluator")
+        cdk.Tags.of(self.function).add(HANDLER_TAG, "evaluator")
         self.schedule = events.Rule(
             self,
             "Schedule",

@@ -142,7 +142,7 @@ class GuardStack(cdk.Stack):
         )
         self.functions: dict[str, GuardFunction] = {}
         handlers = [
-            ("rule_metrics", "Debugger rule triggers -> SmxDebug/RuleTriggered metrics"),
+            ("rule_metrics", f"Debugger rule triggers -> {config.metric_namespace}/{METRIC_NAME} metrics"),
             ("stop_training", "Stops watched training jobs whose triggered rule asks for it; starts retraining"),
             ("notify", "Debugger rule triggers and alarms -> human-readable SNS messages"),
         ]
