@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from watch_support import Recorder, action_env, at, clients, create_job, messages, publish
 
 from smx_debug.contracts import METRIC_NAME, SOURCE_EVALUATOR, stop_key
@@ -24,10 +25,16 @@ def _runtime(aws: LocalAws, env: dict[str, str]) -> Any:
     return Runtime.from_env(env, clients=lambda service: ext._client(aws, service))
 
 
-def test_evaluator_stops_a_job_without_debugger_once_and_says_it_decided(aws: LocalAws) -> None:
-    env = action_env(aws)
-    create_job(aws, "guarded-nodebugger")
-    publish(aws, "guarded-nodebugger", 0, 30, CPU)
+@pytest.mark.parametrize(("job", "tags"), [
+    ("guarded-nodebugger", {}),  # watched by prefix; the deployment's default actions stop it
+    ("team-job", {"smx-debug:managed": "True", "smx-debug:on:CPUBottleneck": "stop notify"}),  # by tag
+])
+def test_evaluator_stops_a_job_without_debugger_once_and_says_it_decided(
+    aws: LocalAws, job: str, tags: dict[str, str]
+) -> None:
+    env = action_env(aws, SMX_DEFAULT_ACTIONS="stop notify" if not tags else "notify")
+    create_job(aws, job, tags=tags)
+    publish(aws, job, 0, 30, CPU)
     runtime = _runtime(aws, env)
     settings = EvaluatorSettings.from_env(env)
     responder = action_responder(runtime)
@@ -36,11 +43,11 @@ def test_evaluator_stops_a_job_without_debugger_once_and_says_it_decided(aws: Lo
         report = run_once(settings, clients(aws), responder, now=at(m) + 5)
         if report.triggers and stopped_at is None:
             stopped_at = m
-            assert report.outcomes["guarded-nodebugger"].response is not None
+            assert report.outcomes[job].response is not None
     assert stopped_at is not None and stopped_at - CPU.onset <= 5
-    assert ext.stop_calls(aws, "guarded-nodebugger") == 1
+    assert ext.stop_calls(aws, job) == 1
     record = ext._client(aws, "dynamodb").get_item(
-        TableName=env["SMX_LEDGER_TABLE"], Key={"pk": {"S": stop_key("guarded-nodebugger")}}
+        TableName=env["SMX_LEDGER_TABLE"], Key={"pk": {"S": stop_key(job)}}
     )["Item"]
     assert record["state"]["S"] == "done"
     sent = messages(aws, env)
@@ -48,7 +55,7 @@ def test_evaluator_stops_a_job_without_debugger_once_and_says_it_decided(aws: Lo
     assert SOURCE_EVALUATOR in sent[0]["Message"] and "CPUBottleneck" in sent[0]["Message"]
     metrics = ext._client(aws, "cloudwatch").list_metrics(Namespace="SmxDebug", MetricName=METRIC_NAME)["Metrics"]
     assert {tuple(sorted(d["Value"] for d in m["Dimensions"])) for m in metrics} == {
-        (), ("CPUBottleneck",), ("CPUBottleneck", "guarded-nodebugger"),
+        (), ("CPUBottleneck",), ("CPUBottleneck", job),
     }
 
 
