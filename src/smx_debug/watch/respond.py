@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from smx_debug.contracts import SOURCE_EVALUATOR
+from smx_debug.errors import ConfigError
 from smx_debug.watch.run import Responder, Trigger
 
 __all__ = ["action_responder"]
@@ -25,6 +26,15 @@ def action_responder(runtime: Any) -> Responder:
     """A responder acting through ``runtime`` (an :class:`smx_debug.actions.Runtime`: settings, clients, ledger)."""
     from smx_debug.actions import EventRefusedError, respond, verify_job
     from smx_debug.actions import Trigger as ActionTrigger
+
+    if not runtime.settings.account or not runtime.settings.region:
+        # verify_job would refuse every job: a deployment error, so fail the cold start loudly instead.
+        raise ConfigError(
+            "the evaluator cannot act: the deployment's account (SMX_ACCOUNT or the function's ARN) or region "
+            "(AWS_REGION) is unknown",
+            field="SMX_ACCOUNT" if not runtime.settings.account else "AWS_REGION",
+            value=runtime.settings.account or runtime.settings.region,
+        )
 
     def responder(job: str, triggers: Sequence[Trigger]) -> Mapping[str, Any]:
         try:

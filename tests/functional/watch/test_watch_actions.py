@@ -69,3 +69,14 @@ def test_evaluator_handler_runs_one_scheduled_invocation(aws: LocalAws) -> None:
     assert summary["handler"] == "evaluator"
     assert summary["running"] == 1 and summary["watched"] == 1
     assert summary["seconds"] >= 0
+
+
+@pytest.mark.parametrize("missing", ["SMX_ACCOUNT", "AWS_REGION"])
+def test_evaluator_without_account_or_region_fails_its_cold_start(aws: LocalAws, missing: str) -> None:
+    from smx_debug.errors import ConfigError
+
+    env = {k: v for k, v in action_env(aws).items() if k != missing}
+    env.pop("AWS_DEFAULT_REGION", None)
+    with pytest.raises(ConfigError) as info:
+        action_responder(_runtime(aws, env))
+    assert info.value.field == missing
