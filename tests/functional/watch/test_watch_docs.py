@@ -78,6 +78,14 @@ def _v3_arguments() -> dict[str, Any]:
         if kw.arg == "compute":
             assert isinstance(kw.value, ast.Call)
             out["compute"] = {k.arg: ast.literal_eval(k.value) for k in kw.value.keywords}
+        elif kw.arg == "tags":  # [Tag(key=..., value=...)]: the API's {"Key", "Value"}
+            assert isinstance(kw.value, ast.List)
+            tags = []
+            for tag in kw.value.elts:
+                assert isinstance(tag, ast.Call) and getattr(tag.func, "id", "") == "Tag"
+                fields = {k.arg: ast.literal_eval(k.value) for k in tag.keywords}
+                tags.append({"Key": fields["key"], "Value": fields["value"]})
+            out["tags"] = tags
         elif isinstance(kw.value, ast.Name):
             out[str(kw.arg)] = kw.value.id
         else:
