@@ -171,22 +171,35 @@ def launch(aws: LocalAws, plan: DebugPlan, job_name: str) -> None:
         f"status {desc['TrainingJobStatus']}; profiler rules: {', '.join(rules)}")
 
 
+def _profiler_report_status(statuses: dict[str, str], *, final: bool) -> list[dict[str, Any]]:
+    """SageMaker runs the ProfilerReport rule job alongside the others (InProgress from the start) and settles
+    it with the job: its status, unless the local evaluation already reports it."""
+    if "ProfilerReport" in statuses:
+        return []
+    return [ext.rule_status("ProfilerReport", "NoIssuesFound" if final else "InProgress")]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=int, default=20, help="simulated job length (job minutes)")
     parser.add_argument("--onset", type=float, default=4.0, help="job minute the CPU bottleneck starts")
     parser.add_argument("--speed", type=float, default=60.0, help="job seconds per wall second")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "demo-report.html", help="HTML report path")
+    parser.add_argument("-v", "--verbose", action="store_true", help="show dependencies' INFO lines and warnings")
     args = parser.parse_args(argv)
-    return run(minutes=args.minutes, onset_min=args.onset, speed=args.speed, out=args.out)
+    return run(minutes=args.minutes, onset_min=args.onset, speed=args.speed, out=args.out, verbose=args.verbose)
 
 
-def run(*, minutes: int, onset_min: float, speed: float, out: Path) -> int:
-    _quiet_logs()
+def run(*, minutes: int, onset_min: float, speed: float, out: Path, verbose: bool = False) -> int:
+    from smx_debug.quiet import quiet_dependencies
+
+    if not verbose:
+        _quiet_logs()
     timeline = Timeline()
     # aws.environment(): every default boto3 client of this process (the CLI's, the SDK's) talks to the local
     # AWS, never to a real account.
-    with tempfile.TemporaryDirectory(prefix="smx-demo-") as tmp, LocalAws() as aws, aws.environment():
+    with quiet_dependencies(verbose=verbose), tempfile.TemporaryDirectory(prefix="smx-demo-") as tmp, \
+            LocalAws() as aws, aws.environment():
         say("1/6 start the local AWS")
         code = _run(aws, tmp, timeline, minutes=minutes, onset_min=onset_min, speed=speed, out=out)
     say("done", f"{time.monotonic() - timeline.started:.1f} s in all; the local AWS is shut down")
@@ -259,7 +272,7 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
             ext.set_rule_statuses(aws, job, profiler=[
                 ext.rule_status(name, st, details=details.get(name))
                 for name, st in live.status.items()
-            ])
+            ] + _profiler_report_status(live.status, final=False))
             event = ext.state_change_event(aws, job)
             deliveries = ext.deliver_event(aws, event)
             for d in deliveries:
@@ -284,11 +297,11 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
         say("rule", f"{t.rule}: {t.previous} -> {t.status}")
     ext.set_rule_statuses(aws, job, profiler=[
         ext.rule_status(name, st, details=details.get(name)) for name, st in live.status.items()
-    ])
+    ] + _profiler_report_status(live.status, final=True))
 
     say("6/6 summary and report")
     summary = rule_summary(job, sagemaker_client=sagemaker)
-    print(summary[["rule", "kind", "status", "step", "details"]].to_string(index=False, max_colwidth=70))
+    print(summary[["rule", "kind", "status", "step", "details"]].to_string(index=False))
     # The same command a user runs: evaluates the plan's rules on everything the job wrote.
     command = ["report", job, "--plan", str(PLAN), "--onset", spec.onset.isoformat(),
                "--ledger-table", deployed.output("LedgerTableName"), "--out", str(out)]
