@@ -276,10 +276,11 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
             event = ext.state_change_event(aws, job)
             deliveries = ext.deliver_event(aws, event)
             for d in deliveries:
-                outcome = "error: " + repr(d.error) if d.error else _short(d.result)
+                done = _what_it_did(d.result)
+                outcome = "error: " + repr(d.error) if d.error else _short(done)
                 say("lambda", f"{d.handler} ({d.function}) -> {outcome}")
-                if isinstance(d.result, dict) and d.result.get("outcome") == "stopped":
-                    stopped_by = str(d.result.get("rule", ""))
+                if isinstance(done, dict) and done.get("outcome") == "stopped":
+                    stopped_by = str(done.get("rule", ""))
             for a in ext.evaluate_alarms(aws):
                 say("alarm", f"{a.alarm_name}: {a.old_state} -> {a.new_state}")
             for body in drain(aws, inbox):
@@ -350,6 +351,13 @@ def plan_param(plan: DebugPlan, rule: str, name: str) -> Any:
         if r.rule_configuration_name == rule and name in r.parameters:
             return r.parameters[name]
     return {p.name: p.default for p in get_rule(rule).parameters}.get(name)
+
+
+def _what_it_did(result: Any) -> Any:
+    """A handler's result names its action and keeps what it did under that key; show that part."""
+    if isinstance(result, dict) and isinstance(result.get(result.get("action")), dict | list):
+        return {"action": result["action"], **(r if isinstance(r := result[result["action"]], dict) else {"done": r})}
+    return result
 
 
 def _short(result: Any) -> str:

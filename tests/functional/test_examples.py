@@ -62,7 +62,7 @@ def test_demo_stops_the_guarded_job_once_and_reports(demo_run: tuple[int, str, P
     assert 3.0 < float(stop[2]) <= 14.0  # after the onset, before the job would have ended
     assert "[lambda] stop_training" in text and '"outcome": "stopped"' in text
     # the readable message and the alarm notification both reached the subscribed queue
-    assert "SageMaker Debugger rule CPUBottleneck found issues in training job" in text
+    assert "SageMaker Debugger: rule CPUBottleneck found issues in training job" in text  # the deciding source first
     assert re.search(r"\[inbox\] CloudWatch alarm '\S*AlarmCPUBottleneck\S*': OK -> ALARM", text)
     assert re.search(r"onset to stop: [\d.]+ job minutes", text)
     assert f"Report: {out.resolve()}" in text
