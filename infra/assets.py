@@ -11,11 +11,12 @@ from __future__ import annotations
 import hashlib
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from smx_debug.errors import NotFoundError
 
-__all__ = ["HANDLER_NAMES", "LAMBDAS_DIR", "PACKAGE_DIR", "asset_files", "stage_handler"]
+__all__ = ["HANDLER_NAMES", "LAMBDAS_DIR", "PACKAGE_DIR", "asset_files", "stage_files", "stage_handler"]
 
 ROOT = Path(__file__).resolve().parents[1]
 LAMBDAS_DIR = ROOT / "lambdas"
@@ -58,7 +59,15 @@ def stage_handler(
     staging_root: Path | None = None,
 ) -> Path:
     """Copy handler ``name``'s asset into a content-addressed directory and return it."""
-    files = asset_files(name, lambdas_dir=lambdas_dir, package_dir=package_dir)
+    return stage_files(name, asset_files(name, lambdas_dir=lambdas_dir, package_dir=package_dir), staging_root)
+
+
+def stage_files(name: str, files: Mapping[str, Path], staging_root: Path | None = None) -> Path:
+    """Copy ``files`` (relative POSIX path -> source) into ``<staging_root>/<name>-<content hash>`` and return it.
+
+    The directory is keyed by the files' paths and bytes, so repeated synths reuse it and the CDK asset hash
+    is stable. ``staging_root`` defaults to ``smx-debug-assets`` under the system temp folder.
+    """
     digest = hashlib.sha256()
     for rel, src in files.items():
         digest.update(rel.encode() + b"\0" + src.read_bytes() + b"\0")

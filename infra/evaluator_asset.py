@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -27,6 +26,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from infra.assets import stage_files
 from smx_debug.errors import ConfigError
 
 __all__ = [
@@ -200,22 +200,4 @@ def stage_evaluator_code(*, staging_root: Path | None = None) -> Path:
         if rel.split("/", 1)[0] in _SKIP_PACKAGES and rel not in _KEEP_FILES:
             continue
         files[f"smx_debug/{rel}"] = path
-    digest = hashlib.sha256()
-    for rel, src in files.items():
-        digest.update(rel.encode() + b"\0" + src.read_bytes() + b"\0")
-    root = staging_root or Path(tempfile.gettempdir()) / "smx-debug-assets"
-    target = root / f"evaluator-{digest.hexdigest()[:16]}"
-    if (target / ".complete").is_file():
-        return target
-    root.mkdir(parents=True, exist_ok=True)
-    work = Path(tempfile.mkdtemp(prefix=".evaluator-", dir=root))
-    for rel, src in files.items():
-        dest = work / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, dest)
-    (work / ".complete").touch()
-    try:
-        work.rename(target)
-    except OSError:  # staged by a concurrent synth first
-        shutil.rmtree(work, ignore_errors=True)
-    return target
+    return stage_files("evaluator", files, staging_root)
