@@ -19,15 +19,19 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from smx_debug.contracts import DETAIL_TYPE, EVENT_SOURCE, ISSUES_FOUND, RULE_FIELDS, RULE_KINDS, RuleKind
+from smx_debug.contracts import (
+    DETAIL_TYPE,
+    EVENT_SOURCE,
+    EXECUTION_DETAIL_TYPE,
+    EXECUTION_EVENT_SOURCE,
+    ISSUES_FOUND,
+    RULE_FIELDS,
+    RULE_KINDS,
+    RuleKind,
+)
 from smx_debug.errors import DataError
 
 __all__ = [
-    "DETAIL_TYPE",
-    "EXECUTION_DETAIL_TYPE",
-    "EXECUTION_SOURCE",
-    "ISSUES_FOUND",
-    "SOURCE",
     "AlarmChange",
     "ExecutionChange",
     "JobArn",
@@ -43,9 +47,6 @@ __all__ = [
     "rule_statuses_from_description",
 ]
 
-SOURCE = EVENT_SOURCE
-EXECUTION_SOURCE = "aws.states"
-EXECUTION_DETAIL_TYPE = "Step Functions Execution Status Change"
 _EXECUTION_ARN = re.compile(
     r"arn:aws[a-z-]*:states:[a-z0-9-]{1,32}:\d{12}:execution:[A-Za-z0-9_-]{1,80}:[A-Za-z0-9_-]{1,80}"
 )
@@ -213,10 +214,10 @@ def parse_state_change(event: object) -> JobStateChange:
     if not isinstance(event, Mapping):
         raise MalformedEventError(f"event: expected an object, got {type(event).__name__}")
     source, detail_type = event.get("source"), event.get("detail-type")
-    if source != SOURCE or detail_type != DETAIL_TYPE:
+    if source != EVENT_SOURCE or detail_type != DETAIL_TYPE:
         raise MalformedEventError(
             f"event: source {str(source)[:64]!r} / detail-type {str(detail_type)[:64]!r} is not "
-            f"{SOURCE!r} / {DETAIL_TYPE!r}"
+            f"{EVENT_SOURCE!r} / {DETAIL_TYPE!r}"
         )
     detail = event.get("detail")
     if not isinstance(detail, Mapping):
@@ -321,8 +322,8 @@ class ExecutionChange:
 
 def parse_execution_change(event: object) -> ExecutionChange:
     """Parse a "Step Functions Execution Status Change" event; raises MalformedEventError if unusable."""
-    if not isinstance(event, Mapping) or event.get("source") != EXECUTION_SOURCE:
-        raise MalformedEventError(f"event: not an {EXECUTION_SOURCE!r} event")
+    if not isinstance(event, Mapping) or event.get("source") != EXECUTION_EVENT_SOURCE:
+        raise MalformedEventError(f"event: not an {EXECUTION_EVENT_SOURCE!r} event")
     if event.get("detail-type") != EXECUTION_DETAIL_TYPE:
         raise MalformedEventError(
             f"event.detail-type: {str(event.get('detail-type'))[:64]!a} is not {EXECUTION_DETAIL_TYPE!r}"

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from smx_debug.actions.events import (
-    EXECUTION_SOURCE,
     MalformedEventError,
     parse_alarm_message,
     parse_execution_change,
@@ -29,7 +28,13 @@ from smx_debug.actions.respond import respond
 from smx_debug.actions.runtime import ClientFactory, client_factory, log_json
 from smx_debug.actions.settings import Settings
 from smx_debug.actions.verify import EventRefusedError, debugger_triggers, verify_job
-from smx_debug.contracts import Env, alarm_key, ledger_key
+from smx_debug.contracts import (
+    EXECUTION_EVENT_SOURCE,
+    UNREPORTED_EXECUTION_STATUSES,
+    Env,
+    alarm_key,
+    ledger_key,
+)
 from smx_debug.errors import ConfigError
 
 __all__ = [
@@ -182,15 +187,11 @@ def _notify_alarms(records: list[Mapping[str, Any]], runtime: Runtime) -> dict[s
     return {"action": "notify", "alarms": sent, "rejected_records": rejected}
 
 
-# Executions that end without running their own end step (which publishes every other ending).
-_UNFINISHED = ("TIMED_OUT", "ABORTED")
-
-
 def _notify_execution(event: object, runtime: Runtime) -> dict[str, Any]:
     change = parse_execution_change(event)
     settings = runtime.settings
     result: dict[str, Any] = {"action": "notify", "execution": change.execution_arn, "status": change.status}
-    if change.status not in _UNFINISHED:
+    if change.status not in UNREPORTED_EXECUTION_STATUSES:
         return {**result, "skipped": "the workflow's end step reports this ending"}
     if (change.account, change.region) != (settings.account, settings.region) or (
         settings.state_machine_arn and change.state_machine_arn != settings.state_machine_arn
@@ -226,7 +227,7 @@ def handle_notify(event: object, runtime: Runtime) -> dict[str, Any]:
         records = _sns_records(event) if isinstance(event, Mapping) else None
         if records is not None:
             return _notify_alarms(records, runtime)
-        if isinstance(event, Mapping) and event.get("source") == EXECUTION_SOURCE:
+        if isinstance(event, Mapping) and event.get("source") == EXECUTION_EVENT_SOURCE:
             return _notify_execution(event, runtime)
         return {"action": "notify", **handle_state_change(event, runtime, ("notify",))}
 

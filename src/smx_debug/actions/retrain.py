@@ -39,13 +39,16 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 from botocore.validate import ParamValidator
 
-from smx_debug.actions.events import ISSUES_FOUND, rule_statuses_from_description
+from smx_debug.actions.events import rule_statuses_from_description
 from smx_debug.actions.notify import shown_values
 from smx_debug.actions.once import ClaimInProgressError
 from smx_debug.actions.runtime import log_json
 from smx_debug.actions.stop import describe_status, stop_once
 from smx_debug.contracts import (
     DEFAULT_RETRAIN_WAIT_SECONDS,
+    ISSUES_FOUND,
+    RULE_FIELDS,
+    RULE_KINDS,
     SFN_HISTORY_LIMIT,
     retrain_history_events,
     retrain_max_polls,
@@ -277,8 +280,8 @@ _ACTION_PREFIX = re.compile(r'(training_job_prefix\\*"\s*:\s*\\*")([A-Za-z0-9-]*
 
 def _retarget_rules(request: dict[str, Any], job_name: str) -> None:
     """Point built-in stop_training actions at the new run, or the rule container would stop the old one."""
-    for key in ("DebugRuleConfigurations", "ProfilerRuleConfigurations"):
-        for rule in request.get(key) or []:
+    for kind in RULE_KINDS:
+        for rule in request.get(RULE_FIELDS[kind][1]) or []:
             params = rule.get("RuleParameters") if isinstance(rule, dict) else None
             if isinstance(params, dict) and isinstance(params.get("action_json"), str):
                 params["action_json"] = _ACTION_PREFIX.sub(
