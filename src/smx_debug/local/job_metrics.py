@@ -16,7 +16,7 @@ job can start at a chosen minute).
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -25,26 +25,20 @@ import numpy as np
 
 from smx_debug.errors import ConfigError
 from smx_debug.local.metric_data import put_datapoints
+from smx_debug.local.patching import patch_once
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
 __all__ = ["NAMESPACE", "Scenario", "install", "publish_minutes", "set_start_time"]
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 Kind = Literal["healthy", "cpu_bottleneck", "loss_plateau"]
-_lock = threading.Lock()
-_installed = False
 
 
 def install() -> None:
     """Keep each training job's MetricDefinitions as requested (moto replaces them). Idempotent."""
-    global _installed
-    with _lock:
-        if _installed:
-            return
-        from moto.sagemaker.models import FakeTrainingJob
+    from moto.sagemaker.models import FakeTrainingJob
 
-        original = FakeTrainingJob.__init__
-
+    def wrap(original: Callable[..., None]) -> Callable[..., None]:
         def init(self: Any, *args: Any, **kwargs: Any) -> None:
             spec = kwargs.get("algorithm_specification")
             requested = dict(spec) if isinstance(spec, dict) else None
@@ -52,8 +46,9 @@ def install() -> None:
             if requested is not None:
                 self.algorithm_specification = requested
 
-        setattr(FakeTrainingJob, "__init__", init)  # noqa: B010 (moto's own class)
-        _installed = True
+        return init
+
+    patch_once(FakeTrainingJob, "__init__", wrap)
 
 
 def set_start_time(aws: LocalAws, job: str, when: datetime) -> None:

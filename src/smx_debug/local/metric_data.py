@@ -18,13 +18,14 @@ is then visible to ListMetrics, GetMetricStatistics and GetMetricData exactly li
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
 from smx_debug.errors import ConfigError
+from smx_debug.local.patching import patch_once
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
 __all__ = ["MAX_QUERIES", "install", "put_datapoints"]
@@ -32,7 +33,6 @@ __all__ = ["MAX_QUERIES", "install", "put_datapoints"]
 MAX_QUERIES = 500
 _STATS = {"Average", "Sum", "Minimum", "Maximum", "SampleCount"}
 _lock = threading.RLock()
-_installed = False
 # backend -> index state; moto keeps one backend per account and region for the process.
 _indexes: dict[int, _Index] = {}
 
@@ -139,18 +139,11 @@ def _aware(value: datetime) -> datetime:
 
 def install() -> None:
     """Replace moto's CloudWatch GetMetricData with the indexed one (once per process). Idempotent."""
-    global _installed
-    if _installed:
-        return
-    with _lock:
-        if _installed:
-            return
-        from moto.cloudwatch.exceptions import ValidationError
-        from moto.cloudwatch.responses import CloudWatchResponse
-        from moto.core.responses import ActionResult
+    from moto.cloudwatch.exceptions import ValidationError
+    from moto.cloudwatch.responses import CloudWatchResponse
+    from moto.core.responses import ActionResult
 
-        original = CloudWatchResponse.get_metric_data
-
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         def get_metric_data(self: Any) -> Any:
             params = self._get_params()
             queries = params.get("MetricDataQueries", [])
@@ -170,8 +163,9 @@ def install() -> None:
                 {"MetricDataResults": [r for r, q in zip(results, queries, strict=True) if q.get("ReturnData", True)]}
             )
 
-        setattr(CloudWatchResponse, "get_metric_data", get_metric_data)  # noqa: B010 (moto's own method)
-        _installed = True
+        return get_metric_data
+
+    patch_once(CloudWatchResponse, "get_metric_data", wrap)
 
 
 def put_datapoints(

@@ -18,16 +18,16 @@ from __future__ import annotations
 import contextlib
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from smx_debug.errors import ConfigError
+from smx_debug.local.patching import patch_once
 
 __all__ = ["Throttled", "throttle"]
 
 _lock = threading.RLock()
-_installed = False
 _rules: list[Throttled] = []
 
 _CODES = {"cloudwatch": "Throttling", "sagemaker": "ThrottlingException", "dynamodb": "ThrottlingException"}
@@ -45,17 +45,10 @@ class Throttled:
 
 
 def _install() -> None:
-    global _installed
-    if _installed:
-        return
-    with _lock:
-        if _installed:
-            return
-        from moto.core.exceptions import ServiceException
-        from moto.core.responses import ActionResult, BaseResponse
+    from moto.core.exceptions import ServiceException
+    from moto.core.responses import ActionResult, BaseResponse
 
-        original = BaseResponse.call_action
-
+    def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         def call_action(self: Any) -> Any:
             rule = _match(str(getattr(self, "service_name", "") or ""), self._get_action())
             if rule is None:
@@ -67,8 +60,9 @@ def _install() -> None:
             # The service model may not declare this error; AWS sends throttling as HTTP 400.
             return 400 if status == 500 else status, headers, body
 
-        setattr(BaseResponse, "call_action", call_action)  # noqa: B010 (moto's dispatch entry point)
-        _installed = True
+        return call_action
+
+    patch_once(BaseResponse, "call_action", wrap)  # moto's dispatch entry point
 
 
 def _throttling_error(base: type[Any]) -> type[Any]:
