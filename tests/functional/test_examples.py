@@ -70,6 +70,18 @@ def test_demo_stops_the_guarded_job_once_and_reports(demo_run: tuple[int, str, P
     assert "data-rule='CPUBottleneck'" in html and "<tr class='fired' data-rule='CPUBottleneck'>" in html
 
 
+def test_demo_evaluates_two_configurations_of_one_rule_as_two_rules(demo_run: tuple[int, str, Path]) -> None:
+    # The demo's plan configures LowGPUUtilization twice; only the default thresholds fire on the bottleneck.
+    code, text, out = demo_run
+    assert code == 0, text
+    summary = dict(re.findall(r"^\s*(LowGPUUtilization\S*)\s+profiler\s+(\S+)", text, re.M))
+    assert summary == {"LowGPUUtilization": "IssuesFound", "LowGPUUtilization-idle": "NoIssuesFound"}
+    html = out.read_text()
+    assert "<tr class='fired' data-rule='LowGPUUtilization'>" in html
+    assert "data-rule='LowGPUUtilization-idle'" in html
+    assert "<tr class='fired' data-rule='LowGPUUtilization-idle'>" not in html
+
+
 @pytest.mark.browser
 @pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed: run `make browser` (apt-get install chromium)")
 def test_demo_report_shows_the_fired_rule_in_headless_chromium(demo_run: tuple[int, str, Path],
