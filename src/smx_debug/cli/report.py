@@ -12,9 +12,10 @@ import numpy as np
 
 from smx_debug.cli._args import check_output_file, non_negative_float, positive_int, require_data
 from smx_debug.cli.evaluate import add_rule_options, rule_selection
+from smx_debug.contracts import Env
 from smx_debug.errors import ConfigError
 
-__all__ = ["load_framework_events", "load_outcome", "parse_time", "register"]
+__all__ = ["add_outcome_options", "load_framework_events", "load_outcome", "parse_time", "register"]
 
 
 def parse_time(text: str, option: str) -> int:
@@ -46,8 +47,19 @@ def load_framework_events(job_or_path: str) -> Any:
         return None
 
 
-def load_outcome(info: Any, *, ledger_table: str | None, onset: int | None) -> Any:
-    """Status, rule trigger times and stop from DescribeTrainingJob and the ledger (job names only)."""
+def add_outcome_options(parser: argparse.ArgumentParser) -> None:
+    """``--onset`` and ``--ledger-table``: what :func:`load_outcome` reads besides the job."""
+    parser.add_argument("--onset", metavar="TIME",
+                        help="when the problem started, if known (ISO-8601 UTC or epoch seconds): marked on timelines")
+    parser.add_argument("--ledger-table", default=os.environ.get(Env.LEDGER_TABLE) or None, metavar="TABLE",
+                        help=f"DynamoDB actions ledger to read the stop from (default: ${Env.LEDGER_TABLE})")
+
+
+def load_outcome(info: Any, args: argparse.Namespace) -> Any:
+    """Status, rule trigger times and stop from DescribeTrainingJob and the ledger (job names only), with the
+    onset of :func:`add_outcome_options`."""
+    ledger_table: str | None = args.ledger_table
+    onset = parse_time(args.onset, "--onset") if args.onset else None
     import boto3
     from botocore.config import Config
 
@@ -71,8 +83,7 @@ def _one(job_or_path: str, args: argparse.Namespace, rules: Any, overrides: Any,
     data, info = load_job(job_or_path, source=args.source, report=report)
     require_data(data, info.name, info.source)
     results = evaluate(data, rules, overrides)
-    onset = parse_time(args.onset, "--onset") if args.onset else None
-    outcome = load_outcome(info, ledger_table=args.ledger_table, onset=onset)
+    outcome = load_outcome(info, args)
     instance_type = args.instance_type or info.instance_type
     cost = None
     span = data.system_span_ns
@@ -122,9 +133,6 @@ def register(subparsers: Any) -> Any:
                         help="number of instances (default: from the job or the nodes seen)")
     parser.add_argument("--price", type=non_negative_float,
                         help="USD per instance-hour, overriding the bundled price table")
-    parser.add_argument("--onset", metavar="TIME",
-                        help="when the problem started, if known (ISO-8601 UTC or epoch seconds): marked on timelines")
-    parser.add_argument("--ledger-table", default=os.environ.get("SMX_LEDGER_TABLE") or None, metavar="TABLE",
-                        help="DynamoDB actions ledger to read the stop from (default: $SMX_LEDGER_TABLE)")
+    add_outcome_options(parser)
     parser.set_defaults(func=_run)
     return parser

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
 from smx_debug.cli._args import check_output_file, require_data
 from smx_debug.cli.evaluate import add_rule_options, rule_selection
+from smx_debug.cli.report import add_outcome_options
 
 __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
-    from smx_debug.cli.report import load_framework_events, load_outcome, parse_time
+    from smx_debug.cli.report import load_framework_events, load_outcome
     from smx_debug.evaluate import LoadReport, evaluate
     from smx_debug.evaluate.jobs import load_job
     from smx_debug.htmlreport import ReportInput, build_model
@@ -25,8 +25,7 @@ def _run(args: argparse.Namespace) -> int:
     data, info = load_job(args.job_or_path, source=args.source, report=LoadReport())
     require_data(data, info.name, info.source)
     events = load_framework_events(args.job_or_path)
-    onset = parse_time(args.onset, "--onset") if args.onset else None
-    outcome = load_outcome(info, ledger_table=args.ledger_table, onset=onset)
+    outcome = load_outcome(info, args)
     # the report's own model: the same first-trigger times and stop as the HTML report shows
     model = build_model(ReportInput(job_name=info.name, data=data, results=evaluate(data, rules, overrides),
                                     events=events, outcome=outcome))
@@ -52,8 +51,6 @@ def register(subparsers: Any) -> Any:
     )
     add_rule_options(parser)  # the rules whose first triggers are marked (default: all)
     parser.add_argument("-o", "--out", required=True, metavar="FILE", help="trace JSON file to write")
-    parser.add_argument("--onset", metavar="TIME", help="when the problem started (ISO-8601 UTC or epoch seconds)")
-    parser.add_argument("--ledger-table", default=os.environ.get("SMX_LEDGER_TABLE") or None, metavar="TABLE",
-                        help="DynamoDB actions ledger to read the stop from (default: $SMX_LEDGER_TABLE)")
+    add_outcome_options(parser)  # --onset, --ledger-table: the marks of the stop and onset
     parser.set_defaults(func=_run)
     return parser
