@@ -10,6 +10,7 @@ import argparse
 import math
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -49,36 +50,31 @@ def _number(text: str, kind: type[int] | type[float]) -> float:
     return value
 
 
+def _checked(text: str, kind: type[int] | type[float], ok: Callable[[float], bool], requirement: str) -> float:
+    value = _number(text, kind)
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"{requirement}, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """An integer >= 1."""
-    value = int(_number(text, int))
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
-    return value
+    return int(_checked(text, int, lambda v: v >= 1, "must be at least 1"))
 
 
 def non_negative_int(text: str) -> int:
     """An integer >= 0."""
-    value = int(_number(text, int))
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {text!r}")
-    return value
+    return int(_checked(text, int, lambda v: v >= 0, "must be 0 or more"))
 
 
 def positive_float(text: str) -> float:
     """A finite number > 0."""
-    value = float(_number(text, float))
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-    return value
+    return float(_checked(text, float, lambda v: v > 0, "must be a positive number"))
 
 
 def non_negative_float(text: str) -> float:
     """A finite number >= 0."""
-    value = float(_number(text, float))
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
-    return value
+    return float(_checked(text, float, lambda v: v >= 0, "must be a finite number >= 0"))
 
 
 def job_name(text: str) -> str:
