@@ -8,10 +8,11 @@ node (every GPU) opens on click (``<details>``), so a 16-node, 8-GPU job stays r
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -258,32 +259,29 @@ def _timelines(m: ReportModel) -> str:
 
 
 # ------------------------------------------------------------------------------------------- analysis
+# unit -> how one cell of _frame_table shows a value (any other unit: the value as text)
+_CELLS: dict[str, Callable[[Any], str]] = {
+    "%": lambda v: f"<td class='num'>{percent(float(v))}</td>",
+    "frac": lambda v: f"<td class='num'>{percent(100 * float(v))}</td>",
+    "s": lambda v: f"<td class='num'>{duration(float(v))}</td>",
+    "ms": lambda v: f"<td class='num'>{number(float(v), 1)} ms</td>",
+    "GPU-s": lambda v: f"<td class='num'>{number(float(v), 1)} GPU-s</td>",
+    "int": lambda v: f"<td class='num'>{int(v):,}</td>",
+    "time": lambda v: f"<td>{utc(int(pd.Timestamp(v).value))}</td>",
+    "list": lambda v: f"<td>{escape(', '.join(str(x) for x in v))}</td>",
+}
+
+
+def _text_cell(v: Any) -> str:
+    return f"<td>{escape('' if v is None or v is pd.NA else str(v))}</td>"
+
+
 def _frame_table(df: pd.DataFrame, columns: list[tuple[str, str, str]], limit: int = 10) -> str:
-    """Rows of ``df`` as a table; columns are (column, header, unit) with unit in %, s, ms, MB/s, '', 'int'."""
+    """Rows of ``df`` as a table; columns are (column, header, unit), unit a key of ``_CELLS`` or '' (text)."""
     head = "".join(f"<th>{escape(h)}</th>" for _, h, _ in columns)
     body = []
     for _, row in df.head(limit).iterrows():
-        cells = []
-        for col, _, unit in columns:
-            v = row[col]
-            if unit == "%":
-                cells.append(f"<td class='num'>{percent(float(v))}</td>")
-            elif unit == "frac":
-                cells.append(f"<td class='num'>{percent(100 * float(v))}</td>")
-            elif unit == "s":
-                cells.append(f"<td class='num'>{duration(float(v))}</td>")
-            elif unit == "ms":
-                cells.append(f"<td class='num'>{number(float(v), 1)} ms</td>")
-            elif unit == "GPU-s":
-                cells.append(f"<td class='num'>{number(float(v), 1)} GPU-s</td>")
-            elif unit == "int":
-                cells.append(f"<td class='num'>{int(v):,}</td>")
-            elif unit == "time":
-                cells.append(f"<td>{utc(int(pd.Timestamp(v).value))}</td>")
-            elif unit == "list":
-                cells.append(f"<td>{escape(', '.join(str(x) for x in v))}</td>")
-            else:
-                cells.append(f"<td>{escape('' if v is None or v is pd.NA else str(v))}</td>")
+        cells = [_CELLS.get(unit, _text_cell)(row[col]) for col, _, unit in columns]
         body.append("<tr>" + "".join(cells) + "</tr>")
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
