@@ -41,10 +41,10 @@ if str(ROOT) not in sys.path:
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
 
+from smx_debug import local  # noqa: E402
 from smx_debug.config import DebugPlan, SmxDebugWarning  # noqa: E402
 from smx_debug.errors import NotFoundError  # noqa: E402
 from smx_debug.local import LocalAws, deploy_stack  # noqa: E402
-from smx_debug.local import extensions as ext  # noqa: E402
 
 PLAN = ROOT / "examples" / "plans" / "cpu_bottleneck_guard.yaml"
 STACK = "SmxDebugGuard"
@@ -163,7 +163,7 @@ def launch(aws: LocalAws, plan: DebugPlan, job_name: str) -> None:
     )
     estimator.fit(wait=False, job_name=job_name)
     # moto creates jobs as Completed; a real one would now be training.
-    ext.set_training_job_status(aws, job_name, "InProgress")
+    local.set_training_job_status(aws, job_name, "InProgress")
     desc = aws.client("sagemaker").describe_training_job(TrainingJobName=job_name)
     rules = [r["RuleConfigurationName"] for r in plan.to_request_dict(job_name=job_name)
              .get("ProfilerRuleConfigurations", [])]
@@ -176,7 +176,7 @@ def _profiler_report_status(statuses: dict[str, str], *, final: bool) -> list[di
     it with the job: its status, unless the local evaluation already reports it."""
     if "ProfilerReport" in statuses:
         return []
-    return [ext.rule_status("ProfilerReport", "NoIssuesFound" if final else "InProgress")]
+    return [local.rule_status("ProfilerReport", "NoIssuesFound" if final else "InProgress")]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -213,7 +213,7 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
     from smx_debug.reports import SystemMetricsReader, framework_metrics, rule_summary, step_durations
     from smx_debug.simulate import Simulation, SimulationSpec
 
-    ext.install(aws)
+    local.install(aws)
     say("local", f"moto server on {aws.endpoint_url} (loopback only), region {aws.region}")
 
     deployed = deploy(aws, Path(tmp))
@@ -269,19 +269,19 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
         fired = [t for t in transitions if t.status == "IssuesFound"]
         if fired:
             fired_at.update({t.rule: job_s for t in fired})
-            ext.set_rule_statuses(aws, job, profiler=[
-                ext.rule_status(name, st, details=details.get(name))
+            local.set_rule_statuses(aws, job, profiler=[
+                local.rule_status(name, st, details=details.get(name))
                 for name, st in live.status.items()
             ] + _profiler_report_status(live.status, final=False))
-            event = ext.state_change_event(aws, job)
-            deliveries = ext.deliver_event(aws, event)
+            event = local.state_change_event(aws, job)
+            deliveries = local.deliver_event(aws, event)
             for d in deliveries:
                 done = _what_it_did(d.result)
                 outcome = "error: " + repr(d.error) if d.error else _short(done)
                 say("lambda", f"{d.handler} ({d.function}) -> {outcome}")
                 if isinstance(done, dict) and done.get("outcome") == "stopped":
                     stopped_by = str(done.get("rule", ""))
-            for a in ext.evaluate_alarms(aws):
+            for a in local.evaluate_alarms(aws):
                 say("alarm", f"{a.alarm_name}: {a.old_state} -> {a.new_state}")
             for body in drain(aws, inbox):
                 print_message(body)
@@ -290,14 +290,14 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
             stopped_at_job_s = job_s
             timeline.mark("stopped")
             say("stop", f"{job} is {status} after job minute {job_s / 60:.1f}; StopTrainingJob calls: "
-                f"{ext.stop_calls(aws, job)}")
+                f"{local.stop_calls(aws, job)}")
             break
         time.sleep(max(0.0, 60.0 / speed - (time.monotonic() - wall)))
-    ext.tick(aws)
+    local.tick(aws)
     for t in live.finish():
         say("rule", f"{t.rule}: {t.previous} -> {t.status}")
-    ext.set_rule_statuses(aws, job, profiler=[
-        ext.rule_status(name, st, details=details.get(name)) for name, st in live.status.items()
+    local.set_rule_statuses(aws, job, profiler=[
+        local.rule_status(name, st, details=details.get(name)) for name, st in live.status.items()
     ] + _profiler_report_status(live.status, final=True))
 
     say("6/6 summary and report")
@@ -335,12 +335,7 @@ def _second_job(aws: LocalAws, bucket: str, inbox: str, *, minutes: int, onset_m
                               minutes=minutes, onset_min=round(onset_min), speed=speed, say=say,
                               inbox=lambda: drain(aws, inbox), show=print_message)
     say("result", f"onset to stop, job 1 (Debugger profiler rules): {first_onset_to_stop:.1f} job minutes")
-    if second.onset_to_stop_min is None:
-        say("result", f"job 2 ({second.job}, no Debugger) was NOT stopped")
-        return 1
-    say("result", f"onset to stop, job 2 (no Debugger, smx-debug evaluator): {second.onset_to_stop_min:.1f} job "
-        f"minutes; StopTrainingJob calls: {second.stop_calls}")
-    return 0
+    return second.verdict(say, f"job 2 ({second.job}, no Debugger, smx-debug evaluator)")
 
 
 def plan_param(plan: DebugPlan, rule: str, name: str) -> Any:

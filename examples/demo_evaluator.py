@@ -22,9 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from smx_debug import local  # noqa: E402
 from smx_debug.config import DebugPlan  # noqa: E402
+from smx_debug.contracts import HANDLER_TAG  # noqa: E402
 from smx_debug.local import LocalAws  # noqa: E402
-from smx_debug.local import extensions as ext  # noqa: E402
 
 __all__ = ["EvaluatorJobResult", "guard_second_job"]
 
@@ -48,12 +49,21 @@ class EvaluatorJobResult:
     def onset_to_stop_min(self) -> float | None:
         return None if self.stopped_min is None else self.stopped_min - self.onset_min
 
+    def verdict(self, say: Say, label: str) -> int:
+        """Say whether the job (called ``label``) was stopped and how long after its onset: 0 if it was, else 1."""
+        if self.onset_to_stop_min is None:
+            say("result", f"{label} was NOT stopped")
+            return 1
+        say("result", f"{label}: onset to stop {self.onset_to_stop_min:.1f} job minutes; "
+            f"StopTrainingJob calls: {self.stop_calls}")
+        return 0
+
 
 def _function_environment(aws: LocalAws) -> dict[str, str]:
     lam = aws.client("lambda")
     for page in lam.get_paginator("list_functions").paginate():
         for fn in page["Functions"]:
-            if lam.list_tags(Resource=fn["FunctionArn"])["Tags"].get("smx-debug:handler") == "evaluator":
+            if lam.list_tags(Resource=fn["FunctionArn"])["Tags"].get(HANDLER_TAG) == "evaluator":
                 env: dict[str, str] = fn["Environment"]["Variables"]
                 # what the Lambda runtime adds to the function's own variables
                 return {**env, "AWS_LAMBDA_FUNCTION_NAME": fn["FunctionName"], "AWS_REGION": aws.region}
@@ -101,7 +111,7 @@ def guard_second_job(
         **request,
     )
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=minutes + 2)
-    ext.set_training_job_status(aws, job, "InProgress")
+    local.set_training_job_status(aws, job, "InProgress")
     job_metrics.set_start_time(aws, job, start)
     description = sagemaker.describe_training_job(TrainingJobName=job)
     say("launch", f"boto3 CreateTrainingJob {job} ({INSTANCE_TYPE} x2): no DebugRuleConfigurations, no "
@@ -136,8 +146,8 @@ def guard_second_job(
             result.stopped_min = minute + 5 / 60
             break
         time.sleep(max(0.0, 60.0 / speed - (time.monotonic() - wall)))
-    ext.tick(aws)
-    result.stop_calls = ext.stop_calls(aws, job)
+    local.tick(aws)
+    result.stop_calls = local.stop_calls(aws, job)
     return result
 
 
@@ -162,18 +172,13 @@ def main() -> int:
     from smx_debug.local import deploy_stack
 
     with tempfile.TemporaryDirectory() as tmp, LocalAws() as aws, aws.environment():
-        ext.install(aws)
+        local.install(aws)
         outdir = Path(tmp) / "cdk.out"
         build_app(dict(DEPLOY_CONTEXT), outdir=str(outdir)).synth()
         deployed = deploy_stack(aws, outdir / f"{STACK}.template.json", stack_name=STACK)
         result = guard_second_job(aws, deployed.output("OutputBucketName"), job="smx-demo-noprofiler-1",
                                   minutes=20, onset_min=4, speed=600.0, say=say)
-    if result.onset_to_stop_min is None:
-        say("result", f"{result.job} was NOT stopped")
-        return 1
-    say("result", f"{result.job}: onset to stop {result.onset_to_stop_min:.1f} job minutes, "
-        f"StopTrainingJob calls {result.stop_calls}")
-    return 0
+    return result.verdict(say, result.job)
 
 
 if __name__ == "__main__":
