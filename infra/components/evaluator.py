@@ -31,9 +31,11 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.components.functions import handler_function, role_and_logs
 from infra.components.nag import acknowledge_wildcards
+from infra.components.storage import keyed_table
 from infra.evaluator_asset import LAMBDA_TARGET, build_layer, stage_evaluator_code
-from smx_debug.contracts import HANDLER_TAG, LEDGER_TTL_ATTRIBUTE, Env
+from smx_debug.contracts import Env
 
 __all__ = ["EVALUATOR_MEMORY_MB", "EVALUATOR_TIMEOUT_SECONDS", "Evaluator"]
 
@@ -75,21 +77,10 @@ class Evaluator(Construct):
         with_layer: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.cursors = dynamodb.Table(
-            self,
-            "Cursors",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            time_to_live_attribute=LEDGER_TTL_ATTRIBUTE,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            removal_policy=cdk.RemovalPolicy.DESTROY,  # cursors are a cache: a new table starts over
-        )
-        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=cdk.RemovalPolicy.DESTROY)
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                             description="smx-debug scheduled evaluator")
-        self.log_group.grant_write(self.role)
+        # cursors are a cache: a new table starts over
+        self.cursors = keyed_table(self, "Cursors", removal_policy=cdk.RemovalPolicy.DESTROY)
+        self.log_group, self.role = role_and_logs(self, description="smx-debug scheduled evaluator",
+                                                  log_retention=log_retention)
         layers = []
         if with_layer:
             layers.append(lambda_.LayerVersion(
@@ -109,25 +100,22 @@ class Evaluator(Construct):
         }
         if state_machine_arn:  # a rule whose actions say `retrain` starts the retraining workflow
             env[Env.STATE_MACHINE_ARN] = state_machine_arn
-        self.function = lambda_.Function(
+        self.function = handler_function(
             self,
-            "Function",
+            handler_name="evaluator",
+            code_dir=stage_evaluator_code(),
             runtime=RUNTIME,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="handler.handler",
-            code=lambda_.Code.from_asset(str(stage_evaluator_code()), exclude=[".complete"]),
             layers=layers,
             role=self.role,
-            environment=env,
             log_group=self.log_group,
-            timeout=cdk.Duration.seconds(EVALUATOR_TIMEOUT_SECONDS),
+            environment=env,
+            timeout_seconds=EVALUATOR_TIMEOUT_SECONDS,
             memory_size=EVALUATOR_MEMORY_MB,
             reserved_concurrent_executions=1,  # one run at a time: runs never race on a job's cursor
             dead_letter_queue=dead_letter_queue,
             retry_attempts=0,  # the next scheduled run is the retry, from the saved cursors
             description="smx-debug scheduled evaluator: evaluates watched jobs' rules on CloudWatch data",
         )
-        cdk.Tags.of(self.function).add(HANDLER_TAG, "evaluator")
         self.schedule = events.Rule(
             self,
             "Schedule",

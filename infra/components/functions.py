@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -14,7 +14,7 @@ from constructs import Construct
 
 from smx_debug.contracts import HANDLER_TAG  # the local AWS maps a deployed function to its code by this tag
 
-__all__ = ["RUNTIME", "GuardFunction"]
+__all__ = ["RUNTIME", "GuardFunction", "handler_function", "role_and_logs"]
 
 # The newest Python runtime this aws-cdk-lib knows; cdk-nag (AwsSolutions-L1) asks for the latest.
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -43,31 +43,73 @@ class GuardFunction(Construct):
         timeout_seconds: int = 60,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.log_group = logs.LogGroup(
-            self, "Logs", retention=log_retention, removal_policy=cdk.RemovalPolicy.DESTROY
-        )
-        # Our own role, so no managed policy (AWSLambdaBasicExecutionRole) grants logs on every group.
-        self.role = iam.Role(
+        self.log_group, self.role = role_and_logs(self, description=f"smx-debug {handler_name} handler",
+                                                  log_retention=log_retention)
+        self.function = handler_function(
             self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"smx-debug {handler_name} handler",
-        )
-        self.log_group.grant_write(self.role)
-        self.function = lambda_.Function(
-            self,
-            "Function",
-            runtime=RUNTIME,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="handler.handler",
-            code=lambda_.Code.from_asset(str(code_dir), exclude=[".complete"]),
+            handler_name=handler_name,
+            code_dir=code_dir,
             role=self.role,
-            environment=dict(environment),
             log_group=self.log_group,
-            timeout=cdk.Duration.seconds(timeout_seconds),
+            environment=environment,
+            timeout_seconds=timeout_seconds,
             memory_size=256,
             dead_letter_queue=dead_letter_queue,
             retry_attempts=2,
             description=description,
         )
-        cdk.Tags.of(self.function).add(HANDLER_TAG, handler_name)
+
+
+def role_and_logs(scope: Construct, *, description: str, log_retention: logs.RetentionDays) -> tuple[
+    logs.LogGroup, iam.Role
+]:
+    """A function's log group (``Logs``, with retention) and execution role (``Role``) in ``scope``.
+
+    Our own role, so no managed policy (AWSLambdaBasicExecutionRole) grants logs on every group: the role may
+    write to this log group only.
+    """
+    log_group = logs.LogGroup(scope, "Logs", retention=log_retention, removal_policy=cdk.RemovalPolicy.DESTROY)
+    role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=description)
+    log_group.grant_write(role)
+    return log_group, role
+
+
+def handler_function(
+    scope: Construct,
+    *,
+    handler_name: str,
+    code_dir: Path,
+    role: iam.IRole,
+    log_group: logs.ILogGroup,
+    environment: Mapping[str, str],
+    timeout_seconds: int,
+    memory_size: int,
+    dead_letter_queue: sqs.IQueue,
+    retry_attempts: int,
+    description: str,
+    runtime: lambda_.Runtime = RUNTIME,
+    layers: Sequence[lambda_.ILayerVersion] | None = None,
+    reserved_concurrent_executions: int | None = None,
+) -> lambda_.Function:
+    """``Function`` in ``scope``: ``handler.handler`` from a staged code directory on arm64, tagged with
+    :data:`~smx_debug.contracts.HANDLER_TAG` = ``handler_name`` (the local AWS runs its code by this tag)."""
+    function = lambda_.Function(
+        scope,
+        "Function",
+        runtime=runtime,
+        architecture=lambda_.Architecture.ARM_64,
+        handler="handler.handler",
+        code=lambda_.Code.from_asset(str(code_dir), exclude=[".complete"]),
+        layers=list(layers) if layers is not None else None,
+        role=role,
+        environment=dict(environment),
+        log_group=log_group,
+        timeout=cdk.Duration.seconds(timeout_seconds),
+        memory_size=memory_size,
+        reserved_concurrent_executions=reserved_concurrent_executions,
+        dead_letter_queue=dead_letter_queue,
+        retry_attempts=retry_attempts,
+        description=description,
+    )
+    cdk.Tags.of(function).add(HANDLER_TAG, handler_name)
+    return function

@@ -8,9 +8,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from smx_debug.contracts import LEDGER_TTL_ATTRIBUTE
+from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE
 
-__all__ = ["LedgerTable", "OutputBucket"]
+__all__ = ["LedgerTable", "OutputBucket", "keyed_table"]
 
 # What a SageMaker execution role needs on the output bucket: Debugger/profiler writes, reads for reports.
 _SAGEMAKER_OUTPUT_ACTIONS = (
@@ -110,16 +110,29 @@ class LedgerTable(Construct):
 
     def __init__(self, scope: Construct, construct_id: str) -> None:
         super().__init__(scope, construct_id)
-        self.table = dynamodb.Table(
-            self,
-            "Table",
-            partition_key=dynamodb.Attribute(name="pk", type=dynamodb.AttributeType.STRING),
-            billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
-            encryption=dynamodb.TableEncryption.AWS_MANAGED,
-            point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
-                point_in_time_recovery_enabled=True
-            ),
-            # Completed actions carry an expiry (epoch seconds) in this attribute; DynamoDB deletes them after it.
-            time_to_live_attribute=LEDGER_TTL_ATTRIBUTE,
-            removal_policy=cdk.RemovalPolicy.RETAIN,
-        )
+        self.table = keyed_table(self, "Table", removal_policy=cdk.RemovalPolicy.RETAIN,
+                                 encryption=dynamodb.TableEncryption.AWS_MANAGED)
+
+
+def keyed_table(
+    scope: Construct,
+    construct_id: str,
+    *,
+    removal_policy: cdk.RemovalPolicy,
+    encryption: dynamodb.TableEncryption | None = None,
+) -> dynamodb.Table:
+    """An on-demand table of items keyed by :data:`~smx_debug.contracts.LEDGER_KEY_ATTRIBUTE` (string), with
+    point-in-time recovery and DynamoDB TTL on :data:`~smx_debug.contracts.LEDGER_TTL_ATTRIBUTE`: items carry
+    an expiry (epoch seconds) and DynamoDB deletes them after it. The ledger and the evaluator's cursors."""
+    return dynamodb.Table(
+        scope,
+        construct_id,
+        partition_key=dynamodb.Attribute(name=LEDGER_KEY_ATTRIBUTE, type=dynamodb.AttributeType.STRING),
+        billing_mode=dynamodb.BillingMode.PAY_PER_REQUEST,
+        encryption=encryption,
+        point_in_time_recovery_specification=dynamodb.PointInTimeRecoverySpecification(
+            point_in_time_recovery_enabled=True
+        ),
+        time_to_live_attribute=LEDGER_TTL_ATTRIBUTE,
+        removal_policy=removal_policy,
+    )
