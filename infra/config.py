@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from smx_debug.contracts import MANAGED_TAG, SFN_HISTORY_LIMIT, retrain_history_events
+from smx_debug.contracts import DEFAULT_NAMESPACE, MANAGED_TAG, SFN_HISTORY_LIMIT, retrain_history_events
 from smx_debug.errors import ConfigError, UnknownNameError
 
 __all__ = [
@@ -157,7 +157,7 @@ class GuardConfig(BaseModel):
     notification_sms: tuple[str, ...] = ()
     alarm_rules: tuple[str, ...] = ("*",)
     alarm_stops_training: bool = False
-    metric_namespace: str = "SmxDebug"
+    metric_namespace: str = DEFAULT_NAMESPACE
     log_retention_days: int = 30
     output_expiration_days: int | None = 365
     output_transition_to_ia_days: int | None = 30

@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 from smx_debug.config._base import FrozenModel, PositiveInt, S3Uri
 from smx_debug.config.models import CollectionConfig, HookConfig, ProfilerSettings, RuleConfig
 from smx_debug.config.warnings import SmxDebugWarning
-from smx_debug.contracts import EVALUATOR_TAG
+from smx_debug.contracts import EVALUATOR_TAG, RULE_KINDS
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.rules.images import RULE_IMAGE_ACCOUNTS
 from smx_debug.tags import MAX_TAGS, ActionSpec, encode_tags
@@ -80,7 +80,7 @@ class DebugPlan(FrozenModel):
                     {"subpath": f"rules[{i}].configuration_name", "bad_value": repr(cfg), "cfg": cfg, "j": seen[cfg]},
                 )
             seen[cfg] = i
-        for kind in ("debugger", "profiler"):
+        for kind in RULE_KINDS:
             count = sum(1 for r in self.rules if r.spec.kind == kind)
             if count > MAX_RULES_PER_KIND:
                 raise PydanticCustomError(

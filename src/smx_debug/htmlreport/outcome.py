@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, stop_key
+from smx_debug.contracts import ISSUES_FOUND, LEDGER_KEY_ATTRIBUTE, RULE_FIELDS, RULE_KINDS, stop_key
 
 __all__ = ["JobOutcome", "fetch_outcome", "outcome_from_describe", "outcome_from_ledger_item"]
 
@@ -57,10 +57,10 @@ def _ns(value: Any) -> int | None:
 def outcome_from_describe(desc: Mapping[str, Any]) -> JobOutcome:
     """The outcome a DescribeTrainingJob response tells (boto3 datetimes or ISO strings)."""
     triggers: dict[str, int] = {}
-    for key in ("DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses"):
+    for key in (RULE_FIELDS[kind][0] for kind in RULE_KINDS):
         for st in desc.get(key) or []:
             when = _ns(st.get("LastModifiedTime"))
-            if st.get("RuleEvaluationStatus") == "IssuesFound" and when is not None:
+            if st.get("RuleEvaluationStatus") == ISSUES_FOUND and when is not None:
                 triggers[str(st.get("RuleConfigurationName"))] = when
     stop_ns = None
     status = desc.get("TrainingJobStatus")

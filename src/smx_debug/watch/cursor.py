@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from smx_debug.contracts import LEDGER_TTL_ATTRIBUTE
+from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE
 
 __all__ = ["CURSOR_RETENTION_SECONDS", "Cursor", "CursorStore"]
 
@@ -55,7 +55,7 @@ def _decode_window(blob: bytes) -> Window:
 
 def _to_item(cursor: Cursor, now: float) -> dict[str, Any]:
     item: dict[str, Any] = {
-        "pk": {"S": cursor.job},
+        LEDGER_KEY_ATTRIBUTE: {"S": cursor.job},
         "format": {"N": str(_FORMAT)},
         "watched": {"BOOL": cursor.watched},
         "checked_at": {"N": repr(float(cursor.checked_at))},
@@ -75,7 +75,7 @@ def _from_item(item: Mapping[str, Any]) -> Cursor | None:
     if int(item.get("format", {}).get("N", "0")) != _FORMAT:
         return None  # written by another version: start over for this job
     return Cursor(
-        job=item["pk"]["S"],
+        job=item[LEDGER_KEY_ATTRIBUTE]["S"],
         watched=bool(item["watched"]["BOOL"]),
         checked_at=float(item["checked_at"]["N"]),
         info=json.loads(item["info"]["S"]),
@@ -100,7 +100,7 @@ class CursorStore:
         out: dict[str, Cursor] = {}
         for i in range(0, len(names), 100):
             request: dict[str, Any] = {
-                self.table: {"Keys": [{"pk": {"S": n}} for n in names[i : i + 100]], "ConsistentRead": True}
+                self.table: {"Keys": [{LEDGER_KEY_ATTRIBUTE: {"S": n}} for n in names[i : i + 100]], "ConsistentRead": True}
             }
             for _ in range(self.max_rounds):
                 response = self.dynamodb.batch_get_item(RequestItems=request)

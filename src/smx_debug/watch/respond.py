@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from smx_debug.contracts import SOURCE_EVALUATOR
+from smx_debug.contracts import SOURCE_EVALUATOR, Env
 from smx_debug.errors import ConfigError
 from smx_debug.watch.run import Responder, Trigger
 
@@ -30,9 +30,9 @@ def action_responder(runtime: Any) -> Responder:
     if not runtime.settings.account or not runtime.settings.region:
         # verify_job would refuse every job: a deployment error, so fail the cold start loudly instead.
         raise ConfigError(
-            "the evaluator cannot act: the deployment's account (SMX_ACCOUNT or the function's ARN) or region "
+            f"the evaluator cannot act: the deployment's account ({Env.ACCOUNT} or the function's ARN) or region "
             "(AWS_REGION) is unknown",
-            field="SMX_ACCOUNT" if not runtime.settings.account else "AWS_REGION",
+            field=Env.ACCOUNT if not runtime.settings.account else "AWS_REGION",
             value=runtime.settings.account or runtime.settings.region,
         )
 

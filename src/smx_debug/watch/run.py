@@ -24,10 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from smx_debug.contracts import RuleKind
 from smx_debug.errors import SmxDebugError
 from smx_debug.watch.cloudwatch import MetricRead, ReadResult, read_metrics
 from smx_debug.watch.cursor import Cursor, CursorStore
@@ -38,8 +39,6 @@ from smx_debug.watch.spec import WatchedRule
 _DEVICE_WINDOW = 10  # minutes of profiler output read per run: the longest device-rule window
 
 __all__ = ["Clients", "EvaluatorRunError", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once"]
-
-RuleKind = Literal["debugger", "profiler"]
 
 
 @dataclass(frozen=True)
