@@ -33,6 +33,7 @@ __all__ = [
     "METRIC_NAME",
     "OPT_IN_VALUE",
     "PLAN_TAG",
+    "RETRAIN_RUN_TAG",
     "RULE_FIELDS",
     "RULE_KINDS",
     "RULE_TAG_PREFIX",
@@ -77,6 +78,10 @@ OPT_IN_VALUE: Final = "true"
 # holds at most 256 characters, so the tag names the spec instead of carrying it.
 EVALUATOR_TAG: Final = "smx-debug:evaluator"
 EVALUATOR_SPEC_PREFIX: Final = "smx-debug/watch-specs/"  # + <sha256 of the spec>.json
+# On every run the retraining workflow launches (value: the workflow run, ``<job_name_prefix>-<run_id>``): the
+# execution that launched it monitors it, stops it and plans the next run, so the ``retrain`` action never
+# starts a second workflow for it (which would also escape the first one's retraining budget).
+RETRAIN_RUN_TAG: Final = "smx-debug:retrain-run"
 
 
 def is_opted_in(tags: Mapping[str, str], tag_key: str = MANAGED_TAG) -> bool:

@@ -38,6 +38,7 @@ from smx_debug.actions.stop import stop_once
 from smx_debug.actions.verify import Trigger, VerifiedJob
 from smx_debug.contracts import (
     METRIC_NAME,
+    RETRAIN_RUN_TAG,
     Env,
     metric_dimensions,
     retrain_execution_name,
@@ -189,6 +190,9 @@ def _retrain(
     trigger = _first_asking(asked, _RETRAIN)
     if trigger is None:
         return {"skipped": "no triggered rule asks for retrain"}
+    owner = job.tags.get(RETRAIN_RUN_TAG)
+    if owner is not None:
+        return {"rule": trigger.rule, "skipped": _owned_text(owner)}
     machine = settings.state_machine_arn
     if not machine:
         raise ConfigError(
@@ -222,6 +226,10 @@ def _retrain(
     return {"rule": trigger.rule, "outcome": "started", "execution_name": name}
 
 
+def _owned_text(workflow_run: str) -> str:
+    return f"run of retraining workflow {workflow_run[:80]}, whose monitor stops it and plans the next run"
+
+
 def _done_text(record: Mapping[str, str] | None, what: str) -> str | None:
     if record is None:
         return None
@@ -236,7 +244,10 @@ def _action_text(job: VerifiedJob, specs: tuple[ActionSpec, ...], ledger: Ledger
         parts.append(
             _done_text(ledger.get(stop_key(job.name)), "stop") or f"stop asked; job status is {job.status}"
         )
-    if _RETRAIN in specs:
+    owner = job.tags.get(RETRAIN_RUN_TAG)
+    if _RETRAIN in specs and owner is not None:
+        parts.append(f"retraining: {_owned_text(owner)}")
+    elif _RETRAIN in specs:
         parts.append(
             _done_text(ledger.get(retrain_key(job.name)), "retraining workflow started") or "retraining asked"
         )

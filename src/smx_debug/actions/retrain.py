@@ -47,12 +47,14 @@ from smx_debug.actions.stop import describe_status, stop_once
 from smx_debug.contracts import (
     DEFAULT_RETRAIN_WAIT_SECONDS,
     ISSUES_FOUND,
+    RETRAIN_RUN_TAG,
     RULE_FIELDS,
     RULE_KINDS,
     SFN_HISTORY_LIMIT,
     retrain_history_events,
     retrain_max_polls,
 )
+from smx_debug.tags import MAX_TAGS
 
 if TYPE_CHECKING:
     from smx_debug.actions.handlers import Runtime
@@ -289,6 +291,22 @@ def _retarget_rules(request: dict[str, Any], job_name: str) -> None:
                 )
 
 
+def _owned_tags(tags: object, workflow_run: str) -> list[dict[str, str]]:
+    """The request's tags (the flagged job's: opt-in, rule actions, the user's own) plus
+    :data:`~smx_debug.contracts.RETRAIN_RUN_TAG`, so the ``retrain`` action leaves the run to this execution."""
+    kept = [
+        {"Key": str(t["Key"]), "Value": str(t.get("Value", ""))}
+        for t in (tags if isinstance(tags, list) else [])
+        if isinstance(t, Mapping) and "Key" in t and t["Key"] != RETRAIN_RUN_TAG
+    ]
+    if len(kept) >= MAX_TAGS:
+        raise RetrainSpecError(
+            f"run_spec.request.Tags: {len(kept)} tags leave no room for {RETRAIN_RUN_TAG} "
+            f"(SageMaker allows {MAX_TAGS} per job)"
+        )
+    return [*kept, {"Key": RETRAIN_RUN_TAG, "Value": workflow_run}]
+
+
 def build_request(state: Mapping[str, Any]) -> dict[str, Any]:
     """The CreateTrainingJob request for the next run: template + job name + current hyperparameters."""
     spec, history = state["run_spec"], state["history"]
@@ -296,6 +314,7 @@ def build_request(state: Mapping[str, Any]) -> dict[str, Any]:
     run = int(history["num_retraining"]) + 1
     request["TrainingJobName"] = f"{spec['job_name_prefix']}-{history['run_id']}-{run}"[:63].strip("-")
     _retarget_rules(request, request["TrainingJobName"])
+    request["Tags"] = _owned_tags(request.get("Tags"), f"{spec['job_name_prefix']}-{history['run_id']}")
     hyper = {str(k): str(v) for k, v in (request.get("HyperParameters") or {}).items()}
     hyper.update({str(k): _hyper_str(v) for k, v in spec["hyperparameters"].items()})
     request["HyperParameters"] = hyper

@@ -30,7 +30,7 @@ from smx_debug.actions import (
     respond,
     verify_job,
 )
-from smx_debug.contracts import SOURCE_EVALUATOR, retrain_execution_name
+from smx_debug.contracts import RETRAIN_RUN_TAG, SOURCE_EVALUATOR, retrain_execution_name
 
 ARN = SAMPLE["detail"]["TrainingJobArn"]
 
@@ -262,6 +262,21 @@ def test_retrain_token_starts_the_state_machine_once_with_a_job_derived_name() -
     assert spec["request"]["RoleArn"] == SAMPLE["detail"]["RoleArn"]
     assert sagemaker.stopped == []  # retrain alone does not stop; "stop retrain" does both
     assert "retraining workflow started" in sns.published[0]["Message"]
+
+
+def test_a_run_of_a_retraining_workflow_starts_no_second_workflow_and_its_message_says_who_owns_it() -> None:
+    tags = {"smx-debug:managed": "true", "smx-debug:on:VanishingGradient": "stop retrain notify",
+            RETRAIN_RUN_TAG: "resnet-1122160000"}
+    sagemaker, states, sns = FakeSageMaker(tags=tags), FakeStates(), FakeSns()
+    runtime = fake_runtime(settings(state_machine_arn=None), sagemaker=sagemaker, stepfunctions=states, sns=sns)
+    result = handle_stop_training(_event(), runtime)  # no ConfigError: nothing to start
+    handle_notify(_event(), runtime)
+    assert result["retrain"] == {
+        "rule": "VanishingGradient",
+        "skipped": "run of retraining workflow resnet-1122160000, whose monitor stops it and plans the next run",
+    }
+    assert states.started == {} and sagemaker.stopped == [JOB]  # the rule's stop still applies
+    assert "retraining: run of retraining workflow resnet-1122160000" in sns.published[0]["Message"]
 
 
 def test_retrain_without_state_machine_fails_loudly_naming_the_variable() -> None:

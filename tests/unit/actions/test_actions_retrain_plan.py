@@ -11,6 +11,7 @@ from botocore.exceptions import ParamValidationError
 
 from smx_debug.actions import DEFAULT_STRATEGIES, handle_retrain, init_state, monitor_step, plan_next
 from smx_debug.actions.retrain import RetrainSpecError, build_request, validate_request
+from smx_debug.contracts import RETRAIN_RUN_TAG
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 SPEC = json.loads((EVENTS / "retrain_input.json").read_text())["state"]["run_spec"]
@@ -50,14 +51,28 @@ def test_build_request_sets_name_and_hyperparameters_and_passes_botocore_validat
         "learning_rate": "0.1",
         "add_batch_norm": "0",
     }
-    assert {k: v for k, v in request.items() if k not in ("TrainingJobName", "HyperParameters")} == {
-        k: v for k, v in SPEC["request"].items() if k not in ("TrainingJobName", "HyperParameters")
+    changed = ("TrainingJobName", "HyperParameters", "Tags")
+    assert {k: v for k, v in request.items() if k not in changed} == {
+        k: v for k, v in SPEC["request"].items() if k not in changed
     }
+    # the plan's tags (opt-in, rule actions) and the workflow run that owns this job
+    assert request["Tags"] == [*SPEC["request"]["Tags"], {"Key": RETRAIN_RUN_TAG, "Value": "resnet-elu-deep-1122160000"}]
     sagemaker = boto3.client("sagemaker", region_name="us-west-2")
     validate_request(request, sagemaker)  # raises on any shape error
     broken = {**request, "ResourceConfig": {"InstanceType": "ml.p3.2xlarge", "InstanceCount": "one"}}
     with pytest.raises(ParamValidationError, match=r"ResourceConfig\.InstanceCount"):
         validate_request(broken, sagemaker)
+
+
+
+def test_build_request_owns_the_run_once_and_refuses_a_request_without_room_for_the_tag() -> None:
+    spec = copy.deepcopy(SPEC)
+    spec["request"]["Tags"].append({"Key": RETRAIN_RUN_TAG, "Value": "an-older-run"})  # retraining a retrained run
+    tags = build_request(init_state(spec, clock=lambda: 1795363200.0))["Tags"]
+    assert [t["Value"] for t in tags if t["Key"] == RETRAIN_RUN_TAG] == ["resnet-elu-deep-1122160000"]
+    spec["request"]["Tags"] = [{"Key": f"team-{i}", "Value": "x"} for i in range(50)]
+    with pytest.raises(RetrainSpecError, match=r"run_spec\.request\.Tags: 50 tags leave no room for smx-debug:retrain-run"):
+        build_request(init_state(spec, clock=lambda: 1795363200.0))
 
 
 @pytest.mark.parametrize(
