@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MINUTE_NS", "boundaries", "counts_before", "interval_of", "last_window", "window_quantiles"]
+__all__ = ["MINUTE_NS", "boundaries", "counts_before", "interval_of", "window_quantiles"]
 
 MINUTE_NS = 60 * 10**9
 
@@ -33,15 +33,6 @@ def counts_before(ts: np.ndarray, bounds: np.ndarray) -> np.ndarray:
 def interval_of(ts: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     """The 1-based scan index whose evaluation first sees each timestamp."""
     return np.searchsorted(bounds, ts, side="right") + 1
-
-
-def last_window(values: np.ndarray, ends: np.ndarray, window: int) -> np.ndarray:
-    """Rows of the last ``window`` values before each end index, NaN-padded where fewer exist."""
-    idx = ends[:, None] - window + np.arange(window)[None, :]
-    valid = idx >= 0
-    out = np.full(idx.shape, np.nan)
-    out[valid] = values[idx[valid]]
-    return out
 
 
 def window_quantiles(values: np.ndarray, ends: np.ndarray, window: int, qs: list[float]) -> np.ndarray:

@@ -6,7 +6,7 @@ import math
 from datetime import UTC, datetime
 from html import escape
 
-__all__ = ["count", "duration", "money", "number", "percent", "rate_mb", "utc", "value_with_unit"]
+__all__ = ["count", "duration", "money", "number", "percent", "rate_mb", "utc"]
 
 
 def number(value: float, digits: int = 1) -> str:
@@ -55,15 +55,6 @@ def money(usd: float) -> str:
 def utc(epoch_ns: int) -> str:
     """``2026-01-01 00:10:00 UTC``."""
     return datetime.fromtimestamp(epoch_ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-_UNITS = {"%": percent, "MB/s": rate_mb, "s": duration}
-
-
-def value_with_unit(value: float, unit: str) -> str:
-    """A value in its unit: ``%``, ``MB/s`` (value in bytes/s), ``s``, or any other suffix."""
-    fn = _UNITS.get(unit)
-    return fn(value) if fn is not None else f"{number(value)} {escape(unit)}".strip()
 
 
 def count(key: str, value: int) -> str:
