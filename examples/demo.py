@@ -43,6 +43,7 @@ os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
 
 from smx_debug import local  # noqa: E402
 from smx_debug.config import DebugPlan, SmxDebugWarning  # noqa: E402
+from smx_debug.contracts import ISSUES_FOUND  # noqa: E402
 from smx_debug.errors import NotFoundError  # noqa: E402
 from smx_debug.local import LocalAws, deploy_stack  # noqa: E402
 
@@ -266,7 +267,7 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
         for t in transitions:
             details[t.rule] = t.status_details
             say("rule", f"{t.rule}: {t.previous} -> {t.status}  {t.status_details.strip()}")
-        fired = [t for t in transitions if t.status == "IssuesFound"]
+        fired = [t for t in transitions if t.status == ISSUES_FOUND]
         if fired:
             fired_at.update({t.rule: job_s for t in fired})
             local.set_rule_statuses(aws, job, profiler=[
