@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -102,18 +102,11 @@ class CursorStore:
             request: dict[str, Any] = {
                 self.table: {"Keys": [{LEDGER_KEY_ATTRIBUTE: {"S": n}} for n in names[i : i + 100]], "ConsistentRead": True}
             }
-            for _ in range(self.max_rounds):
-                response = self.dynamodb.batch_get_item(RequestItems=request)
+            for response in self._until_processed(self.dynamodb.batch_get_item, request, "UnprocessedKeys", "keys"):
                 for item in response.get("Responses", {}).get(self.table, []):
                     cursor = _from_item(item)
                     if cursor is not None:
                         out[cursor.job] = cursor
-                request = response.get("UnprocessedKeys") or {}
-                if not request:
-                    break
-                time.sleep(0.05)
-            else:
-                raise RuntimeError(f"DynamoDB left keys of {self.table} unprocessed after {self.max_rounds} rounds")
         return out
 
     def save(self, cursors: Iterable[Cursor]) -> int:
@@ -122,12 +115,20 @@ class CursorStore:
         items = [{"PutRequest": {"Item": _to_item(c, now)}} for c in cursors]
         for i in range(0, len(items), 25):
             request: dict[str, Any] = {self.table: items[i : i + 25]}
-            for _ in range(self.max_rounds):
-                response = self.dynamodb.batch_write_item(RequestItems=request)
-                request = response.get("UnprocessedItems") or {}
-                if not request:
-                    break
-                time.sleep(0.05)
-            else:
-                raise RuntimeError(f"DynamoDB left items of {self.table} unprocessed after {self.max_rounds} rounds")
+            for _ in self._until_processed(self.dynamodb.batch_write_item, request, "UnprocessedItems", "items"):
+                pass
         return len(items)
+
+    def _until_processed(
+        self, call: Callable[..., Mapping[str, Any]], request: dict[str, Any], unprocessed: str, what: str
+    ) -> Iterator[Mapping[str, Any]]:
+        """Each response of ``call(RequestItems=...)``, re-sent with what DynamoDB left ``unprocessed`` until
+        nothing is left; RuntimeError after ``max_rounds`` calls."""
+        for _ in range(self.max_rounds):
+            response = call(RequestItems=request)
+            yield response
+            request = response.get(unprocessed) or {}
+            if not request:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"DynamoDB left {what} of {self.table} unprocessed after {self.max_rounds} rounds")
