@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from smx_debug.contracts import RULE_KINDS
+
 __all__ = ["register"]
 
 
@@ -17,7 +19,7 @@ def register(subparsers: Any) -> Any:
 
     lst = sub.add_parser("list", help="list every built-in Debugger and profiler rule")
     lst.add_argument("--json", action="store_true", help="machine-readable output")
-    lst.add_argument("--kind", choices=("debugger", "profiler"))
+    lst.add_argument("--kind", choices=RULE_KINDS)
     lst.set_defaults(func=_list)
 
     show = sub.add_parser("show", help="a rule's parameters, defaults and collections")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from smx_debug.contracts import rule_logs_url_from_arn
+from smx_debug.contracts import RULE_FIELDS, RULE_KINDS, rule_logs_url_from_arn
 from smx_debug.errors import AwsError, ConfigError
 from smx_debug.reports._util import TimeLike, to_epoch_ns
 from smx_debug.reports.sources import _default_sagemaker, _describe
@@ -56,10 +56,8 @@ def _as_time(value: Any) -> pd.Timestamp | None:
 def _rows(desc: dict[str, Any]) -> list[dict[str, Any]]:
     job = desc.get("TrainingJobName", "")
     rows: list[dict[str, Any]] = []
-    for kind, status_key, config_key in (
-        ("debugger", "DebugRuleEvaluationStatuses", "DebugRuleConfigurations"),
-        ("profiler", "ProfilerRuleEvaluationStatuses", "ProfilerRuleConfigurations"),
-    ):
+    for kind in RULE_KINDS:
+        status_key, config_key = RULE_FIELDS[kind]
         seen = set()
         for st in desc.get(status_key) or ():
             name = st.get("RuleConfigurationName", "")

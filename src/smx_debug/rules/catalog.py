@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from smx_debug.contracts import RuleKind
 from smx_debug.errors import UnknownNameError
 
 __all__ = [
@@ -24,7 +25,6 @@ __all__ = [
     "list_rules",
 ]
 
-RuleKind = Literal["debugger", "profiler"]
 ParamType = Literal["int", "float", "bool", "str", "regex"]
 ParamValue = bool | int | float | str
 
