@@ -25,7 +25,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from smx_debug.contracts import MANAGED_TAG, PLAN_TAG, RULE_TAG_PREFIX, TAG_PREFIX, is_opted_in
+from smx_debug.contracts import MANAGED_TAG, OPT_IN_VALUE, PLAN_TAG, RULE_TAG_PREFIX, TAG_PREFIX, is_opted_in
 from smx_debug.errors import ConfigError
 
 __all__ = [
@@ -134,7 +134,7 @@ def encode_tags(
             )
         tags.append({"Key": key, "Value": value})
     if managed:
-        tags.append({"Key": MANAGED_TAG, "Value": "true"})
+        tags.append({"Key": MANAGED_TAG, "Value": OPT_IN_VALUE})
     if plan is not None:
         tags.append({"Key": PLAN_TAG, "Value": plan})
     for rule_name, specs in rule_actions.items():

@@ -18,6 +18,7 @@ from smx_debug.cli._args import (
     positive_float,
     require_data,
 )
+from smx_debug.contracts import ISSUES_FOUND
 from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -86,11 +87,18 @@ def rule_selection(args: argparse.Namespace) -> tuple[list[ConfiguredRule], dict
     return configs, {}, skipped
 
 
+def _status(r: Any) -> str:
+    """A result's status as SageMaker would show it; NoData when the rule saw nothing (OverallSystemUsage
+    always reports)."""
+    if r.triggered:
+        return ISSUES_FOUND
+    return "NoData" if r.datapoints == 0 and r.rule != "OverallSystemUsage" else "NoIssuesFound"
+
+
 def _table(results: Mapping[str, Any]) -> str:
     rows = [("Rule", "Class", "Status", "Triggered", "Violations", "Datapoints", "Reason")]
     for name, r in results.items():
-        status = "IssuesFound" if r.triggered else ("NoData" if r.datapoints == 0 and r.rule != "OverallSystemUsage"
-                                                      else "NoIssuesFound")
+        status = _status(r)
         reason = r.message if r.triggered else ""
         rows.append((name, r.rule, status, str(r.rule_triggered), str(r.violations), str(r.datapoints),
                      reason))
@@ -103,8 +111,7 @@ def _with_status(results: Mapping[str, Any], payload: Mapping[str, Any]) -> dict
     """--json: each rule's status (as the table shows it) and full reason, then Debugger's own fields."""
     out: dict[str, Any] = {}
     for name, r in results.items():
-        status = "IssuesFound" if r.triggered else ("NoData" if r.datapoints == 0 and r.rule != "OverallSystemUsage"
-                                                      else "NoIssuesFound")
+        status = _status(r)
         out[name] = {"status": status, "reason": r.message, **payload[name]}
     return out
 

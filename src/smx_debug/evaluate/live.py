@@ -9,6 +9,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from smx_debug.contracts import ISSUES_FOUND
 from smx_debug.evaluate.catalog import PROFILER_RULES
 from smx_debug.evaluate.configured import ConfiguredRule, RuleLike, configure
 from smx_debug.evaluate.data import (
@@ -133,7 +134,7 @@ class LiveEvaluator:
                     f"RuleEvaluationConditionMet: Evaluation of the rule {rule} at step {step} resulted in the "
                     "condition being met\n"
                 )
-                out.append(self._move(rule, "IssuesFound", step, details, result))
+                out.append(self._move(rule, ISSUES_FOUND, step, details, result))
         return out
 
     def finish(self) -> list[Transition]:

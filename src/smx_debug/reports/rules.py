@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from smx_debug.contracts import RULE_FIELDS, RULE_KINDS, rule_logs_url_from_arn
+from smx_debug.contracts import ISSUES_FOUND, RULE_FIELDS, RULE_KINDS, rule_logs_url_from_arn
 from smx_debug.errors import AwsError, ConfigError
 from smx_debug.reports._util import TimeLike, to_epoch_ns
 from smx_debug.reports.sources import _default_sagemaker, _describe
@@ -32,7 +32,7 @@ __all__ = [
 RULE_COLUMNS = [
     "job_name", "rule", "kind", "status", "step", "details", "last_modified", "rule_job_arn", "logs_url",
 ]
-SETTLED_STATUSES = frozenset({"NoIssuesFound", "IssuesFound", "Error", "Stopped"})
+SETTLED_STATUSES = frozenset({"NoIssuesFound", ISSUES_FOUND, "Error", "Stopped"})
 _STEP_RE = re.compile(r"\bat step (\d+)\b")
 
 
