@@ -41,13 +41,13 @@ def _count_calls(clients: Any, counter: Counter[str]) -> None:
 
 
 def _setup(aws: Any, jobs: int, start: datetime) -> None:
-    from smx_debug.local import extensions as ext
+    from smx_debug import local
     from smx_debug.local import job_metrics, metric_data
     from smx_debug.local.job_metrics import Scenario, publish_minutes
 
     metric_data.install()
     job_metrics.install()
-    ext.install(aws)
+    local.install(aws)
     aws.client("dynamodb").create_table(
         TableName="bench-cursors", KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
@@ -65,7 +65,7 @@ def _setup(aws: Any, jobs: int, start: datetime) -> None:
             ResourceConfig={"InstanceType": "ml.g4dn.12xlarge", "InstanceCount": HOSTS, "VolumeSizeInGB": 50},
             StoppingCondition={"MaxRuntimeInSeconds": 86400}, ProfilerConfig={"DisableProfiler": True},
         )
-        ext.set_training_job_status(aws, name, "InProgress")
+        local.set_training_job_status(aws, name, "InProgress")
         job_metrics.set_start_time(aws, name, start)
         publish_minutes(aws, name, start=start, first=0, last=MINUTES - 1, scenario=Scenario(seed=i, gpus=4, vcpus=48),
                         hosts=HOSTS)
@@ -105,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from smx_debug.local import LocalAws
-    from smx_debug.local import extensions as ext
+    from smx_debug.local.clients import client as cached_client
     from smx_debug.watch import Clients, EvaluatorSettings, WatchSpec
 
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=MINUTES + 1)
@@ -114,8 +114,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _setup(aws, jobs, start)
         print(f"setup: {jobs} jobs x {HOSTS} hosts, {MINUTES} minutes of CloudWatch data each "
               f"({jobs * (HOSTS * 5 + 2) * MINUTES:,} datapoints), {time.perf_counter() - t:.1f} s")
-        clients = Clients(sagemaker=ext._client(aws, "sagemaker"), cloudwatch=ext._client(aws, "cloudwatch"),
-                          dynamodb=ext._client(aws, "dynamodb"), s3=ext._client(aws, "s3"))
+        clients = Clients(sagemaker=cached_client(aws, "sagemaker"), cloudwatch=cached_client(aws, "cloudwatch"),
+                          dynamodb=cached_client(aws, "dynamodb"), s3=cached_client(aws, "s3"))
         settings = EvaluatorSettings(
             watch_prefixes=("bench-",), cursor_table="bench-cursors",
             default_rules=WatchSpec.from_json('[{"rule": "CPUBottleneck"}, {"rule": "LowGPUUtilization"}, '

@@ -37,6 +37,7 @@ from typing import Any
 
 from botocore.awsrequest import AWSResponse
 
+from smx_debug import local
 from smx_debug.actions import (
     Ledger,
     Runtime,
@@ -47,7 +48,6 @@ from smx_debug.actions import (
 )
 from smx_debug.actions.runtime import retry_config
 from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws
-from smx_debug.local import extensions as ext
 
 HANDLERS: dict[str, Callable[[Any, Runtime], Any]] = {
     "rule_metrics": handle_rule_metrics,
@@ -147,16 +147,16 @@ def _create(aws: LocalAws, case: JobCase) -> None:
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
         Tags=[{"Key": k, "Value": v} for k, v in case.tags.items()],
     )
-    ext.set_training_job_status(aws, case.name, "InProgress")
+    local.set_training_job_status(aws, case.name, "InProgress")
 
 
 def _statuses(aws: LocalAws, case: JobCase, rule_status: str, other_status: str) -> None:
-    main = [ext.rule_status(case.rule, rule_status, step=100)]
-    other = [ext.rule_status(OTHER_RULE, other_status, step=200)]
+    main = [local.rule_status(case.rule, rule_status, step=100)]
+    other = [local.rule_status(OTHER_RULE, other_status, step=200)]
     if case.kind == "debugger":
-        ext.set_rule_statuses(aws, case.name, debug=main + other, profiler=[])
+        local.set_rule_statuses(aws, case.name, debug=main + other, profiler=[])
     else:
-        ext.set_rule_statuses(aws, case.name, debug=other, profiler=main)
+        local.set_rule_statuses(aws, case.name, debug=other, profiler=main)
 
 
 def build_events(aws: LocalAws, cases: Sequence[JobCase], n_events: int, rng: random.Random) -> list[dict[str, Any]]:
@@ -165,9 +165,9 @@ def build_events(aws: LocalAws, cases: Sequence[JobCase], n_events: int, rng: ra
     for case in cases:
         _create(aws, case)
         _statuses(aws, case, "InProgress", "InProgress")
-        base.append(ext.state_change_event(aws, case.name))  # early: nothing found yet
+        base.append(local.state_change_event(aws, case.name))  # early: nothing found yet
         _statuses(aws, case, case.rule_status, case.other_status)
-        late = ext.state_change_event(aws, case.name)
+        late = local.state_change_event(aws, case.name)
         base.append(late)
         forged = copy.deepcopy(late)  # claims an opt-in and an IssuesFound that SageMaker does not show
         forged["id"] = f"forged-{case.name}"
@@ -178,7 +178,7 @@ def build_events(aws: LocalAws, cases: Sequence[JobCase], n_events: int, rng: ra
                 entry["RuleEvaluationStatus"] = "IssuesFound"
         base.append(forged)
         if case.finished:
-            ext.set_training_job_status(aws, case.name, "Completed")
+            local.set_training_job_status(aws, case.name, "Completed")
     events = base + [copy.deepcopy(e) for e in rng.choices(base, k=max(0, n_events - len(base)))]
     rng.shuffle(events)
     return events[:n_events] if n_events >= len(base) else events
@@ -309,7 +309,7 @@ class Report:
 def replay(aws: LocalAws, *, n_jobs: int = 30, n_events: int = 500, threads: int = 8, crash_rate: float = 0.1,
            throttle_rate: float = 0.1, seed: int = 20261123, table: str = "smx-replay-ledger") -> Report:
     """Run the replay on ``aws`` (a started LocalAws) and check the outcome; see the module docstring."""
-    ext.install(aws)
+    local.install(aws)
     rng = random.Random(seed)
     ddb, sns, sqs = _client(aws, "dynamodb"), _client(aws, "sns"), _client(aws, "sqs")
     ddb.create_table(TableName=table, KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
@@ -359,7 +359,7 @@ def replay(aws: LocalAws, *, n_jobs: int = 30, n_events: int = 500, threads: int
     report.aws_attempts, report.throttled = throttler.attempts, throttler.throttled
 
     for case in cases:
-        calls = ext.stop_calls(aws, case.name)
+        calls = local.stop_calls(aws, case.name)
         if case.eligible():
             report.eligible += 1
             report.stopped_once += calls == 1

@@ -23,9 +23,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
+from smx_debug import local  # noqa: E402
 from smx_debug.config import DebugPlan, SmxDebugWarning  # noqa: E402
+from smx_debug.contracts import HANDLER_TAG  # noqa: E402
 from smx_debug.local import LocalAws, deploy_stack  # noqa: E402
-from smx_debug.local import extensions as ext  # noqa: E402
 
 STACK = "SmxDebugGuard"
 RULE = "ExplodingTensor"
@@ -72,7 +73,7 @@ def deployed_retrain_environment(aws: LocalAws) -> tuple[str, dict[str, str]]:
     for page in lam.get_paginator("list_functions").paginate():
         for fn in page["Functions"]:
             got = lam.get_function(FunctionName=fn["FunctionName"])
-            if (got.get("Tags") or {}).get(ext.HANDLER_TAG) == "retrain":
+            if (got.get("Tags") or {}).get(HANDLER_TAG) == "retrain":
                 return fn["FunctionName"], dict((fn.get("Environment") or {}).get("Variables") or {})
     raise SystemExit("the stack has no retrain function (is retraining enabled in the context?)")
 
@@ -81,7 +82,7 @@ def main() -> int:
     from infra.cdk_app import build_app
 
     with LocalAws() as aws:
-        ext.install(aws)
+        local.install(aws)
         import tempfile
 
         with tempfile.TemporaryDirectory() as out:
@@ -91,7 +92,7 @@ def main() -> int:
         print(f"deployed {STACK}; retrain function {function}")
 
         def step(name: str, state: dict[str, Any]) -> dict[str, Any]:
-            delivery = ext.invoke_handler(aws, "retrain", {"step": name, "state": state}, env,
+            delivery = local.invoke_handler(aws, "retrain", {"step": name, "state": state}, env,
                                           function_name=function)
             if delivery.error is not None:
                 raise SystemExit(f"{name} failed: {delivery.error!r}")
@@ -108,14 +109,14 @@ def main() -> int:
             print(f"run {run}: launched {job} warmup_learning_rate={hyper['warmup_learning_rate']} "
                   f"learning_rate={hyper['learning_rate']} add_batch_norm={hyper['add_batch_norm']}")
             # SageMaker's part: the job trains and its rule is evaluated.
-            ext.set_training_job_status(aws, job, "InProgress")
-            ext.set_rule_statuses(aws, job, debug={RULE: "InProgress"})
+            local.set_training_job_status(aws, job, "InProgress")
+            local.set_rule_statuses(aws, job, debug={RULE: "InProgress"})
             state = step("monitor", state)  # nothing yet: keep monitoring
             if outcome == "explodes":
-                ext.set_rule_statuses(aws, job, debug=[ext.rule_status(RULE, "IssuesFound", step=200 * run)])
+                local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=200 * run)])
             else:
-                ext.set_training_job_status(aws, job, "Completed")
-                ext.set_rule_statuses(aws, job, debug={RULE: "NoIssuesFound"})
+                local.set_training_job_status(aws, job, "Completed")
+                local.set_rule_statuses(aws, job, debug={RULE: "NoIssuesFound"})
             state = step("monitor", state)
             print(f"       {RULE} {'fired: job stopped' if outcome == 'explodes' else 'quiet: job completed'}; "
                   f"next_action={state['next_action']}")

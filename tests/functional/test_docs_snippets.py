@@ -142,10 +142,10 @@ def _runnable_files() -> list[Path]:
 @pytest.mark.parametrize("path", _runnable_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_docs_runnable_blocks_run_on_the_local_aws(path: Path, local_aws: LocalAws, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    from smx_debug.local import extensions as ext
+    from smx_debug import local
     from smx_debug.local.playback import JobPlayback
 
-    ext.install(local_aws)
+    local.install(local_aws)
     local_aws.client("s3").create_bucket(Bucket=OUTPUT_BUCKET,
                                          CreateBucketConfiguration={"LocationConstraint": local_aws.region})
     # What the README's notebook code has beside it: the repository's examples and a training script.

@@ -53,8 +53,10 @@ PUBLIC = {
         "SCENARIOS", "ScenarioKind", "Simulation", "SimulationSpec", "WriteResult",
     ],
     "smx_debug.local": [
-        "DEFAULT_REGION", "DeployedStack", "EmulatedResource", "LOCAL_ACCOUNT_ID", "LocalAws", "deploy_stack",
-        "publish_assets",
+        "AlarmTransition", "DEFAULT_REGION", "Delivery", "DeployedStack", "EmulatedResource", "LOCAL_ACCOUNT_ID",
+        "LocalAws", "deliver_event", "deploy_stack", "evaluate_alarms", "install", "invoke_handler", "publish_assets",
+        "reset_handlers", "rule_status", "set_rule_statuses", "set_training_job_status", "sns_lambda_deliveries",
+        "state_change_event", "stop_calls", "tick",
     ],
     "smx_debug.watch": [
         "Clients", "EVALUATOR_RULES", "EvaluatorRunError", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",

@@ -1,16 +1,64 @@
-"""The embedded local AWS used by the tests, the examples and ``make demo``."""
+"""The embedded local AWS used by the tests, the examples and ``make demo``.
+
+moto's own behaviour is in :mod:`smx_debug.local.server`; what moto lacks is added one behaviour per module,
+each through moto's public backend objects:
+
+- :mod:`~smx_debug.local.training_jobs`: StopTrainingJob (InProgress -> Stopping -> Stopped, calls counted),
+  job statuses, and the ProfilerConfig / ProfilerRuleConfigurations moto drops;
+- :mod:`~smx_debug.local.rule_statuses`: rule evaluation statuses and the job's state-change event;
+- :mod:`~smx_debug.local.delivery`: EventBridge -> Lambda and SNS -> Lambda, handlers run in-process;
+- :mod:`~smx_debug.local.alarms`: CloudWatch alarm evaluation and notification;
+- :mod:`~smx_debug.local.bucket_policy`: only unconditional bucket-policy statements are evaluated;
+- and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
+  :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`.
+
+:func:`install` installs the first five at once.
+"""
 
 from __future__ import annotations
 
+from smx_debug.local import bucket_policy, delivery, training_jobs
+from smx_debug.local.alarms import AlarmTransition, evaluate_alarms
+from smx_debug.local.delivery import (
+    Delivery,
+    deliver_event,
+    invoke_handler,
+    reset_handlers,
+    sns_lambda_deliveries,
+)
 from smx_debug.local.deploy import DeployedStack, EmulatedResource, deploy_stack, publish_assets
+from smx_debug.local.rule_statuses import rule_status, set_rule_statuses, state_change_event
 from smx_debug.local.server import DEFAULT_REGION, LOCAL_ACCOUNT_ID, LocalAws
+from smx_debug.local.training_jobs import set_training_job_status, stop_calls, tick
 
 __all__ = [
     "DEFAULT_REGION",
     "LOCAL_ACCOUNT_ID",
+    "AlarmTransition",
+    "Delivery",
     "DeployedStack",
     "EmulatedResource",
     "LocalAws",
+    "deliver_event",
     "deploy_stack",
+    "evaluate_alarms",
+    "install",
+    "invoke_handler",
     "publish_assets",
+    "reset_handlers",
+    "rule_status",
+    "set_rule_statuses",
+    "set_training_job_status",
+    "sns_lambda_deliveries",
+    "state_change_event",
+    "stop_calls",
+    "tick",
 ]
+
+
+def install(aws: LocalAws | None = None) -> None:
+    """Install what moto lacks for the local AWS: the training-job lifecycle, unconditional-only bucket
+    policies, and in-process SNS -> Lambda delivery on ``aws`` (patched once per process). Idempotent."""
+    training_jobs.install()
+    bucket_policy.install()
+    delivery.install(aws)

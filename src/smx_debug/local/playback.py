@@ -17,8 +17,10 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.local import extensions as ext
+from smx_debug.local import install as install_local
+from smx_debug.local.rule_statuses import rule_status, set_rule_statuses
 from smx_debug.local.server import LocalAws
+from smx_debug.local.training_jobs import set_training_job_status
 
 if TYPE_CHECKING:
     from smx_debug.config import DebugPlan
@@ -96,7 +98,7 @@ class JobPlayback:
         from smx_debug.reports import SystemMetricsReader, framework_metrics, step_durations
         from smx_debug.reports.sources import split_s3_uri
 
-        ext.install(self.aws)
+        install_local(self.aws)
         s3 = self.aws.client("s3")
         bucket, key = split_s3_uri(self.plan.profiler.s3_output_path or self.plan.s3_output_path)
         prefix = f"{key.rstrip('/')}/{self.job_name}/profiler-output".lstrip("/")
@@ -105,7 +107,7 @@ class JobPlayback:
         live = LiveEvaluator(rules=configs)
         has_report = any(r.rule_configuration_name == _PROFILER_REPORT for r in self.plan.profiler_rules)
         details: dict[str, str] = {}
-        ext.set_training_job_status(self.aws, self.job_name, "InProgress")
+        set_training_job_status(self.aws, self.job_name, "InProgress")
         self._publish(live.status, details, tensor_rules, has_report, final=False)
         reader = SystemMetricsReader(uri, s3_client=s3, progress=False)
         for minute in self._simulation.minutes():
@@ -121,19 +123,19 @@ class JobPlayback:
                 details.update({t.rule: t.status_details for t in transitions})
                 self._publish(live.status, details, tensor_rules, has_report, final=False)
             time.sleep(max(0.0, 60.0 / self.speed - (time.monotonic() - wall)))
-        ext.set_training_job_status(self.aws, self.job_name, "Completed")
+        set_training_job_status(self.aws, self.job_name, "Completed")
         details.update({t.rule: t.status_details for t in live.finish()})
         self._publish(live.status, details, tensor_rules, has_report, final=True)
 
     def _publish(self, statuses: Mapping[str, str], details: dict[str, str], tensor_rules: list[str],
                  has_report: bool, *, final: bool) -> None:
-        profiler = [ext.rule_status(name, st, details=details.get(name) if st != "InProgress" else None)
+        profiler = [rule_status(name, st, details=details.get(name) if st != "InProgress" else None)
                     for name, st in statuses.items()]
         if has_report and _PROFILER_REPORT not in statuses:
-            profiler.append(ext.rule_status(_PROFILER_REPORT, "NoIssuesFound" if final else "InProgress"))
+            profiler.append(rule_status(_PROFILER_REPORT, "NoIssuesFound" if final else "InProgress"))
         debug: list[dict[str, Any]] = [
-            ext.rule_status(name, "Stopped", details=_TENSOR_DETAILS) if final else ext.rule_status(name, "InProgress")
+            rule_status(name, "Stopped", details=_TENSOR_DETAILS) if final else rule_status(name, "InProgress")
             for name in tensor_rules
         ]
-        ext.set_rule_statuses(self.aws, self.job_name, debug=debug or None, profiler=profiler or None)
+        set_rule_statuses(self.aws, self.job_name, debug=debug or None, profiler=profiler or None)
         self.statuses = {e["RuleConfigurationName"]: e["RuleEvaluationStatus"] for e in [*debug, *profiler]}

@@ -40,9 +40,9 @@ def sagemaker_session(aws: LocalAws, *, sagemaker_client: Any = None, default_bu
             sdk_logger.setLevel(logging.WARNING)
     from sagemaker.session import Session
 
-    from smx_debug.local import extensions
+    from smx_debug.local import install
 
-    extensions.install(aws)  # jobs created through this session keep their ProfilerConfig, as on SageMaker
+    install(aws)  # jobs created through this session keep their ProfilerConfig, as on SageMaker
     disable_sdk_telemetry()
     return Session(
         boto_session=aws.session(),

@@ -1,7 +1,7 @@
 """The embedded local AWS: a moto server on a free loopback port, in this process.
 
 Only moto's own behaviour lives here. What moto lacks (StopTrainingJob, rule evaluation statuses,
-EventBridge-to-Lambda delivery) is added in :mod:`smx_debug.local.extensions`, and nowhere else.
+EventBridge-to-Lambda delivery, ...) is added one behaviour per module beside it (see :mod:`smx_debug.local`).
 """
 
 from __future__ import annotations
@@ -45,10 +45,10 @@ class _LocalSession(boto3.Session):
         return {**kwargs, "endpoint_url": self._smx_endpoint_url,
                 "config": ours.merge(theirs) if theirs is not None else ours}
 
-    def client(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def client(self, *args: Any, **kwargs: Any) -> Any:
         return super().client(*args, **self._local(kwargs))
 
-    def resource(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def resource(self, *args: Any, **kwargs: Any) -> Any:
         return super().resource(*args, **self._local(kwargs))
 
 

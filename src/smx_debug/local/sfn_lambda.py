@@ -3,7 +3,7 @@
 moto executes state machines (``execute_state_machine``) and its Lambda tasks call Lambda's Invoke, which
 moto can only serve by running the function in Docker. :func:`install` makes Invoke of a function tagged
 ``smx-debug:handler`` run ``lambdas/<handler>/handler.py`` in this process with the function's environment
-(:func:`smx_debug.local.extensions.invoke_handler`, as EventBridge and SNS deliveries already do). A handler's
+(:func:`smx_debug.local.delivery.invoke_handler`, as EventBridge and SNS deliveries already do). A handler's
 exception becomes an ``Unhandled`` function error with Lambda's error payload, so the state machine's
 Retry/Catch see what they would in AWS. Functions without the tag keep moto's behaviour.
 
@@ -20,7 +20,8 @@ from typing import Any
 from urllib.parse import urlparse
 
 from smx_debug.contracts import HANDLER_TAG
-from smx_debug.local import extensions as ext
+from smx_debug.local import delivery
+from smx_debug.local import install as install_local
 from smx_debug.local.server import LocalAws
 
 __all__ = ["install", "invocations"]
@@ -28,10 +29,10 @@ __all__ = ["install", "invocations"]
 _lock = threading.Lock()
 _active: LocalAws | None = None
 _installed = False
-_invocations: list[ext.Delivery] = []
+_invocations: list[delivery.Delivery] = []
 
 
-def invocations() -> list[ext.Delivery]:
+def invocations() -> list[delivery.Delivery]:
     """The Lambda invocations run in-process since :func:`install` (in order)."""
     with _lock:
         return list(_invocations)
@@ -40,7 +41,7 @@ def invocations() -> list[ext.Delivery]:
 def install(aws: LocalAws) -> None:
     """Route Invoke of tagged functions on ``aws`` to their handlers, in-process (idempotent)."""
     global _active, _installed
-    ext.install(aws)
+    install_local(aws)
     port = urlparse(aws.endpoint_url).port
     if port is not None:
         os.environ["MOTO_PORT"] = str(port)
@@ -60,16 +61,16 @@ def install(aws: LocalAws) -> None:
             if _active is None or handler is None:
                 return original(self, function_name, qualifier, body, headers, response_headers)
             event = json.loads(body) if body else {}
-            delivery = ext.invoke_handler(_active, handler, event, dict(fn.environment_vars or {}),
+            ran = delivery.invoke_handler(_active, handler, event, dict(fn.environment_vars or {}),
                                           function_name=fn.function_name)
             with _lock:
-                _invocations.append(delivery)
-            if delivery.error is not None:
+                _invocations.append(ran)
+            if ran.error is not None:
                 response_headers["x-amz-function-error"] = "Unhandled"
-                payload = json.dumps({"errorType": type(delivery.error).__name__,
-                                      "errorMessage": str(delivery.error)[:1000]})
+                payload = json.dumps({"errorType": type(ran.error).__name__,
+                                      "errorMessage": str(ran.error)[:1000]})
             else:
-                payload = json.dumps(delivery.result, default=str)
+                payload = json.dumps(ran.result, default=str)
             response_headers["Content-Length"] = str(len(payload.encode()))
             return payload.encode()
 

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from smx_debug import local
 from smx_debug.local import LocalAws
-from smx_debug.local import extensions as ext
 from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
 LAMBDAS = Path(__file__).resolve().parents[3] / "lambdas"
@@ -45,8 +45,8 @@ class Stack:
 
 
 def make_stack(local_aws: LocalAws) -> Stack:
-    ext.install(local_aws)
-    ext.reset_handlers()
+    local.install(local_aws)
+    local.reset_handlers()
     ddb = client(local_aws, "dynamodb")
     ddb.create_table(
         TableName="smx-ledger",
@@ -96,6 +96,6 @@ def create_job(
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
         Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
     )
-    ext.set_training_job_status(aws, name, status)
+    local.set_training_job_status(aws, name, status)
     if rules:
-        ext.set_rule_statuses(aws, name, debug={rule: "InProgress" for rule in rules})
+        local.set_rule_statuses(aws, name, debug={rule: "InProgress" for rule in rules})

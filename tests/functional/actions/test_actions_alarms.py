@@ -8,7 +8,8 @@ import zipfile
 
 from actions_support import Stack, client, create_job
 
-from smx_debug.local import extensions as ext
+from smx_debug import local
+from smx_debug.contracts import HANDLER_TAG
 
 
 def test_alarm_on_rule_metric_fires_and_notify_turns_it_into_a_message(stack: Stack) -> None:
@@ -31,7 +32,7 @@ def test_alarm_on_rule_metric_fires_and_notify_turns_it_into_a_message(stack: St
         Handler="handler.handler",
         Code={"ZipFile": buf.getvalue()},
         Environment={"Variables": stack.env()},
-        Tags={ext.HANDLER_TAG: "notify"},
+        Tags={HANDLER_TAG: "notify"},
     )["FunctionArn"]
     sns.subscribe(TopicArn=alarm_topic, Protocol="lambda", Endpoint=fn)
     cw.put_metric_alarm(
@@ -47,19 +48,19 @@ def test_alarm_on_rule_metric_fires_and_notify_turns_it_into_a_message(stack: St
         TreatMissingData="notBreaching",
         AlarmActions=[alarm_topic],
     )
-    ext.evaluate_alarms(aws)  # no datapoints, notBreaching: OK (moto creates alarms in OK already)
+    local.evaluate_alarms(aws)  # no datapoints, notBreaching: OK (moto creates alarms in OK already)
     assert cw.describe_alarms()["MetricAlarms"][0]["StateValue"] == "OK"
 
     create_job(aws, "guard-alarm-1", {"smx-debug:managed": "true"}, rules=("ExplodingTensor",))
-    ext.set_rule_statuses(
-        aws, "guard-alarm-1", debug=[ext.rule_status("ExplodingTensor", "IssuesFound", step=9)]
+    local.set_rule_statuses(
+        aws, "guard-alarm-1", debug=[local.rule_status("ExplodingTensor", "IssuesFound", step=9)]
     )
-    ext.deliver_event(aws, ext.state_change_event(aws, "guard-alarm-1"), {"rule_metrics": stack.env()})
-    transitions = ext.evaluate_alarms(aws)
+    local.deliver_event(aws, local.state_change_event(aws, "guard-alarm-1"), {"rule_metrics": stack.env()})
+    transitions = local.evaluate_alarms(aws)
     assert [(t.alarm_name, t.old_state, t.new_state, t.notified) for t in transitions] == [
         ("smx-debug-ExplodingTensor-triggered", "OK", "ALARM", (alarm_topic,))
     ]
-    assert ext.evaluate_alarms(aws) == []  # no change, no second notification
+    assert local.evaluate_alarms(aws) == []  # no change, no second notification
 
     state = cw.describe_alarms(AlarmNames=["smx-debug-ExplodingTensor-triggered"])["MetricAlarms"][0][
         "StateValue"
@@ -79,7 +80,7 @@ def test_alarm_on_rule_metric_fires_and_notify_turns_it_into_a_message(stack: St
             [{"value": "ExplodingTensor", "name": "RuleName"}],
         )
     ]
-    deliveries = ext.sns_lambda_deliveries()
+    deliveries = local.sns_lambda_deliveries()
     assert [(d.function, d.error) for d in deliveries] == [("smx-notify", None)]
     (message,) = stack.messages()
     assert message["Subject"] == "smx-debug: alarm smx-debug-ExplodingTensor-triggered is ALARM"

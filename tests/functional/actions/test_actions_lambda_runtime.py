@@ -19,7 +19,7 @@ import pytest
 from actions_support import Stack, create_job
 
 from infra.assets import asset_files
-from smx_debug.local import extensions as ext
+from smx_debug import local
 
 ROOT = Path(__file__).resolve().parents[3]
 ALLOWED = {
@@ -74,8 +74,8 @@ def test_lambda_asset_runs_with_boto3_only_and_imports_under_budget(
         {"smx-debug:managed": "true", "smx-debug:on:ExplodingTensor": "stop notify"},
         rules=("ExplodingTensor",),
     )
-    ext.set_rule_statuses(aws, job, debug=[ext.rule_status("ExplodingTensor", "IssuesFound", step=12)])
-    event = ext.state_change_event(aws, job)
+    local.set_rule_statuses(aws, job, debug=[local.rule_status("ExplodingTensor", "IssuesFound", step=12)])
+    event = local.state_change_event(aws, job)
     if name == "retrain":
         event = {
             "step": "init",
@@ -112,4 +112,4 @@ def test_lambda_asset_runs_with_boto3_only_and_imports_under_budget(
         "retrain": lambda r: (r["next_action"], r["history"]["num_retraining"]) == ("launch_new", 0),
     }
     assert expected[name](out["result"]), out["result"]
-    assert ext.stop_calls(aws, job) == (1 if name == "stop_training" else 0)
+    assert local.stop_calls(aws, job) == (1 if name == "stop_training" else 0)

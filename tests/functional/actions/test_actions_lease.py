@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from actions_support import LAMBDAS, Stack, client, create_job
 
+from smx_debug import local
 from smx_debug.actions import ClaimInProgressError, Ledger, Runtime, Settings, handle_stop_training
 from smx_debug.contracts import retrain_execution_name
-from smx_debug.local import extensions as ext
 from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
 RULE = "ExplodingTensor"
@@ -81,8 +81,8 @@ def test_crash_between_claim_and_action_then_redelivery_before_and_after_the_lea
     job = f"guard-crash-{token}"
     machine = _machine(stack) if token == "retrain" else None
     create_job(aws, job, {"smx-debug:managed": "true", f"smx-debug:on:{RULE}": token}, rules=(RULE,))
-    ext.set_rule_statuses(aws, job, debug=[ext.rule_status(RULE, "IssuesFound", step=30)])
-    event = ext.state_change_event(aws, job)
+    local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=30)])
+    event = local.state_change_event(aws, job)
     ddb = client(aws, "dynamodb")
     crashing = CrashingLedger(ddb, stack.table, clock, lease_seconds=LEASE, crashes=1)
 
@@ -96,7 +96,7 @@ def test_crash_between_claim_and_action_then_redelivery_before_and_after_the_lea
     with pytest.raises(ClaimInProgressError):
         handle_stop_training(event, _runtime(stack, crashing, machine))
     assert ddb.get_item(TableName=stack.table, Key=key, ConsistentRead=True)["Item"] == claimed  # no second claim
-    assert ext.stop_calls(aws, job) == 0
+    assert local.stop_calls(aws, job) == 0
     assert machine is None or _executions(stack, machine) == []
 
     clock.now += 120  # the second retry: the lease ran out, the claim is taken over
@@ -104,7 +104,7 @@ def test_crash_between_claim_and_action_then_redelivery_before_and_after_the_lea
     assert result[token]["outcome"] == ("stopped" if token == "stop" else "started")
     again = handle_stop_training(event, _runtime(stack, crashing, machine))
     assert again[token].get("duplicate") is True or again[token].get("skipped") == "job status is Stopping"
-    assert ext.stop_calls(aws, job) == (1 if token == "stop" else 0)
+    assert local.stop_calls(aws, job) == (1 if token == "stop" else 0)
     if machine is not None:
         assert _executions(stack, machine) == [retrain_execution_name(job)]
     done = ddb.get_item(TableName=stack.table, Key=key, ConsistentRead=True)["Item"]
@@ -119,8 +119,8 @@ def test_retrain_rule_starts_one_execution_with_the_jobs_own_request_and_duplica
     job = "guard-retrain-e2e"
     machine = _machine(stack)
     create_job(aws, job, {"smx-debug:managed": "true", f"smx-debug:on:{RULE}": "retrain"}, rules=(RULE,))
-    ext.set_rule_statuses(aws, job, debug=[ext.rule_status(RULE, "IssuesFound", step=64)])
-    event = ext.state_change_event(aws, job)
+    local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=64)])
+    event = local.state_change_event(aws, job)
     runtime = _runtime(stack, Ledger(client(aws, "dynamodb"), stack.table), machine)
     results = [handle_stop_training(event, runtime)["retrain"] for _ in range(3)]
     assert [r.get("outcome") or r.get("skipped") for r in results] == ["started"] + ["already handled (ledger)"] * 2
@@ -131,11 +131,11 @@ def test_retrain_rule_starts_one_execution_with_the_jobs_own_request_and_duplica
     spec = json.loads(sfn.describe_execution(executionArn=execution)["input"])["run_spec"]
     assert spec["after_job"] == {"job_name": job, "rule": RULE, "step": 64, "source": "SageMaker Debugger"}
     assert spec["request"]["RoleArn"] == "arn:aws:iam::123456789012:role/smx-training"
-    assert ext.stop_calls(aws, job) == 0
+    assert local.stop_calls(aws, job) == 0
 
 
 def _step(stack: Stack, step: str, state: dict[str, Any]) -> dict[str, Any]:
-    (delivery,) = ext.deliver_event(
+    (delivery,) = local.deliver_event(
         stack.aws, {"step": step, "state": state}, {"retrain": stack.env()}, lambdas_dir=LAMBDAS
     )
     assert delivery.error is None, delivery.error
@@ -160,13 +160,13 @@ def test_retrain_action_end_to_end_launches_the_next_run_and_notifies_at_the_end
         HyperParameters={"warmup_learning_rate": "0.1", "learning_rate": "0.1", "wandb_api_key": "s3cr3t"},
         Tags=[{"Key": "smx-debug:managed", "Value": "true"}, {"Key": f"smx-debug:on:{RULE}", "Value": "stop retrain"}],
     )
-    ext.set_training_job_status(aws, job, "InProgress")
-    ext.set_rule_statuses(aws, job, debug=[ext.rule_status(RULE, "IssuesFound", step=80)])
-    event = ext.state_change_event(aws, job)
+    local.set_training_job_status(aws, job, "InProgress")
+    local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=80)])
+    event = local.state_change_event(aws, job)
     runtime = _runtime(stack, Ledger(client(aws, "dynamodb"), stack.table), machine)
     assert handle_stop_training(event, runtime)["retrain"]["outcome"] == "started"
     assert handle_stop_training(event, runtime)["retrain"]["duplicate"] is True  # nothing more started
-    assert ext.stop_calls(aws, job) == 1
+    assert local.stop_calls(aws, job) == 1
     sfn = client(aws, "stepfunctions")
     (execution,) = sfn.list_executions(stateMachineArn=machine)["executions"]
     spec = json.loads(sfn.describe_execution(executionArn=execution["executionArn"])["input"])["run_spec"]
@@ -177,11 +177,11 @@ def test_retrain_action_end_to_end_launches_the_next_run_and_notifies_at_the_end
     described = client(aws, "sagemaker").describe_training_job(TrainingJobName=launched)
     assert described["HyperParameters"]["warmup_learning_rate"] == "0.05"  # halved: the flagged run exploded
     assert described["HyperParameters"]["wandb_api_key"] == "s3cr3t"  # kept for the job, never shown
-    ext.set_training_job_status(aws, launched, "InProgress")
-    ext.set_rule_statuses(aws, launched, debug={RULE: "InProgress"})
+    local.set_training_job_status(aws, launched, "InProgress")
+    local.set_rule_statuses(aws, launched, debug={RULE: "InProgress"})
     state = _step(stack, "monitor", state)
-    ext.set_training_job_status(aws, launched, "Completed")
-    ext.set_rule_statuses(aws, launched, debug={RULE: "NoIssuesFound"})
+    local.set_training_job_status(aws, launched, "Completed")
+    local.set_rule_statuses(aws, launched, debug={RULE: "NoIssuesFound"})
     state = _step(stack, "monitor", state)
     assert state["next_action"] == "end"
     state = _step(stack, "end", state)

@@ -12,14 +12,14 @@ from pathlib import Path
 
 from actions_support import LAMBDAS, Stack, client
 
-from smx_debug.local import extensions as ext
+from smx_debug import local
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 RULE = "ExplodingTensor"
 
 
 def _retrain(stack: Stack, step: str, state: dict) -> dict:
-    (delivery,) = ext.deliver_event(
+    (delivery,) = local.deliver_event(
         stack.aws, {"step": step, "state": state}, {"retrain": stack.env()}, lambdas_dir=LAMBDAS
     )
     assert delivery.error is None
@@ -37,15 +37,15 @@ def test_retrain_workflow_reproduces_the_published_exploding_resnet_run(stack: S
         job = state["history"]["latest_job_name"]
         assert (state["next_action"], state["history"]["num_retraining"]) == ("monitor", run)
         # moto creates jobs Completed; SageMaker starts them InProgress with the rules evaluating.
-        ext.set_training_job_status(aws, job, "InProgress")
-        ext.set_rule_statuses(aws, job, debug={RULE: "InProgress"})
+        local.set_training_job_status(aws, job, "InProgress")
+        local.set_rule_statuses(aws, job, debug={RULE: "InProgress"})
         state = _retrain(stack, "monitor", state)
         assert state["next_action"] == "monitor"
         if outcome == "explodes":
-            ext.set_rule_statuses(aws, job, debug=[ext.rule_status(RULE, "IssuesFound", step=200 * run)])
+            local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=200 * run)])
         else:
-            ext.set_training_job_status(aws, job, "Completed")
-            ext.set_rule_statuses(aws, job, debug={RULE: "NoIssuesFound"})
+            local.set_training_job_status(aws, job, "Completed")
+            local.set_rule_statuses(aws, job, debug={RULE: "NoIssuesFound"})
         state = _retrain(stack, "monitor", state)
 
     history, hyper = state["history"], state["run_spec"]["hyperparameters"]
@@ -81,7 +81,7 @@ def test_retrain_workflow_reproduces_the_published_exploding_resnet_run(stack: S
         ("0.003125", "0", "110"),
         ("0.003125", "1", "110"),
     ]
-    assert [ext.stop_calls(aws, j) for j in jobs] == [1, 1, 1, 1, 1, 1, 0]
+    assert [local.stop_calls(aws, j) for j in jobs] == [1, 1, 1, 1, 1, 1, 0]
     subjects = [m["Subject"] for m in stack.messages()]
     assert subjects.count("smx-debug retrain: ExplodingTensor fired, applying halve_warmup") == 5
     assert subjects.count("smx-debug retrain: ExplodingTensor fired, applying add_batch_norm") == 1
@@ -94,7 +94,7 @@ def test_retrain_monitor_error_produces_a_state_the_next_step_can_handle(stack: 
     state = _retrain(stack, "init", event["state"])
     state["next_action"] = "monitor"
     state["history"]["latest_job_name"] = "resnet-elu-deep-missing-1"
-    (delivery,) = ext.deliver_event(
+    (delivery,) = local.deliver_event(
         stack.aws, {"step": "monitor", "state": state}, {"retrain": stack.env()}, lambdas_dir=LAMBDAS
     )
     result = delivery.result

@@ -16,11 +16,11 @@ from actions_support import Stack, client, create_job
 from botocore.awsrequest import AWSResponse
 from botocore.exceptions import ClientError
 
+from smx_debug import local
 from smx_debug.actions import Runtime, Settings, handle_notify, handle_retrain, handle_stop_training
 from smx_debug.actions.ledger import Ledger
 from smx_debug.actions.runtime import retry_config
 from smx_debug.local import LocalAws
-from smx_debug.local import extensions as ext
 from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
 BODIES = {
@@ -90,8 +90,8 @@ def _event(aws: LocalAws, job: str, tags: str) -> dict[str, Any]:
         {"smx-debug:managed": "true", "smx-debug:on:ExplodingTensor": tags},
         rules=("ExplodingTensor",),
     )
-    ext.set_rule_statuses(aws, job, debug=[ext.rule_status("ExplodingTensor", "IssuesFound", step=40)])
-    return ext.state_change_event(aws, job)
+    local.set_rule_statuses(aws, job, debug=[local.rule_status("ExplodingTensor", "IssuesFound", step=40)])
+    return local.state_change_event(aws, job)
 
 
 @pytest.mark.parametrize(
@@ -110,7 +110,7 @@ def test_handler_throttled_twice_is_retried_and_succeeds(
     result = handler(event, _runtime(aws, stack, {service: throttle}))
     assert throttle.attempts == 3
     assert (result.get("stop") or {}).get("outcome") == "stopped" or len(result["notify"]["sent"]) == 1
-    assert ext.stop_calls(aws, "guard-throttled") == (1 if service == "sagemaker" else 0)
+    assert local.stop_calls(aws, "guard-throttled") == (1 if service == "sagemaker" else 0)
     assert len(stack.messages()) == (1 if service == "sns" else 0)
 
 
@@ -126,7 +126,7 @@ def test_stop_persistent_throttling_raises_releases_the_claim_and_a_retry_stops_
     # Lambda retries the event: now SageMaker answers and the job is stopped, once.
     assert handle_stop_training(event, _runtime(aws, stack, {}))["stop"]["outcome"] == "stopped"
     assert handle_stop_training(event, _runtime(aws, stack, {}))["stop"]["skipped"] == "job status is Stopping"
-    assert ext.stop_calls(aws, "guard-persistent") == 1
+    assert local.stop_calls(aws, "guard-persistent") == 1
 
 
 def test_retrain_monitor_throttled_keeps_monitoring_then_ends_after_repeated_errors(stack: Stack) -> None:

@@ -1,7 +1,7 @@
 """A rule reaches IssuesFound: metric in CloudWatch, job stopped once, message in the subscribed queue.
 
 Delivery goes the way EventBridge would route it: rule on the default bus -> Lambda targets deployed in
-the local AWS (tagged smx-debug:handler) -> lambdas/<dir>/handler.py run in-process by the extensions.
+the local AWS (tagged smx-debug:handler) -> lambdas/<dir>/handler.py run in-process (local.delivery).
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from datetime import UTC, datetime, timedelta
 
 from actions_support import LAMBDAS, Stack, client, create_job
 
-from smx_debug.local import extensions as ext
+from smx_debug import local
+from smx_debug.contracts import HANDLER_TAG
+from smx_debug.local import rule_statuses
 
 HANDLERS = ("rule_metrics", "stop_training", "notify")
 PATTERN = {"source": ["aws.sagemaker"], "detail-type": ["SageMaker Training Job State Change"]}
@@ -39,7 +41,7 @@ def _deploy(stack: Stack, env: dict[str, str]) -> None:
             Handler="handler.handler",
             Code={"ZipFile": buf.getvalue()},
             Environment={"Variables": env},
-            Tags={ext.HANDLER_TAG: name},
+            Tags={HANDLER_TAG: name},
         )["FunctionArn"]
         targets.append({"Id": name, "Arn": arn})
     events.put_targets(Rule="smx-rule-changes", Targets=targets)
@@ -61,15 +63,15 @@ def test_rule_issues_found_stops_once_publishes_metric_and_notifies(stack: Stack
     _deploy(stack, stack.env())
 
     # While the rule is still evaluating, nothing happens.
-    quiet = ext.deliver_event(aws, ext.state_change_event(aws, job))
+    quiet = local.deliver_event(aws, local.state_change_event(aws, job))
     assert [d.error for d in quiet] == [None, None, None]
-    assert ext.stop_calls(aws, job) == 0
+    assert local.stop_calls(aws, job) == 0
 
-    ext.set_rule_statuses(aws, job, debug=[ext.rule_status("ExplodingTensor", "IssuesFound", step=500)])
-    event = ext.state_change_event(aws, job)
-    first = ext.deliver_event(aws, event)
-    again = ext.deliver_event(aws, event)  # EventBridge delivers at least once
-    later = ext.deliver_event(aws, ext.state_change_event(aws, job))  # the rule stays IssuesFound
+    local.set_rule_statuses(aws, job, debug=[local.rule_status("ExplodingTensor", "IssuesFound", step=500)])
+    event = local.state_change_event(aws, job)
+    first = local.deliver_event(aws, event)
+    again = local.deliver_event(aws, event)  # EventBridge delivers at least once
+    later = local.deliver_event(aws, local.state_change_event(aws, job))  # the rule stays IssuesFound
 
     assert [(d.function, d.error) for d in first] == [(f"smx-{n}", None) for n in HANDLERS]
     assert first[1].result["stop"] == {"rule": "ExplodingTensor", "outcome": "stopped", "step": 500}
@@ -77,7 +79,7 @@ def test_rule_issues_found_stops_once_publishes_metric_and_notifies(stack: Stack
         "job status is Stopped",
         "job status is Stopped",
     ]
-    assert ext.stop_calls(aws, job) == 1
+    assert local.stop_calls(aws, job) == 1
     assert (
         client(aws, "sagemaker").describe_training_job(TrainingJobName=job)["TrainingJobStatus"] == "Stopped"
     )
@@ -107,7 +109,7 @@ def test_rule_issues_found_stops_once_publishes_metric_and_notifies(stack: Stack
     messages = stack.messages()
     assert [m["Subject"] for m in messages] == [f"smx-debug: ExplodingTensor found issues in {job}"]
     body = messages[0]["Message"]
-    rule_job = ext._rule_job_arn(aws, job, "ExplodingTensor").rsplit("/", 1)[1]
+    rule_job = rule_statuses._rule_job_arn(aws, job, "ExplodingTensor").rsplit("/", 1)[1]
     expected_lines = [
         f"SageMaker Debugger: rule ExplodingTensor found issues in training job {job}.",
         "Rule:            ExplodingTensor (debugger rule, evaluated by SageMaker Debugger)",
@@ -149,13 +151,13 @@ def test_rule_issues_found_stops_once_publishes_metric_and_notifies(stack: Stack
 def test_deliver_event_with_handler_mapping_loads_the_handler_files(stack: Stack) -> None:
     aws = stack.aws
     create_job(aws, "demo-7", {}, rules=("LossNotDecreasing",))
-    ext.set_rule_statuses(
-        aws, "demo-7", debug=[ext.rule_status("LossNotDecreasing", "IssuesFound", step=3000)]
+    local.set_rule_statuses(
+        aws, "demo-7", debug=[local.rule_status("LossNotDecreasing", "IssuesFound", step=3000)]
     )
     env = stack.env(SMX_WATCH_PREFIXES="demo-", SMX_DEFAULT_ACTIONS="stop")
-    deliveries = ext.deliver_event(
+    deliveries = local.deliver_event(
         aws,
-        ext.state_change_event(aws, "demo-7", include_tags=False),
+        local.state_change_event(aws, "demo-7", include_tags=False),
         {"stop_training": env, "notify": env},
         lambdas_dir=LAMBDAS,
     )
@@ -177,4 +179,4 @@ def test_deliver_event_with_handler_mapping_loads_the_handler_files(stack: Stack
             {"action": "notify", "job": "demo-7", "triggered": ["LossNotDecreasing"], "notify": {"sent": []}},
         ),
     ]
-    assert ext.stop_calls(aws, "demo-7") == 1
+    assert local.stop_calls(aws, "demo-7") == 1

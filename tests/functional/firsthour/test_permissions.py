@@ -15,10 +15,9 @@ from typing import Any
 import boto3
 import pytest
 
-from smx_debug import DebugPlan, SmxDebugWarning, reports
+from smx_debug import DebugPlan, SmxDebugWarning, local, reports
 from smx_debug.evaluate.jobs import load_job
 from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws
-from smx_debug.local import extensions as ext
 from smx_debug.local.playback import JobPlayback
 from smx_debug.permissions import NOTEBOOK_CALLS, iam_actions, notebook_policy
 
@@ -39,7 +38,7 @@ def test_permissions_notebook_calls_are_exactly_what_the_code_calls(local_aws: L
 
     local_aws.client("s3").create_bucket(Bucket="guard-out",
                                          CreateBucketConfiguration={"LocationConstraint": local_aws.region})
-    ext.install(local_aws)  # jobs keep their ProfilerConfig, as on SageMaker
+    local.install(local_aws)  # jobs keep their ProfilerConfig, as on SageMaker
     calls: set[tuple[str, str]] = set()
     with local_aws.environment():
         _record(boto3.DEFAULT_SESSION, calls)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from smx_debug import local
 from smx_debug.errors import AwsError, DataError
 from smx_debug.local import DeployedStack, LocalAws, deploy_stack
-from smx_debug.local import extensions as ext
 
 STACK = "SmxDebugGuard"
 
@@ -27,12 +27,12 @@ def test_deployed_stack_stops_and_reports_a_triggered_job_end_to_end(local_aws: 
         ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
     )
-    ext.set_training_job_status(local_aws, job, "InProgress")
-    ext.set_rule_statuses(local_aws, job, debug={"VanishingGradient": "IssuesFound"})
-    deliveries = ext.deliver_event(local_aws, ext.state_change_event(local_aws, job))
+    local.set_training_job_status(local_aws, job, "InProgress")
+    local.set_rule_statuses(local_aws, job, debug={"VanishingGradient": "IssuesFound"})
+    deliveries = local.deliver_event(local_aws, local.state_change_event(local_aws, job))
     assert sorted(d.handler for d in deliveries) == ["notify", "rule_metrics", "stop_training"]
     assert [d.error for d in deliveries] == [None, None, None]
-    assert ext.stop_calls(local_aws, job) == 1
+    assert local.stop_calls(local_aws, job) == 1
     metrics = local_aws.client("cloudwatch").list_metrics(Namespace="SmxDebug", MetricName="RuleTriggered")
     assert {tuple(sorted((d["Name"], d["Value"]) for d in m["Dimensions"])) for m in metrics["Metrics"]} == {
         (),
@@ -42,7 +42,7 @@ def test_deployed_stack_stops_and_reports_a_triggered_job_end_to_end(local_aws: 
     ledger = local_aws.client("dynamodb").scan(TableName=deployed.output("LedgerTableName"))
     assert f"{job}#stop" in {item["pk"]["S"] for item in ledger["Items"]}
     # The rule's alarm (emulated from the template) fires and notifies its topic.
-    transitions = {t.alarm_name: t for t in ext.evaluate_alarms(local_aws)}
+    transitions = {t.alarm_name: t for t in local.evaluate_alarms(local_aws)}
     fired = transitions[deployed.physical_ids[_alarm_for(local_aws, deployed, "VanishingGradient")]]
     assert (fired.old_state, fired.new_state) == ("OK", "ALARM")
     assert deployed.output("AlarmTopicArn") in fired.notified
@@ -68,11 +68,11 @@ def test_default_all_rules_alarm_fires_on_any_rule_trigger(local_aws: LocalAws, 
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
         Tags=[{"Key": "smx-debug:managed", "Value": "true"}],  # watched by prefix *and* by tag
     )
-    ext.set_training_job_status(local_aws, job, "InProgress")
-    ext.set_rule_statuses(local_aws, job, profiler={"LowGPUUtilization": "IssuesFound"})
-    deliveries = ext.deliver_event(local_aws, ext.state_change_event(local_aws, job))
+    local.set_training_job_status(local_aws, job, "InProgress")
+    local.set_rule_statuses(local_aws, job, profiler={"LowGPUUtilization": "IssuesFound"})
+    deliveries = local.deliver_event(local_aws, local.state_change_event(local_aws, job))
     assert sorted(d.handler for d in deliveries) == ["notify", "rule_metrics", "stop_training"]  # once each
-    (fired,) = [t for t in ext.evaluate_alarms(local_aws) if t.alarm_name == alarm["AlarmName"]]
+    (fired,) = [t for t in local.evaluate_alarms(local_aws) if t.alarm_name == alarm["AlarmName"]]
     assert (fired.new_state, fired.notified) == ("ALARM", (deployed.output("AlarmTopicArn"),))
 
 

@@ -15,8 +15,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from smx_debug import local
 from smx_debug.local import LocalAws, publish_assets
-from smx_debug.local import extensions as ext
 
 STACK = "SmxDebugGuard"
 EVENTS = Path(__file__).resolve().parents[2] / "events"
@@ -78,7 +78,7 @@ def _watched_job(aws: LocalAws) -> dict[str, Any]:
     """
     sample = json.loads((EVENTS / "sagemaker_state_change_issues_found.json").read_text())["detail"]
     job = sample["TrainingJobName"]
-    ext.install(aws)
+    local.install(aws)
     aws.client("sagemaker").create_training_job(
         TrainingJobName=job,
         AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
@@ -89,12 +89,12 @@ def _watched_job(aws: LocalAws) -> dict[str, Any]:
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
         Tags=[{"Key": k, "Value": v} for k, v in sample["Tags"].items()],
     )
-    ext.set_training_job_status(aws, job, "InProgress")
-    ext.set_rule_statuses(aws, job, debug=[
-        ext.rule_status(r["RuleConfigurationName"], r["RuleEvaluationStatus"], details=r.get("StatusDetails"))
+    local.set_training_job_status(aws, job, "InProgress")
+    local.set_rule_statuses(aws, job, debug=[
+        local.rule_status(r["RuleConfigurationName"], r["RuleEvaluationStatus"], details=r.get("StatusDetails"))
         for r in sample["DebugRuleEvaluationStatuses"]
     ])
-    return ext.state_change_event(aws, job)
+    return local.state_change_event(aws, job)
 
 
 _DEPLOYMENT = {"SMX_WATCH_PREFIXES": "smdebugger-", "SMX_ACCOUNT": "123456789012"}
@@ -149,4 +149,4 @@ def test_asset_stop_training_stops_watched_job(
     job = event["detail"]["TrainingJobName"]
     out = _run(boto3_only_python, local_aws, synthesized, tmp_path, "stop_training", event, _DEPLOYMENT)
     assert out["result"].get("rejected") is not True, out
-    assert ext.stop_calls(local_aws, job) == 1
+    assert local.stop_calls(local_aws, job) == 1

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from smx_debug import local
 from smx_debug.contracts import RULE_TAG_PREFIX, retrain_execution_name
 from smx_debug.local import LocalAws, deploy_stack, sfn_lambda
-from smx_debug.local import extensions as ext
 
 STACK = "SmxDebugGuard"
 RULE = "ExplodingTensor"
@@ -31,8 +31,8 @@ def _create_job(aws: LocalAws, bucket: str, job: str) -> None:
         StoppingCondition={"MaxRuntimeInSeconds": 3600},
         Tags=[{"Key": f"{RULE_TAG_PREFIX}{RULE}", "Value": "retrain"}],
     )
-    ext.set_training_job_status(aws, job, "InProgress")
-    ext.set_rule_statuses(aws, job, debug=[ext.rule_status(RULE, "IssuesFound", step=400)])
+    local.set_training_job_status(aws, job, "InProgress")
+    local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=400)])
 
 
 def _inbox(aws: LocalAws, topic: str) -> str:
@@ -75,8 +75,8 @@ def test_retrain_rule_starts_one_execution_that_launches_the_next_job_and_notifi
     job = "guarded-resnet-1"
     _create_job(local_aws, deployed.output("OutputBucketName"), job)
 
-    event = ext.state_change_event(local_aws, job)
-    deliveries = ext.deliver_event(local_aws, event)
+    event = local.state_change_event(local_aws, job)
+    deliveries = local.deliver_event(local_aws, event)
     assert {d.handler: d.error for d in deliveries} == {"rule_metrics": None, "notify": None, "stop_training": None}
     sfn = local_aws.client("stepfunctions")
     (execution,) = sfn.list_executions(stateMachineArn=machine)["executions"]
@@ -92,8 +92,8 @@ def test_retrain_rule_starts_one_execution_that_launches_the_next_job_and_notifi
     assert len(launched) == 1 and launched[0].startswith(job), launched
     hyper = local_aws.client("sagemaker").describe_training_job(TrainingJobName=launched[0])["HyperParameters"]
     assert float(hyper["warmup_learning_rate"]) == 0.05  # the first strategy halved it
-    ext.set_training_job_status(local_aws, launched[0], "Completed")
-    ext.set_rule_statuses(local_aws, launched[0], debug={RULE: "NoIssuesFound"})
+    local.set_training_job_status(local_aws, launched[0], "Completed")
+    local.set_rule_statuses(local_aws, launched[0], debug={RULE: "NoIssuesFound"})
 
     done = _wait_for(local_aws, execution["executionArn"])
     assert done["status"] == "SUCCEEDED", done
@@ -105,7 +105,7 @@ def test_retrain_rule_starts_one_execution_that_launches_the_next_job_and_notifi
     assert any(s.startswith("smx-debug retrain") and "finished" in s for s in subjects), subjects
 
     # The same event again (EventBridge delivers at least once): nothing more starts.
-    again = ext.deliver_event(local_aws, event)
+    again = local.deliver_event(local_aws, event)
     assert [d.error for d in again] == [None, None, None]
     assert len(sfn.list_executions(stateMachineArn=machine)["executions"]) == 1
     assert len(local_aws.client("sagemaker").list_training_jobs()["TrainingJobSummaries"]) == 2

@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 from watch_support import Recorder, action_env, at, clients, create_job, messages, publish
 
+from smx_debug import local
 from smx_debug.contracts import METRIC_NAME, SOURCE_EVALUATOR, stop_key
 from smx_debug.local import LocalAws
-from smx_debug.local import extensions as ext
+from smx_debug.local.clients import client as cached_client
 from smx_debug.local.job_metrics import Scenario
 from smx_debug.watch import run_once
 from smx_debug.watch.handler import EvaluatorRuntime, handle_scheduled
@@ -22,7 +23,7 @@ CPU = Scenario(kind="cpu_bottleneck", onset=10)
 def _runtime(aws: LocalAws, env: dict[str, str]) -> Any:
     from smx_debug.actions import Runtime
 
-    return Runtime.from_env(env, clients=lambda service: ext._client(aws, service))
+    return Runtime.from_env(env, clients=lambda service: cached_client(aws, service))
 
 
 @pytest.mark.parametrize(("job", "tags"), [
@@ -45,15 +46,15 @@ def test_evaluator_stops_a_job_without_debugger_once_and_says_it_decided(
             stopped_at = m
             assert report.outcomes[job].response is not None
     assert stopped_at is not None and stopped_at - CPU.onset <= 5
-    assert ext.stop_calls(aws, job) == 1
-    record = ext._client(aws, "dynamodb").get_item(
+    assert local.stop_calls(aws, job) == 1
+    record = cached_client(aws, "dynamodb").get_item(
         TableName=env["SMX_LEDGER_TABLE"], Key={"pk": {"S": stop_key(job)}}
     )["Item"]
     assert record["state"]["S"] == "done"
     sent = messages(aws, env)
     assert len(sent) == 1
     assert SOURCE_EVALUATOR in sent[0]["Message"] and "CPUBottleneck" in sent[0]["Message"]
-    metrics = ext._client(aws, "cloudwatch").list_metrics(Namespace="SmxDebug", MetricName=METRIC_NAME)["Metrics"]
+    metrics = cached_client(aws, "cloudwatch").list_metrics(Namespace="SmxDebug", MetricName=METRIC_NAME)["Metrics"]
     assert {tuple(sorted(d["Value"] for d in m["Dimensions"])) for m in metrics} == {
         (), ("CPUBottleneck",), ("CPUBottleneck", job),
     }

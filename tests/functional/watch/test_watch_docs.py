@@ -14,9 +14,9 @@ import pytest
 from botocore.validate import ParamValidator
 from watch_support import BUCKET, Recorder, clients, publish, settings
 
+from smx_debug import local
 from smx_debug.contracts import EVALUATOR_TAG, is_watched
 from smx_debug.local import LocalAws, job_metrics
-from smx_debug.local import extensions as ext
 from smx_debug.local.job_metrics import Scenario
 from smx_debug.watch import run_once
 from smx_debug.watch.cursor import CursorStore
@@ -34,7 +34,7 @@ def snippet(name: str) -> str:
 
 
 def _guard(aws: LocalAws, job: str, **changes: Any) -> tuple[Recorder, Any]:
-    ext.set_training_job_status(aws, job, "InProgress")
+    local.set_training_job_status(aws, job, "InProgress")
     from watch_support import T0
 
     job_metrics.set_start_time(aws, job, T0)

@@ -27,8 +27,8 @@ from infra.evaluator_asset import (
     stage_evaluator_code,
     unzipped_size,
 )
+from smx_debug import local
 from smx_debug.local import LocalAws, job_metrics
-from smx_debug.local import extensions as ext
 from smx_debug.local.job_metrics import Scenario
 
 pytestmark = pytest.mark.slow
@@ -77,7 +77,7 @@ def test_lambda_asset_imports_on_a_bare_runtime_and_stops_a_job(
     assert out["numpy"].startswith(str(layer))
     assert out["result"]["triggers"] == [{"job": "guarded-asset", "rule": "CPUBottleneck", "step": 14}] or [
         t["rule"] for t in out["result"]["triggers"]] == ["CPUBottleneck"]
-    assert ext.stop_calls(local_aws, "guarded-asset") == 1
+    assert local.stop_calls(local_aws, "guarded-asset") == 1
     print(f"\nevaluator cold start here: import {out['import_s']:.2f} s, first run {out['run_s']:.2f} s")
 
 

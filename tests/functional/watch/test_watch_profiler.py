@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from watch_support import BUCKET, T0, Recorder, at, clients, create_job, publish, settings
 
-from smx_debug.local import LocalAws
-from smx_debug.local import extensions as ext
+from smx_debug.local import LocalAws, training_jobs
 from smx_debug.local.job_metrics import Scenario
 from smx_debug.simulate import Simulation, SimulationSpec
 from smx_debug.watch import WatchSpec, run_once
@@ -14,8 +13,8 @@ from smx_debug.watch import WatchSpec, run_once
 def _profiled_job(aws: LocalAws, name: str) -> None:
     create_job(aws, name, instance_type="ml.p3.8xlarge")
     # the job was created with the profiler off; this one writes profiler output (local AWS keeps the field)
-    fake = ext._job(aws, name)
-    ext._profiler_fields[fake] = {"ProfilerConfig": {"S3OutputPath": f"s3://{BUCKET}/debugger",
+    fake = training_jobs.training_job(aws, name)
+    training_jobs._profiler_fields[fake] = {"ProfilerConfig": {"S3OutputPath": f"s3://{BUCKET}/debugger",
                                                      "ProfilingIntervalInMilliseconds": 500}}
 
 

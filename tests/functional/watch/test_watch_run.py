@@ -9,9 +9,9 @@ import pytest
 from botocore.config import Config
 from watch_support import BUCKET, TABLE, Recorder, at, clients, create_job, publish, settings
 
+from smx_debug import local
 from smx_debug.contracts import EVALUATOR_TAG, MANAGED_TAG
 from smx_debug.local import LocalAws
-from smx_debug.local import extensions as ext
 from smx_debug.local.job_metrics import Scenario
 from smx_debug.local.throttling import throttle
 from smx_debug.watch import RunReport, run_once
@@ -78,7 +78,7 @@ def test_run_unwatched_job_with_bad_metrics_is_never_touched(aws: LocalAws) -> N
     assert all("someone-else" not in r.outcomes for r in reports)
     # it is never read either: the healthy job's 7 metrics are all a run requests
     assert {r.metrics_requested for r in reports} == {7}
-    assert ext.stop_calls(aws, "someone-else") == 0
+    assert local.stop_calls(aws, "someone-else") == 0
 
 
 def test_run_job_that_finished_between_runs_is_not_evaluated(aws: LocalAws) -> None:
@@ -87,7 +87,7 @@ def test_run_job_that_finished_between_runs_is_not_evaluated(aws: LocalAws) -> N
     recorder = Recorder()
     first = run_once(settings(), clients(aws), recorder, now=at(9) + 5)
     assert first.outcomes["guarded-a"].status == "evaluated"
-    ext.set_training_job_status(aws, "guarded-a", "Completed")
+    local.set_training_job_status(aws, "guarded-a", "Completed")
     publish(aws, "guarded-a", 10, 20, CPU)  # bad data arriving late must not act on a finished job
     later = _runs(aws, range(10, 20), recorder)
     assert recorder.calls == []

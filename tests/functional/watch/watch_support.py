@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from smx_debug import local
 from smx_debug.local import LocalAws, job_metrics, metric_data
-from smx_debug.local import extensions as ext
+from smx_debug.local.clients import client as cached_client
 from smx_debug.local.job_metrics import Scenario, publish_minutes
 from smx_debug.watch import Clients, EvaluatorSettings, Trigger
 from smx_debug.watch.spec import WatchSpec
@@ -20,10 +21,10 @@ BUCKET = "smx-guard-bucket"
 
 def clients(aws: LocalAws) -> Clients:
     return Clients(
-        sagemaker=ext._client(aws, "sagemaker"),
-        cloudwatch=ext._client(aws, "cloudwatch"),
-        dynamodb=ext._client(aws, "dynamodb"),
-        s3=ext._client(aws, "s3"),
+        sagemaker=cached_client(aws, "sagemaker"),
+        cloudwatch=cached_client(aws, "cloudwatch"),
+        dynamodb=cached_client(aws, "dynamodb"),
+        s3=cached_client(aws, "s3"),
     )
 
 
@@ -49,7 +50,7 @@ def create_job(
     metrics: Sequence[str] = ("train:loss", "validation:loss"),
 ) -> None:
     """An InProgress job with no Debugger configuration at all (no rules, profiler disabled)."""
-    sm = ext._client(aws, "sagemaker")
+    sm = cached_client(aws, "sagemaker")
     sm.create_training_job(
         TrainingJobName=name,
         AlgorithmSpecification={
@@ -64,7 +65,7 @@ def create_job(
         ProfilerConfig={"DisableProfiler": True},
         Tags=[{"Key": k, "Value": v} for k, v in (tags or {}).items()],
     )
-    ext.set_training_job_status(aws, name, "InProgress")
+    local.set_training_job_status(aws, name, "InProgress")
     job_metrics.set_start_time(aws, name, T0)
 
 
@@ -109,14 +110,14 @@ def action_env(aws: LocalAws, **extra: str) -> dict[str, str]:
     """A ledger table, a topic with a queue subscribed (to read the messages) and the handlers' environment."""
     from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
-    ext.install(aws)
+    local.install(aws)
     aws.client("dynamodb").create_table(
         TableName=LEDGER,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    sns, sqs = ext._client(aws, "sns"), ext._client(aws, "sqs")
+    sns, sqs = cached_client(aws, "sns"), cached_client(aws, "sqs")
     topic = sns.create_topic(Name="smx-notify")["TopicArn"]
     queue = sqs.create_queue(QueueName="smx-inbox")["QueueUrl"]
     arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
@@ -134,7 +135,7 @@ def messages(aws: LocalAws, env: Mapping[str, str]) -> list[dict[str, Any]]:
     """The notifications published so far (SNS envelopes; ``Message`` is the text)."""
     import json
 
-    sqs = ext._client(aws, "sqs")
+    sqs = cached_client(aws, "sqs")
     out: list[dict[str, Any]] = []
     while True:
         batch = sqs.receive_message(QueueUrl=env["SMX_INBOX"], MaxNumberOfMessages=10).get("Messages", [])

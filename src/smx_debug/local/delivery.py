@@ -1,0 +1,274 @@
+"""EventBridge -> Lambda and SNS -> Lambda on the local AWS: deployed handlers run in-process (no Docker).
+
+moto cannot run Lambda code without Docker, and its TestEventPattern is a stub. Here a function's code is
+``lambdas/<dir>/handler.py``, the directory named by the function's tag ``smx-debug:handler``
+(:data:`smx_debug.contracts.HANDLER_TAG`, set by the infrastructure):
+
+- :func:`invoke_handler` runs one handler as Lambda would: the function's environment, clients pointed at the
+  local server, a warm module reused while the environment is unchanged (:func:`reset_handlers` forgets them),
+  an exception captured in the :class:`Delivery`.
+- :func:`deliver_event` matches an event against the default bus's enabled rules (with moto's own pattern
+  matcher, ``moto.events.models.EventPattern``) and runs each tagged Lambda target, in the order rule_metrics,
+  stop_training, notify, retrain.
+- **SNS -> Lambda**: after :func:`install`, publishing to a topic with a Lambda subscription runs the
+  subscribed function's handler the same way (moto's ``LambdaBackend.send_sns_message``);
+  :func:`sns_lambda_deliveries` returns what ran.
+
+This module needs moto, so it is not part of the Lambda assets.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import importlib.util
+import json
+import os
+import threading
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from smx_debug.contracts import HANDLER_TAG
+from smx_debug.errors import NotFoundError
+from smx_debug.local.clients import client
+from smx_debug.local.server import LocalAws
+
+__all__ = [
+    "HANDLER_ORDER",
+    "Delivery",
+    "deliver_event",
+    "install",
+    "invoke_handler",
+    "reset_handlers",
+    "sns_lambda_deliveries",
+]
+
+HANDLER_ORDER = ("rule_metrics", "stop_training", "notify", "retrain")
+
+_env_lock = threading.RLock()  # os.environ is process-wide: one in-process Lambda invocation at a time
+_lock = threading.Lock()
+_installed = False
+_active: LocalAws | None = None
+_sns_deliveries: list[Delivery] = []
+_module_cache: dict[str, ModuleType] = {}
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One in-process Lambda invocation: which function/handler ran and what it returned or raised."""
+
+    function: str
+    handler: str
+    result: Any = None
+    error: BaseException | None = None
+
+
+def reset_handlers() -> None:
+    """Forget warm in-process handlers, so the next delivery is a cold start (call after ``aws.reset()``)."""
+    with _env_lock:
+        _module_cache.clear()
+
+
+def install(aws: LocalAws | None = None) -> None:
+    """Run SNS -> Lambda subscriptions in-process (patched once per process), on ``aws`` from now on. Idempotent."""
+    global _installed, _active
+    if aws is not None:
+        _active = aws
+    if _installed:
+        return
+    with _lock:
+        if _installed:
+            return
+        from moto.awslambda.models import LambdaBackend
+
+        def send_sns_message(
+            self: Any,
+            function_name: str,
+            message: str,
+            subject: str | None = None,
+            qualifier: str | None = None,
+        ) -> None:
+            if _active is None:
+                return
+            _sns_deliveries.append(_deliver_sns(_active, function_name, message, subject))
+
+        setattr(LambdaBackend, "send_sns_message", send_sns_message)  # noqa: B010 (moto would need Docker)
+        _installed = True
+
+
+def _lambdas_dir(given: Path | None) -> Path:
+    if given is not None:
+        return given
+    candidates = [Path.cwd(), *Path.cwd().parents, *Path(__file__).resolve().parents]
+    for base in candidates:
+        if (base / "lambdas").is_dir():
+            return base / "lambdas"
+    raise NotFoundError("no lambdas/ directory found above the working directory; pass lambdas_dir=")
+
+
+@contextlib.contextmanager
+def _environment(env: Mapping[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _load(handler_dir: Path, cache_key: str) -> ModuleType:
+    module = _module_cache.get(cache_key)
+    if module is None:
+        path = handler_dir / "handler.py"
+        if not path.is_file():
+            raise NotFoundError(f"handler {str(path)!r} does not exist")
+        name = f"_smx_lambda_{hashlib.sha1(cache_key.encode()).hexdigest()[:12]}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise NotFoundError(f"handler {str(path)!r} cannot be loaded")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        _module_cache[cache_key] = module
+    return module
+
+
+def invoke_handler(
+    aws: LocalAws,
+    handler: str,
+    event: Any,
+    environment: Mapping[str, str] | None = None,
+    *,
+    function_name: str | None = None,
+    lambdas_dir: Path | None = None,
+) -> Delivery:
+    """Run ``lambdas/<handler>/handler.py`` in-process as Lambda would, with ``environment`` and clients
+    pointed at the local server. A module is reused while the function's environment is unchanged
+    (a warm container); exceptions are captured in the Delivery, as Lambda captures them."""
+    env = {**dict(environment or {}), **aws.environ(), "AWS_LAMBDA_FUNCTION_NAME": function_name or handler}
+    key = json.dumps([handler, function_name, sorted(env.items())])
+    with _env_lock, _environment(env):
+        try:
+            module = _load(_lambdas_dir(lambdas_dir) / handler, key)
+            result = module.handler(copy.deepcopy(event), None)
+        except Exception as exc:
+            return Delivery(function=function_name or handler, handler=handler, error=exc)
+    return Delivery(function=function_name or handler, handler=handler, result=result)
+
+
+def _function(aws: LocalAws, arn: str) -> tuple[str, str | None, dict[str, str]]:
+    response = client(aws, "lambda").get_function(FunctionName=arn)
+    config = response["Configuration"]
+    env = (config.get("Environment") or {}).get("Variables") or {}
+    return config["FunctionName"], (response.get("Tags") or {}).get(HANDLER_TAG), dict(env)
+
+
+def _order(name: str) -> int:
+    return HANDLER_ORDER.index(name) if name in HANDLER_ORDER else len(HANDLER_ORDER)
+
+
+def deliver_event(
+    aws: LocalAws,
+    event: Mapping[str, Any],
+    handlers: Mapping[str, Callable[[Any, Any], Any] | Mapping[str, str]] | None = None,
+    *,
+    lambdas_dir: Path | None = None,
+) -> list[Delivery]:
+    """Deliver ``event`` the way EventBridge would, running Lambda targets in-process.
+
+    With ``handlers`` (no deployed functions, e.g. unit-style tests) each entry runs in turn:
+    ``{"stop_training": {"SMX_WATCH_PREFIXES": "demo-"}}`` loads ``lambdas/stop_training/handler.py``
+    with that environment; a callable is called as ``fn(event, None)``. Without it, every enabled rule
+    on the default bus whose pattern matches is followed to its Lambda targets; functions without the
+    ``smx-debug:handler`` tag are skipped. Deliveries run in the order metrics, stop, notify, retrain.
+    """
+    install(aws)
+    deliveries: list[Delivery] = []
+    if handlers is not None:
+        for name in sorted(handlers, key=_order):
+            target = handlers[name]
+            if callable(target):
+                try:
+                    deliveries.append(Delivery(name, name, result=target(copy.deepcopy(dict(event)), None)))
+                except Exception as exc:
+                    deliveries.append(Delivery(name, name, error=exc))
+            else:
+                deliveries.append(invoke_handler(aws, name, event, target, lambdas_dir=lambdas_dir))
+        return deliveries
+
+    from moto.events.models import EventPattern, EventPatternParser
+
+    events = client(aws, "events")
+    plan: list[tuple[str, str, dict[str, str], Any]] = []
+    for page in events.get_paginator("list_rules").paginate(EventBusName="default"):
+        for rule in page.get("Rules", []):
+            if rule.get("State") != "ENABLED" or not rule.get("EventPattern"):
+                continue
+            pattern = EventPattern(rule["EventPattern"], EventPatternParser(rule["EventPattern"]).parse())
+            if not pattern.matches_event(json.loads(json.dumps(event, default=str))):
+                continue
+            for target in events.list_targets_by_rule(Rule=rule["Name"], EventBusName="default")["Targets"]:
+                if ":lambda:" not in target["Arn"]:
+                    continue
+                function, handler, env = _function(aws, target["Arn"])
+                if handler is None:
+                    continue
+                payload = json.loads(target["Input"]) if target.get("Input") else event
+                plan.append((function, handler, env, payload))
+    for function, handler, env, payload in sorted(plan, key=lambda p: (_order(p[1]), p[0])):
+        deliveries.append(
+            invoke_handler(aws, handler, payload, env, function_name=function, lambdas_dir=lambdas_dir)
+        )
+    return deliveries
+
+
+def _deliver_sns(aws: LocalAws, function_arn_or_name: str, message: str, subject: str | None) -> Delivery:
+    try:
+        function, handler, env = _function(aws, function_arn_or_name)
+    except Exception as exc:
+        return Delivery(function=function_arn_or_name, handler="", error=exc)
+    if handler is None:
+        return Delivery(
+            function=function,
+            handler="",
+            error=NotFoundError(f"function {function!r} has no {HANDLER_TAG} tag"),
+        )
+    record = {
+        "EventSource": "aws:sns",
+        "EventVersion": "1.0",
+        "Sns": {
+            "Type": "Notification",
+            "MessageId": str(uuid.uuid4()),
+            "Subject": subject,
+            "Message": message,
+            "Timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z"),
+        },
+    }
+    # moto calls this from the server thread while the publisher waits; run the handler on our own thread
+    # so its calls back into the server are served.
+    box: list[Delivery] = []
+    worker = threading.Thread(
+        target=lambda: box.append(
+            invoke_handler(aws, handler, {"Records": [record]}, env, function_name=function)
+        )
+    )
+    worker.start()
+    worker.join(timeout=60)
+    return (
+        box[0]
+        if box
+        else Delivery(function=function, handler=handler, error=TimeoutError("handler did not finish"))
+    )
+
+
+def sns_lambda_deliveries() -> list[Delivery]:
+    """SNS -> Lambda deliveries made so far (and clears the list)."""
+    out = list(_sns_deliveries)
+    _sns_deliveries.clear()
+    return out

@@ -1,0 +1,178 @@
+"""The training-job lifecycle on the local AWS: StopTrainingJob, job statuses, and the profiler fields.
+
+moto 5 has no StopTrainingJob, creates every training job as ``Completed`` and drops the profiler fields of
+CreateTrainingJob. :func:`install` extends moto's public SageMaker backend and response classes:
+
+- **StopTrainingJob**: a stop moves an ``InProgress`` job to ``Stopping`` at once; the first
+  DescribeTrainingJob after that still shows ``Stopping`` and moves it on, so the next one shows ``Stopped``
+  (or call :func:`tick`). A stop of a job in any other status is a ``ValidationException``, as in SageMaker.
+  Every call is counted: :func:`stop_calls`.
+- **Profiler fields**: ``ProfilerConfig`` and ``ProfilerRuleConfigurations`` of CreateTrainingJob are kept and
+  returned by DescribeTrainingJob (with ``ProfilingStatus``).
+- **Job statuses**: :func:`set_training_job_status` sets TrainingJobStatus and SecondaryStatus (with the
+  secondary status transitions and end time) as SageMaker would.
+
+This module needs moto, so it is not part of the Lambda assets.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import weakref
+from datetime import UTC, datetime
+from typing import Any
+
+from smx_debug.errors import ConfigError, NotFoundError
+from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
+
+__all__ = ["install", "set_training_job_status", "stop_calls", "tick", "training_job"]
+
+_STATUSES = {  # TrainingJobStatus -> the SecondaryStatus SageMaker pairs with it
+    "InProgress": "Training",
+    "Completed": "Completed",
+    "Failed": "Failed",
+    "Stopping": "Stopping",
+    "Stopped": "Stopped",
+}
+_lock = threading.RLock()  # moto state we change
+_installed = False
+_stop_counts: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_pending_stop: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+_profiler_fields: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def _backend(aws: LocalAws) -> Any:
+    from moto.sagemaker.models import sagemaker_backends
+
+    return sagemaker_backends[LOCAL_ACCOUNT_ID][aws.region]
+
+
+def training_job(aws: LocalAws, name: str) -> Any:
+    """moto's ``FakeTrainingJob`` named ``name`` (installs this module's behaviour first).
+
+    Raises:
+        NotFoundError: no such job on ``aws``.
+    """
+    install()
+    try:
+        return _backend(aws).training_jobs[name]
+    except KeyError:
+        raise NotFoundError(f"training job {name!r} does not exist in the local AWS") from None
+
+
+def _transition(job: Any, status: str, secondary: str, message: str) -> None:
+    now = datetime.now(UTC)
+    job.training_job_status = status
+    job.secondary_status = secondary
+    job.last_modified_time = now
+    transitions = list(getattr(job, "secondary_status_transitions", None) or [])
+    if transitions and transitions[-1].get("EndTime") is None:
+        transitions[-1] = {**transitions[-1], "EndTime": now}
+    transitions.append({"Status": secondary, "StartTime": now, "StatusMessage": message})
+    job.secondary_status_transitions = transitions
+    if status in ("Completed", "Failed", "Stopped"):
+        job.training_end_time = now
+    elif status == "InProgress":
+        job.training_end_time = None
+
+
+def _stop(backend: Any, name: str) -> None:
+    from moto.sagemaker.exceptions import ValidationError
+
+    job = backend.training_jobs.get(name)
+    if job is None:
+        raise ValidationError(message="Requested resource not found.")
+    with _lock:
+        _stop_counts[job] = _stop_counts.get(job, 0) + 1
+        if job.training_job_status != "InProgress":
+            raise ValidationError(
+                message=f"The request was rejected because the training job is in status {job.training_job_status}."
+            )
+        _transition(job, "Stopping", "Stopping", "Stopping the training job")
+        _pending_stop[job] = True
+
+
+def _advance(job: Any) -> None:
+    with _lock:
+        if _pending_stop.pop(job, False) and job.training_job_status == "Stopping":
+            _transition(job, "Stopped", "Stopped", "Training job stopped")
+
+
+def install() -> None:
+    """Add StopTrainingJob and keep the profiler fields (once per process). Idempotent."""
+    global _installed
+    if _installed:
+        return
+    with _lock:
+        if _installed:
+            return
+        from moto.core.responses import EmptyResult
+        from moto.sagemaker.models import SageMakerModelBackend
+        from moto.sagemaker.responses import SageMakerResponse
+
+        def stop_training_job(self: Any) -> Any:
+            _stop(self.sagemaker_backend, self._get_param("TrainingJobName"))
+            return EmptyResult()
+
+        original_create = SageMakerResponse.create_training_job
+        original_describe = SageMakerModelBackend.describe_training_job
+
+        def create_training_job(self: Any) -> Any:
+            result = original_create(self)
+            # moto drops the profiler fields of the request; keep them as SageMaker does.
+            job = self.sagemaker_backend.training_jobs.get(self._get_param("TrainingJobName"))
+            if job is not None:
+                _profiler_fields[job] = {
+                    key: self._get_param(key)
+                    for key in ("ProfilerConfig", "ProfilerRuleConfigurations")
+                    if self._get_param(key) is not None
+                }
+            return result
+
+        def describe_training_job(self: Any, training_job_name: str) -> dict[str, Any]:
+            response: dict[str, Any] = dict(original_describe(self, training_job_name))
+            job = self.training_jobs.get(training_job_name)
+            if job is not None and _profiler_fields.get(job):
+                response.update(copy.deepcopy(_profiler_fields[job]))
+                response.setdefault("ProfilingStatus", "Enabled")
+            if job is not None and _pending_stop.get(job):
+                _advance(job)  # shown as Stopping this time, Stopped on the next describe
+            return response
+
+        setattr(SageMakerResponse, "stop_training_job", stop_training_job)  # noqa: B010 (moto has no such call)
+        setattr(SageMakerResponse, "create_training_job", create_training_job)  # noqa: B010
+        setattr(SageMakerModelBackend, "describe_training_job", describe_training_job)  # noqa: B010
+        _installed = True
+
+
+def stop_calls(aws: LocalAws, job: str) -> int:
+    """How many StopTrainingJob calls the local server received for ``job`` (accepted or rejected)."""
+    return _stop_counts.get(training_job(aws, job), 0)
+
+
+def tick(aws: LocalAws) -> list[str]:
+    """Advance every Stopping job to Stopped; returns their names."""
+    done: list[str] = []
+    for name, job in list(_backend(aws).training_jobs.items()):
+        if _pending_stop.get(job):
+            _advance(job)
+            done.append(name)
+    return done
+
+
+def set_training_job_status(
+    aws: LocalAws, job: str, status: str, secondary_status: str | None = None
+) -> None:
+    """Set a job's TrainingJobStatus (and SecondaryStatus, by default the one SageMaker pairs with it).
+
+    Raises:
+        ConfigError: ``status`` is not a TrainingJobStatus.
+        NotFoundError: no such job.
+    """
+    if status not in _STATUSES:
+        raise ConfigError(f"status: {status!r} is not one of {sorted(_STATUSES)}", field="status", value=status)
+    fake = training_job(aws, job)
+    with _lock:
+        _pending_stop.pop(fake, None)
+        _transition(fake, status, secondary_status or _STATUSES[status], f"Set to {status} by smx-debug (local)")
