@@ -28,7 +28,7 @@ CPU = Scenario(kind="cpu_bottleneck", onset=10)
 
 
 def snippet(name: str) -> str:
-    match = re.search(rf"<!-- snippet: {re.escape(name)} -->\s*```python\n(.*?)```", DOC.read_text(), re.S)
+    match = re.search(rf"<!-- snippet: {re.escape(name)} -->\s*(?:<!-- no-run: [^\n]*-->\s*)?```python\n(.*?)```", DOC.read_text(), re.S)
     assert match, f"docs/evaluator.md has no snippet {name!r}"
     return match.group(1)
 
