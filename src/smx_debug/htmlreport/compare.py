@@ -41,8 +41,8 @@ def _row(i: int, m: ReportModel) -> str:
     v = m.verdict
     dur = (m.end_ns - m.start_ns) / 1e9 if m.start_ns is not None and m.end_ns is not None else float("nan")
     cells = [
-        f"<b>{escape(m.inp.job_name)}</b>", ("<span class='ok'>healthy</span>" if v.healthy
-                                             else "<span class='bad'>not healthy</span>"),
+        f"<b>{escape(m.inp.job_name)}</b>", {True: "<span class='ok'>healthy</span>", False: "<span class='bad'>not healthy</span>",
+                                             None: "<span class='na'>no data</span>"}[v.healthy],
         escape(m.inp.outcome.status or ("stopped" if m.inp.outcome.stopped else "-")), duration(dur),
         f"{len(data.nodes)}", percent(float(allg.mean())) if len(allg) else "-",
         percent(float(np.quantile(allg, 0.95))) if len(allg) else "-", percent(float(allc.mean())) if len(allc) else "-",

@@ -59,6 +59,11 @@ class RuleRow:
     description: str
     parameters: Mapping[str, Any]
 
+    @property
+    def has_data(self) -> bool:
+        """False when the rule saw no datapoint (OverallSystemUsage reports none by design)."""
+        return self.triggered or self.datapoints > 0 or self.rule == "OverallSystemUsage"
+
 
 @dataclass(frozen=True)
 class StepRow:
@@ -89,7 +94,7 @@ class Mark:
 class Verdict:
     """The header: healthy or not, what fired first and when, the stop, and the money."""
 
-    healthy: bool
+    healthy: bool | None  # None: no rule had data to judge
     headline: str
     details: tuple[str, ...]
     cost_so_far: float | None
@@ -204,10 +209,15 @@ def _verdict(inp: ReportInput, rows: tuple[RuleRow, ...], start: int | None, end
     out = inp.outcome
     details: list[str] = []
     if not fired:
-        headline = f"Healthy: none of the {len(rows)} rules fired"
-        if start is not None and end is not None:
-            headline += f" over {duration((end - start) / 1e9)}"
-        headline += "."
+        judged = [r for r in rows if r.has_data]
+        blind = [r.name for r in rows if not r.has_data]
+        span = f" over {duration((end - start) / 1e9)}" if start is not None and end is not None else ""
+        if not judged:
+            headline = f"No verdict: none of the {len(rows)} rules had data to judge{span}."
+        else:
+            headline = f"Healthy: none of the {len(judged)} rules with data fired{span}."
+            if blind:
+                headline += f" {len(blind)} had no data ({', '.join(blind)})."
     else:
         first = fired[0]
         when = ""
@@ -261,7 +271,8 @@ def _verdict(inp: ReportInput, rows: tuple[RuleRow, ...], start: int | None, end
         details.append(money_line + ".")
     if note:
         details.append(note)
-    return Verdict(healthy=not fired, headline=headline, details=tuple(details), cost_so_far=so_far,
+    healthy = (None if not any(r.has_data for r in rows) else True) if not fired else False
+    return Verdict(healthy=healthy, headline=headline, details=tuple(details), cost_so_far=so_far,
                    cost_after_trigger=after, saved=saved, saved_basis=basis)
 
 

@@ -33,7 +33,7 @@ table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border:1px soli
 th{background:#f2f5f9}td.num{text-align:right;font-variant-numeric:tabular-nums}
 .fired{background:#fdecea}.ok{color:#2e7d32}.bad{color:#c62828;font-weight:600}.na{color:#888}
 .verdict{border-radius:8px;padding:12px 16px;margin:12px 0;font-size:16px}
-.verdict.unhealthy{background:#fdecea;border:2px solid #c62828}.verdict.healthy{background:#e8f5e9;border:2px solid #2e7d32}
+.verdict.unhealthy{background:#fdecea;border:2px solid #c62828}.verdict.healthy{background:#e8f5e9;border:2px solid #2e7d32}.verdict.unknown{background:#f5f5f5;border:2px solid #757575}
 .verdict p{margin:4px 0}.verdict .headline{font-size:19px;font-weight:700}
 .cards{display:flex;flex-wrap:wrap;gap:12px}.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:140px}
 .card b{display:block;font-size:18px}.charts{display:flex;flex-wrap:wrap;gap:8px}svg.chart{background:#fff}
@@ -48,7 +48,7 @@ _BINS = 240
 # ------------------------------------------------------------------------------------------- header
 def _header(m: ReportModel) -> str:
     v = m.verdict
-    cls = "healthy" if v.healthy else "unhealthy"
+    cls = {True: "healthy", False: "unhealthy", None: "unknown"}[v.healthy]
     out = [f"<section id='verdict' class='verdict {cls}'><p class='headline'>{escape(v.headline)}</p>"]
     out += [f"<p>{escape(line)}</p>" for line in v.details]
     out.append("</section>")
@@ -96,7 +96,7 @@ def _rules(m: ReportModel) -> str:
         key = f"rule-{r.name}"
         if r.triggered:
             status = "<span class='bad'>Issues found</span>"
-        elif r.datapoints == 0 and r.rule != "OverallSystemUsage":
+        elif not r.has_data:
             status = "<span class='na'>No data</span>"
         else:
             status = "<span class='ok'>No issues</span>"

@@ -102,7 +102,7 @@ def test_report_healthy_job_says_so_and_fills_no_why():
     data = _data()
     results = evaluate(data, [configured_rule("BatchSize"), configured_rule("OverallSystemUsage")])
     html = render_report(ReportInput(job_name="ok", data=data, results=results))
-    assert "Healthy: none of the 2 rules fired" in html
+    assert "Healthy: none of the 2 rules with data fired" in html
     rows = re.findall(r"<tr class='' data-rule='[^']+'>.*?</tr>", html, re.S)
     assert len(rows) == 2
     for row in rows:  # the last two cells (why, what to do) are empty for rules that did not fire
@@ -200,3 +200,15 @@ def test_report_stop_after_the_last_sample_is_still_marked():
     html = render_report(inp)
     timelines = html[html.index("id='timeline'"):html.index("id='dips'")]
     assert timelines.count("mark mark-stop") >= 8
+
+
+def test_report_rules_without_data_are_not_called_healthy():
+    data = _data()
+    results = evaluate(data, [configured_rule("BatchSize"), configured_rule("LossNotDecreasing")])  # no scalars
+    html = render_report(ReportInput(job_name="partial", data=data, results=results))
+    assert "Healthy: none of the 1 rules with data fired" in html
+    assert "1 had no data (LossNotDecreasing)." in html
+    blind = evaluate(data.__class__(), [configured_rule("LossNotDecreasing")])
+    html = render_report(ReportInput(job_name="blind", data=data.__class__(), results=blind))
+    assert "No verdict: none of the 1 rules had data to judge" in html
+    assert "class=\"verdict unknown\"" in html or "class='verdict unknown'" in html
