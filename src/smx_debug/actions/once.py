@@ -8,7 +8,9 @@
    redelivery then either sees the record done or takes the expired claim over. Returning normally here
    would lose the event when the holder had died.
 3. Act. An exception releases the claim (so a retry may act at once) and propagates.
-4. Complete: record the outcome; the record is kept for the ledger's retention (TTL).
+4. Complete: record the outcome; the record is kept for the ledger's retention (TTL). The action has happened by
+   now, so a throttled complete is tried again (up to :data:`COMPLETE_ATTEMPTS` times, on top of botocore's own
+   retries) rather than failing the invocation, whose redelivery would act a second time.
 
 A process that dies between 1 and 4 releases nothing: its claim blocks others until the lease runs out,
 then the next delivery takes it over. Imports only the standard library.
@@ -16,13 +18,20 @@ then the next delivery takes it over. Imports only the standard library.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from smx_debug.actions.ledger import DONE, LedgerLike
 from smx_debug.errors import SmxDebugError
 
-__all__ = ["ClaimInProgressError", "Once", "once"]
+__all__ = ["COMPLETE_ATTEMPTS", "ClaimInProgressError", "Once", "once"]
+
+COMPLETE_ATTEMPTS = 4
+# DynamoDB's answers that mean "not now": the update can be sent again unchanged.
+_THROTTLED = frozenset({
+    "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded", "InternalServerError",
+})
 
 
 class ClaimInProgressError(SmxDebugError, RuntimeError):
@@ -76,5 +85,20 @@ def _act(ledger: LedgerLike, key: str, act: Callable[[], Mapping[str, object]]) 
     except Exception:
         ledger.release(key)
         raise
-    ledger.complete(key, outcome)
+    _complete(ledger, key, outcome)
     return Once(key=key, acted=True, record=outcome)
+
+
+def _complete(ledger: LedgerLike, key: str, outcome: Mapping[str, object],
+              sleep: Callable[[float], None] = time.sleep) -> None:
+    """Record the outcome of an action that has happened; only throttling is tried again (the update is
+    idempotent), anything else propagates."""
+    for attempt in range(1, COMPLETE_ATTEMPTS + 1):
+        try:
+            ledger.complete(key, outcome)
+            return
+        except Exception as exc:
+            code = (getattr(exc, "response", None) or {}).get("Error", {}).get("Code")
+            if code not in _THROTTLED or attempt == COMPLETE_ATTEMPTS:
+                raise
+            sleep(0.1 * 2**attempt)
