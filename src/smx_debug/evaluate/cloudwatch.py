@@ -22,17 +22,27 @@ from botocore.exceptions import ClientError
 from smx_debug.errors import AwsError, translate_client_error
 from smx_debug.evaluate.data import empty_scalars, empty_system
 
-__all__ = ["INSTANCE_METRICS", "NAMESPACE", "instance_metrics", "training_metrics"]
+__all__ = ["INSTANCE_METRICS", "NAMESPACE", "instance_metrics", "training_metric", "training_metrics"]
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
-# CloudWatch metric -> (Debugger type, name, dimension) in the system frame.
-INSTANCE_METRICS: dict[str, tuple[str, str, str]] = {
-    "CPUUtilization": ("cpu", "total", "CPUUtilization"),
-    "GPUUtilization": ("gpu", "gpu", "GPUUtilization"),
-    "GPUMemoryUtilization": ("gpu", "gpu", "GPUMemoryUtilization"),
-    "MemoryUtilization": ("memory", "MemoryUsedPercent", "MemoryUtilization"),
-    "DiskUtilization": ("disk", "DiskUtilization", "DiskUtilization"),
+# CloudWatch metric -> (Debugger type, name, dimension, the devices it sums over) in the system frame. CPU and GPU
+# values become one per-device series ("cpu0", "gpu0") once divided by the device count: the rules read device
+# series and skip node-level ("total") rows. The scheduled evaluator (smx_debug.watch) maps with the same table.
+INSTANCE_METRICS: dict[str, tuple[str, str, str, str | None]] = {
+    "CPUUtilization": ("cpu", "cpu0", "CPUUtilization", "vcpus"),
+    "MemoryUtilization": ("memory", "MemoryUsedPercent", "MemoryUtilization", None),
+    "DiskUtilization": ("disk", "DiskUtilization", "DiskUtilization", None),
+    "GPUUtilization": ("gpu", "gpu0", "GPUUtilization", "gpus"),
+    "GPUMemoryUtilization": ("gpu", "gpu0", "GPUMemoryUtilization", "gpus"),
 }
+_MODES = {"train": "TRAIN", "training": "TRAIN", "validation": "EVAL", "val": "EVAL", "test": "EVAL", "eval": "EVAL"}
+
+
+def training_metric(name: str) -> tuple[str, str]:
+    """A MetricDefinitions name as the scalars frame's (metric, mode): ``train:loss`` -> (loss, TRAIN),
+    ``validation:loss`` -> (loss, EVAL), a name without a known prefix -> mode GLOBAL."""
+    prefix, sep, base = name.partition(":")
+    return (base or name), (_MODES.get(prefix.lower(), "GLOBAL") if sep else "GLOBAL")
 
 
 def _client() -> Any:
@@ -104,15 +114,14 @@ def instance_metrics(
         if not ts:
             continue
         node, metric = meta[qid]
-        typ, name, dim = INSTANCE_METRICS[metric]
+        typ, name, dim, per = INSTANCE_METRICS[metric]
         v = np.asarray(vals, dtype=np.float64)
-        if metric == "CPUUtilization" and cpus:
-            v = v / cpus
-        if metric in {"GPUUtilization", "GPUMemoryUtilization"} and gpus:
-            v = v / gpus
+        count = {"vcpus": cpus, "gpus": gpus}.get(per or "")
+        if count:
+            v = v / count
         frames.append(pd.DataFrame({
-            "timestamp": pd.to_datetime(ts, utc=True), "node": node, "type": typ,
-            "name": "gpu0" if name == "gpu" else name, "dimension": dim, "value": v,
+            "timestamp": pd.to_datetime(ts, utc=True), "node": node, "type": typ, "name": name, "dimension": dim,
+            "value": v,
         }))
     if not frames:
         return empty_system()
@@ -151,9 +160,7 @@ def training_metrics(
         ts, vals = data.get(f"t{i}", ([], []))
         if not ts:
             continue
-        prefix, _, base = n.partition(":")
-        mode = {"train": "TRAIN", "validation": "EVAL", "val": "EVAL", "test": "EVAL"}.get(prefix.lower(), "GLOBAL")
-        metric = base if base else n
+        metric, mode = training_metric(n)
         order = np.argsort(np.asarray(pd.to_datetime(ts, utc=True).asi8))
         frames.append(pd.DataFrame({
             "metric": metric, "mode": mode, "step": np.arange(len(ts), dtype=np.int64),

@@ -21,10 +21,12 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS as INSTANCE_METRIC_MAP
+from smx_debug.evaluate.cloudwatch import NAMESPACE
+
 __all__ = ["INSTANCE_METRICS", "MAX_QUERIES", "NAMESPACE", "MetricRead", "ReadResult", "read_metrics"]
 
-NAMESPACE = "/aws/sagemaker/TrainingJobs"
-INSTANCE_METRICS = ("CPUUtilization", "MemoryUtilization", "DiskUtilization", "GPUUtilization", "GPUMemoryUtilization")
+INSTANCE_METRICS = tuple(INSTANCE_METRIC_MAP)  # the names the evaluation maps to frames (evaluate.cloudwatch)
 MAX_QUERIES = 500
 TRAIN = "train"
 

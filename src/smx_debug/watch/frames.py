@@ -16,23 +16,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS, training_metric
 from smx_debug.evaluate.data import empty_scalars, empty_system
 
 __all__ = ["DEVICE_RULES", "device_counts", "scalar_frame", "system_frame"]
 
 # Rules whose thresholds are per device: they need the instance type's vCPU and GPU counts.
 DEVICE_RULES = frozenset({"CPUBottleneck", "LowGPUUtilization", "GPUMemoryIncrease"})
-# CloudWatch metric -> (type, name, dimension) in the system frame; None: divide by nothing.
-_SYSTEM = {
-    "CPUUtilization": ("cpu", "cpu0", "CPUUtilization", "vcpus"),
-    "GPUUtilization": ("gpu", "gpu0", "GPUUtilization", "gpus"),
-    "GPUMemoryUtilization": ("gpu", "gpu0", "GPUMemoryUtilization", "gpus"),
-    "MemoryUtilization": ("memory", "MemoryUsedPercent", "MemoryUtilization", None),
-    "DiskUtilization": ("disk", "DiskUtilization", "DiskUtilization", None),
-}
-_MODES = {"train": "TRAIN", "training": "TRAIN", "validation": "EVAL", "val": "EVAL", "test": "EVAL", "eval": "EVAL"}
-
-
 @cache
 def _instances() -> dict[str, Any]:
     path = Path(__file__).resolve().parents[1] / "htmlreport" / "instances.json"
@@ -58,9 +48,9 @@ def system_frame(
             continue
         node = series.split(":", 1)[1]
         for metric, points in sorted(metrics.items()):
-            if metric not in _SYSTEM:
+            if metric not in INSTANCE_METRICS:
                 continue
-            typ, name, dim, per = _SYSTEM[metric]
+            typ, name, dim, per = INSTANCE_METRICS[metric]
             keep = sorted(t for t in points if lo <= t <= hi)
             if not keep:
                 continue
@@ -96,11 +86,10 @@ def scalar_frame(data: dict[str, dict[str, dict[int, float]]], lo: int, hi: int,
         keep = sorted(t for t in points if lo <= t <= hi)
         if not keep:
             continue
-        prefix, sep, base = name.partition(":")
-        mode = _MODES.get(prefix.lower(), "GLOBAL") if sep else "GLOBAL"
+        metric, mode = training_metric(name)
         minutes.append(np.asarray(keep, dtype=np.int64))
         values.append(np.fromiter((points[t] for t in keep), dtype=np.float64, count=len(keep)))
-        labels.append((base if sep else name, mode, len(keep)))
+        labels.append((metric, mode, len(keep)))
     if not minutes:
         return empty_scalars()
     counts = [n for *_, n in labels]

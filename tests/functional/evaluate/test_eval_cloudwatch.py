@@ -40,9 +40,9 @@ def test_instance_metrics_map_to_system_frame_per_device(cw):
     df = instance_metrics(JOB, T0, T0 + timedelta(minutes=5), hosts=2, cpus=32, gpus=4, cloudwatch_client=cw)
     algo1 = df[(df["node"] == "algo-1")].sort_values(["dimension", "timestamp"])
     assert algo1[["dimension", "name", "value"]].to_dict("records") == [
-        {"dimension": "CPUUtilization", "name": "total", "value": 12.5},
-        {"dimension": "CPUUtilization", "name": "total", "value": 25.0},
-        {"dimension": "CPUUtilization", "name": "total", "value": 100.0},
+        {"dimension": "CPUUtilization", "name": "cpu0", "value": 12.5},
+        {"dimension": "CPUUtilization", "name": "cpu0", "value": 25.0},
+        {"dimension": "CPUUtilization", "name": "cpu0", "value": 100.0},
         {"dimension": "GPUUtilization", "name": "gpu0", "value": 10.0},
         {"dimension": "GPUUtilization", "name": "gpu0", "value": 5.0},
         {"dimension": "GPUUtilization", "name": "gpu0", "value": 2.0},
@@ -51,6 +51,18 @@ def test_instance_metrics_map_to_system_frame_per_device(cw):
         {"dimension": "MemoryUtilization", "name": "MemoryUsedPercent", "value": 32.0},
     ]
     assert sorted(df["node"].unique()) == ["algo-1", "algo-2"]
+
+
+def test_instance_metrics_feed_cpu_bottleneck_rule(local_aws):
+    # A busy CPU beside idle GPUs, as CloudWatch reports it for a job without Debugger: the CPU series must be a
+    # device series the rules read (a node-level "total" row is skipped by them, so the rule could never fire).
+    client = local_aws.client("cloudwatch")
+    host = [{"Name": "Host", "Value": "cpu-job/algo-1"}]
+    _put(client, "CPUUtilization", host, [3100.0] * 5)  # 32 vCPUs at ~97%
+    _put(client, "GPUUtilization", host, [8.0] * 5)      # 4 GPUs at 2%
+    df = instance_metrics("cpu-job", T0, T0 + timedelta(minutes=6), hosts=1, cpus=32, gpus=4, cloudwatch_client=client)
+    r = evaluate_rule("CPUBottleneck", JobData(system=df), {"patience": 2})
+    assert r.triggered and r.violations == 5
 
 
 def test_instance_metrics_feed_low_gpu_rule(cw):
