@@ -60,8 +60,9 @@ PUBLIC = {
     ],
     "smx_debug.tensors": [
         "Collection", "CollectionsFile", "END_OF_JOB", "ModeKeys", "NORMS", "REDUCTIONS", "REDUCTIONS_PREFIX",
-        "RawTensor", "ReductionConfig", "ReductionName", "SaveConfig", "SaveConfigMode", "TrialWriter",
-        "compute_reduction", "modes", "parse_mode", "parse_reduction_name", "reduction_tensor_name"
+        "RawTensor", "ReductionConfig", "ReductionName", "SaveConfig", "SaveConfigMode", "TENSOR_COLUMNS", "Tensor",
+        "Trial", "TrialWriter", "compute_reduction", "create_trial", "modes", "parse_mode", "parse_reduction_name",
+        "reduction_tensor_name"
     ],
     "smx_debug.watch": [
         "Clients", "EVALUATOR_RULES", "EvaluatorRunError", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",

@@ -15,6 +15,7 @@ __all__ = [
     "NORMS",
     "REDUCTIONS",
     "REDUCTIONS_PREFIX",
+    "TENSOR_COLUMNS",
     "Collection",
     "CollectionsFile",
     "ModeKeys",
@@ -23,8 +24,11 @@ __all__ = [
     "ReductionName",
     "SaveConfig",
     "SaveConfigMode",
+    "Tensor",
+    "Trial",
     "TrialWriter",
     "compute_reduction",
+    "create_trial",
     "modes",
     "parse_mode",
     "parse_reduction_name",
@@ -38,16 +42,20 @@ _LAZY = {
     "REDUCTIONS_PREFIX": "smx_debug.tensors.reductions",
     "Collection": "smx_debug.tensors.collections_file",
     "CollectionsFile": "smx_debug.tensors.collections_file",
-    "ModeKeys": "smx_debug.tensors.modes",
+    "ModeKeys": "smx_debug.tensors.mode_keys",
     "RawTensor": "smx_debug.tensors.dtypes",
     "ReductionConfig": "smx_debug.tensors.collections_file",
     "ReductionName": "smx_debug.tensors.reductions",
     "SaveConfig": "smx_debug.tensors.collections_file",
     "SaveConfigMode": "smx_debug.tensors.collections_file",
+    "TENSOR_COLUMNS": "smx_debug.tensors.frame",
+    "Tensor": "smx_debug.tensors.trial",
+    "Trial": "smx_debug.tensors.trial",
     "TrialWriter": "smx_debug.tensors.writer",
+    "create_trial": "smx_debug.tensors.trial",
     "compute_reduction": "smx_debug.tensors.reductions",
-    "modes": "smx_debug.tensors.modes",
-    "parse_mode": "smx_debug.tensors.modes",
+    "modes": "smx_debug.tensors.mode_keys",
+    "parse_mode": "smx_debug.tensors.mode_keys",
     "parse_reduction_name": "smx_debug.tensors.reductions",
     "reduction_tensor_name": "smx_debug.tensors.reductions",
 }
@@ -61,8 +69,9 @@ if TYPE_CHECKING:
         SaveConfigMode,
     )
     from smx_debug.tensors.dtypes import RawTensor
+    from smx_debug.tensors.frame import TENSOR_COLUMNS
     from smx_debug.tensors.layout import END_OF_JOB
-    from smx_debug.tensors.modes import ModeKeys, modes, parse_mode
+    from smx_debug.tensors.mode_keys import ModeKeys, modes, parse_mode
     from smx_debug.tensors.reductions import (
         NORMS,
         REDUCTIONS,
@@ -72,6 +81,7 @@ if TYPE_CHECKING:
         parse_reduction_name,
         reduction_tensor_name,
     )
+    from smx_debug.tensors.trial import Tensor, Trial, create_trial
     from smx_debug.tensors.writer import TrialWriter
 
 

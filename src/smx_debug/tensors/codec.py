@@ -16,7 +16,7 @@ import numpy as np
 from smx_debug.errors import DataError
 from smx_debug.tensors import proto
 from smx_debug.tensors.dtypes import dtype_code, tensor_value
-from smx_debug.tensors.modes import ModeKeys
+from smx_debug.tensors.mode_keys import ModeKeys
 
 __all__ = ["DecodedValue", "decode_event", "encode_event"]
 

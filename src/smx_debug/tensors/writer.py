@@ -19,7 +19,7 @@ from smx_debug.tensors import layout
 from smx_debug.tensors.codec import encode_event
 from smx_debug.tensors.collections_file import Collection, CollectionsFile
 from smx_debug.tensors.dtypes import as_array
-from smx_debug.tensors.modes import ModeKeys, parse_mode
+from smx_debug.tensors.mode_keys import ModeKeys, parse_mode
 from smx_debug.tensors.sink import Sink, open_sink
 from smx_debug.tensors.tfrecord import frame
 

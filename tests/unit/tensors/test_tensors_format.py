@@ -13,7 +13,7 @@ from smx_debug.tensors import layout, proto
 from smx_debug.tensors.codec import decode_event, encode_event
 from smx_debug.tensors.collections_file import CollectionsFile, ReductionConfig
 from smx_debug.tensors.dtypes import RawTensor, as_array, tensor_value
-from smx_debug.tensors.modes import ModeKeys, parse_mode
+from smx_debug.tensors.mode_keys import ModeKeys, parse_mode
 from smx_debug.tensors.reductions import compute_reduction, parse_reduction_name, reduction_tensor_name
 from smx_debug.tensors.tfrecord import (
     BAD_CHECKSUM,
