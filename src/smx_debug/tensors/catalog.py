@@ -11,10 +11,11 @@ or at once when the training has ended.
 from __future__ import annotations
 
 import json
+import os
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final, TypeVar
 
 import numpy as np
 
@@ -44,10 +45,11 @@ MISSING_EVENT_FILE: Final = "index entries whose event file never appeared"
 BAD_ENTRY: Final = "index entries that point at no record"
 DAMAGED_RECORD: Final = "records that are not a tensor event"
 UNKNOWN_DTYPE: Final = "tensors of an unknown dtype"
+T = TypeVar("T")
 DAMAGED_COLLECTIONS: Final = "collections files that are not collections JSON"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class EventFile:
     """One step of one worker: where its tensors are (``ids`` index :attr:`Catalog.names`)."""
 
@@ -55,12 +57,17 @@ class EventFile:
     worker: str
     mode: ModeKeys
     mode_step: int
-    key: str | None  # the event file; None when the index holds shapes only
+    has_events: bool  # False when the index holds shapes only
     size: int
-    ids: np.ndarray  # int32 name ids
-    starts: np.ndarray  # int64 record offsets
-    lengths: np.ndarray  # int64 record lengths (header and footer included)
-    shapes: dict[int, tuple[int, ...]] = field(default_factory=dict)
+    ids: np.ndarray  # int32 name ids (shared between files with the same names)
+    starts: np.ndarray  # record offsets (uint32 when they fit, else int64)
+    lengths: np.ndarray  # record lengths, header and footer included (same)
+    shapes: dict[int, tuple[int, ...]] | None = None
+
+    @property
+    def key(self) -> str | None:
+        """The event file's key (None: shapes only)."""
+        return layout.event_key(self.step, self.worker) if self.has_events else None
 
 
 @dataclass(frozen=True)
@@ -70,12 +77,12 @@ class _Index:
     mode: ModeKeys
     mode_step: int
     names: list[str]
-    starts: list[int]
-    lengths: list[int]
+    starts: list[Any]
+    lengths: list[Any]
     shapes: dict[str, tuple[int, ...]]
 
 
-def _int(value: Any, what: str) -> int:
+def _int(value: Any, what: str) -> int:  # one value; lists are checked with numpy
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise DataError(f"{what} must be an integer >= 0, got {value!r}")
     return value
@@ -92,15 +99,17 @@ def _parse_index(step: int, worker: str, data: bytes) -> _Index:
     mode_name = meta.get("mode")
     if not isinstance(mode_name, str) or mode_name.strip() not in ModeKeys.__members__:
         raise DataError(f"meta.mode must be TRAIN, EVAL, PREDICT or GLOBAL, got {mode_name!r}")
-    names: list[str] = []
-    starts: list[int] = []
-    lengths: list[int] = []
-    for entry in doc.get("tensor_payload") or ():
-        if not isinstance(entry, dict) or not isinstance(entry.get("tensorname"), str):
-            raise DataError(f"tensor_payload entry without a tensorname: {entry!r}")
-        names.append(entry["tensorname"])
-        starts.append(_int(entry.get("start_idx"), "start_idx"))
-        lengths.append(_int(entry.get("length"), "length"))
+    payload = doc.get("tensor_payload") or []
+    try:
+        names = [e["tensorname"] for e in payload]
+        starts = [e["start_idx"] for e in payload]
+        lengths = [e["length"] for e in payload]
+    except (KeyError, TypeError):
+        raise DataError("a tensor_payload entry lacks tensorname, start_idx or length") from None
+    for what, values in (("start_idx", starts), ("length", lengths)):
+        arr = np.asarray(values)
+        if len(arr) and (arr.dtype.kind not in "iu" or int(arr.min()) < 0):
+            raise DataError(f"every {what} must be an integer >= 0, got {values[:5]!r}...")
     shapes: dict[str, tuple[int, ...]] = {}
     for entry in doc.get("shape_payload") or ():
         if not isinstance(entry, dict) or not isinstance(entry.get("tensorname"), str):
@@ -108,6 +117,48 @@ def _parse_index(step: int, worker: str, data: bytes) -> _Index:
         shapes[entry["tensorname"]] = tuple(_int(d, "shape") for d in entry.get("shape") or ())
     return _Index(step, worker, ModeKeys[mode_name.strip()], _int(meta.get("mode_step"), "meta.mode_step"), names,
                   starts, lengths, shapes)
+
+
+def _list(source: Source, done: Callable[[str], bool]) -> list[ObjectInfo]:
+    """The trial's files: for a local folder only the four places a trial writes, with ``os.scandir``, skipping
+    step folders ``done`` says are fully read and stat-ing only event files (their size bounds their entries)."""
+    if not isinstance(source, LocalSource):
+        return source.list("")
+    root = str(source.root)
+    out: list[ObjectInfo] = []
+    end = os.path.join(root, layout.END_OF_JOB)
+    if os.path.exists(end):
+        out.append(ObjectInfo(layout.END_OF_JOB, 0, ""))
+    for top, stat_files in ((layout.EVENTS_DIR, True), (layout.INDEX_DIR, False), ("collections", True)):
+        try:
+            subdirs = [d for d in os.scandir(os.path.join(root, top)) if d.is_dir()]
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for sub in subdirs:
+            if top == layout.EVENTS_DIR and done(sub.name):
+                continue
+            for entry in os.scandir(sub.path):
+                if not entry.is_file():
+                    continue
+                key = f"{top}/{sub.name}/{entry.name}"
+                if stat_files:
+                    st = entry.stat()
+                    out.append(ObjectInfo(key, st.st_size, f"{st.st_mtime_ns}-{st.st_size}"))
+                else:
+                    out.append(ObjectInfo(key, 0, ""))
+    return out
+
+
+def _read_all(source: Source, keys: list[str], fn: Callable[[str, bytes], T]) -> Iterator[tuple[str, T]]:
+    """``fn(key, data)`` for each key: sequentially from disk (small files: a thread pool costs more than it
+    saves), through the source's bounded thread pool from S3."""
+    if isinstance(source, LocalSource):
+        root = str(source.root)
+        for key in keys:
+            with open(os.path.join(root, key), "rb") as fh:
+                yield key, fn(key, fh.read())
+    else:
+        yield from source.map(keys, fn)
 
 
 def read_range(source: Source, key: str, start: int, length: int) -> bytes:
@@ -131,6 +182,11 @@ def read_range(source: Source, key: str, start: int, length: int) -> bytes:
     return source.read(key)[start:start + length]
 
 
+def _small(values: np.ndarray) -> np.ndarray:
+    """Offsets as uint32 when they fit (half the memory of a large trial's catalog)."""
+    return values.astype(np.uint32) if not len(values) or int(values.max()) < 2**32 else values
+
+
 class Catalog:
     """The files of one trial, refreshed incrementally. Not thread-safe (one refresh at a time)."""
 
@@ -152,6 +208,8 @@ class Catalog:
         self._unindexed: set[str] = set()
         self._damaged_index: set[tuple[int, str]] = set()
         self._lock = threading.Lock()
+        self._id_cache: dict[tuple[str, ...], np.ndarray] = {}
+        self.workers_of: dict[int, list[str]] = {}
 
     def skip(self, reason: str, n: int = 1) -> None:
         if n:
@@ -171,13 +229,21 @@ class Catalog:
                 self.reduction_of.append(("abs_" if parsed.abs else "") + parsed.reduction)
         return nid
 
+    def _step_done(self, folder: str) -> bool:
+        """Whether every worker's event file of the step in ``events/<folder>`` is already read."""
+        try:
+            step = int(folder)
+        except ValueError:
+            return False
+        return len(self.workers_of.get(step, ())) >= self.num_workers
+
     def refresh(self) -> list[EventFile]:
         """List the trial and take in what is new; returns the event files added."""
         with self._lock:
             return self._refresh()
 
     def _refresh(self) -> list[EventFile]:
-        listed = self.source.list("")
+        listed = _list(self.source, self._step_done)
         ended = False
         index: list[ObjectInfo] = []
         events: dict[str, ObjectInfo] = {}
@@ -198,7 +264,6 @@ class Catalog:
                 collections.append(info)
         self._take_collections(collections)
         added: list[EventFile] = []
-        parsed: list[tuple[str, _Index | DataError]] = []
 
         def parse(key: str, data: bytes) -> _Index | DataError:
             fk = layout.parse_index_key(key)
@@ -209,8 +274,7 @@ class Catalog:
                 return exc
 
         taken = set(self.files)
-        parsed = list(self.source.map([i.key for i in index], parse, sizes={i.key: i.size for i in index}))
-        for key, result in parsed:
+        for key, result in _read_all(self.source, [i.key for i in index], parse):
             fk = layout.parse_index_key(key)
             assert fk is not None
             if (fk.step, fk.worker) in taken:
@@ -229,8 +293,13 @@ class Catalog:
                     self._read_index.add(key)
                 continue  # not uploaded yet: read this index again next time
             self._read_index.add(key)
-            added.append(self._add_indexed(result, ev_key if result.names else None,
-                                           ev_info.size if ev_info else 0))
+            try:
+                added.append(self._add_indexed(result, ev_key if result.names else None,
+                                               ev_info.size if ev_info else 0))
+            except DataError:  # tensor names that are not strings
+                self.skip(DAMAGED_INDEX)
+                self._damaged_index.add((fk.step, fk.worker))
+                continue
             taken.add((fk.step, fk.worker))
         for ev_key, info in events.items():
             fk = layout.parse_event_key(ev_key)
@@ -248,6 +317,7 @@ class Catalog:
         for f in added:
             self.files[(f.step, f.worker)] = f
             self.order.append(f)
+            self.workers_of.setdefault(f.step, []).append(f.worker)
         return added
 
     def _take_collections(self, infos: Iterable[ObjectInfo]) -> None:
@@ -268,15 +338,23 @@ class Catalog:
                 self.collections.setdefault(c.name, c)
 
     def _add_indexed(self, idx: _Index, key: str | None, size: int) -> EventFile:
-        ids = np.fromiter((self.name_id(n) for n in idx.names), np.int32, len(idx.names))
+        names = tuple(idx.names)
+        ids = self._id_cache.get(names)
+        if ids is None:
+            if not all(isinstance(n, str) for n in names):
+                raise DataError(f"a tensorname is not a string: {names[:5]!r}...")
+            ids = np.fromiter((self.name_id(n) for n in names), np.int32, len(names))
+            if len(self._id_cache) < 1024:
+                self._id_cache[names] = ids
         starts = np.asarray(idx.starts, np.int64)
         lengths = np.asarray(idx.lengths, np.int64)
         inside = (starts + lengths <= size) & (lengths >= 16)
         if not inside.all():
             self.skip(BAD_ENTRY, int((~inside).sum()))
             ids, starts, lengths = ids[inside], starts[inside], lengths[inside]
-        shapes = {self.name_id(n): s for n, s in idx.shapes.items()}
-        return EventFile(idx.step, idx.worker, idx.mode, idx.mode_step, key, size, ids, starts, lengths, shapes)
+        shapes = {self.name_id(n): s for n, s in idx.shapes.items()} or None
+        return EventFile(idx.step, idx.worker, idx.mode, idx.mode_step, key is not None, size, ids, _small(starts),
+                         _small(lengths), shapes)
 
     def _scan(self, key: str, step: int, worker: str, size: int) -> EventFile | None:
         """Catalog an event file from its own records (no usable index)."""
@@ -303,5 +381,5 @@ class Catalog:
             lengths.append(b + 4 - offset)
         if not ids:
             return None
-        return EventFile(step, worker, mode, mode_step, key, len(data), np.asarray(ids, np.int32),
-                         np.asarray(starts, np.int64), np.asarray(lengths, np.int64))
+        return EventFile(step, worker, mode, mode_step, True, len(data), np.asarray(ids, np.int32),
+                         _small(np.asarray(starts, np.int64)), _small(np.asarray(lengths, np.int64)))

@@ -30,8 +30,9 @@ __all__ = ["NON_SCALAR", "TENSOR_COLUMNS", "Batch", "decode_values", "read_batch
 
 TENSOR_COLUMNS: Final = ["step", "mode", "mode_step", "worker", "tensor", "reduction", "value"]
 NON_SCALAR: Final = "complex or string scalars (not a real number)"
-_BATCH_BYTES: Final = 32 << 20
-_BATCH_FILES: Final = 4096
+# A batch's buffer and its per-record work arrays stay small beside the frame they feed (peak memory).
+_BATCH_BYTES: Final = 2 << 20
+_BATCH_RECORDS: Final = 8192
 _GAP: Final = 4096  # ranges closer than this are read as one
 _DENSE: Final = 0.5  # read the whole file when at least this share of it is wanted
 
@@ -51,8 +52,11 @@ class Batch:
 def _fetch(source: Source, f: EventFile, sel: np.ndarray) -> tuple[bytes, np.ndarray]:
     """The bytes holding the selected records of ``f`` and where each record starts in them."""
     assert f.key is not None  # only files with records are planned
-    starts, lengths = f.starts[sel], f.lengths[sel]
-    if isinstance(source, LocalSource) or lengths.sum() >= _DENSE * max(f.size, 1):
+    starts, lengths = f.starts[sel].astype(np.int64), f.lengths[sel].astype(np.int64)
+    if isinstance(source, LocalSource):
+        with open(os.path.join(source.root, f.key), "rb") as fh:
+            return fh.read(), starts
+    if lengths.sum() >= _DENSE * max(f.size, 1):
         return source.read(f.key), starts
     order = np.argsort(starts, kind="stable")
     segments: list[bytes] = []
@@ -87,18 +91,23 @@ def read_batches(catalog: Catalog, plan: Sequence[tuple[EventFile, np.ndarray]],
                  verify: bool = False) -> Iterator[Batch]:
     """The planned records (per file, the selected entry positions), a bounded batch at a time; records whose
     header or checksum is wrong are dropped here and counted."""
-    workers = 2 * (os.cpu_count() or 1) if isinstance(catalog.source, LocalSource) else 16
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="smx-tensors") as pool:
+    local = isinstance(catalog.source, LocalSource)
+    with ThreadPoolExecutor(max_workers=16, thread_name_prefix="smx-tensors") as pool:
         i = 0
         while i < len(plan):
             chunk: list[tuple[EventFile, np.ndarray]] = []
             size = 0
-            while i < len(plan) and (not chunk or (size < _BATCH_BYTES and len(chunk) < _BATCH_FILES)):
+            records = 0
+            while i < len(plan) and (not chunk or (size < _BATCH_BYTES and records < _BATCH_RECORDS)):
                 f, sel = plan[i]
                 chunk.append((f, sel))
                 size += int(f.lengths[sel].sum())
+                records += len(sel)
                 i += 1
-            fetched = list(pool.map(lambda fs: _fetch(catalog.source, fs[0], fs[1]), chunk))
+            if local:  # small files from disk: a thread per read costs more than it saves
+                fetched = [_fetch(catalog.source, f, sel) for f, sel in chunk]
+            else:
+                fetched = list(pool.map(lambda fs: _fetch(catalog.source, fs[0], fs[1]), chunk))
             yield _batch(catalog, chunk, fetched, verify)
 
 
@@ -108,7 +117,7 @@ def _batch(catalog: Catalog, chunk: list[tuple[EventFile, np.ndarray]], fetched:
     buf = np.frombuffer(b"".join(d for d, _ in fetched), np.uint8)
     file_of = np.concatenate([np.full(len(sel), k, np.int32) for k, (_, sel) in enumerate(chunk)])
     ids = np.concatenate([f.ids[sel] for f, sel in chunk])
-    length = np.concatenate([f.lengths[sel] for f, sel in chunk])
+    length = np.concatenate([f.lengths[sel] for f, sel in chunk]).astype(np.int64)
     start = np.concatenate([offs + base for (_, offs), base in zip(fetched, bases, strict=True)])
     # The record's header must say the index's length (a wrong offset or a rewritten file fails here).
     inside = start + length <= len(buf)
@@ -155,21 +164,34 @@ def tensor_frame(catalog: Catalog, plan: Sequence[tuple[EventFile, np.ndarray]],
     red_code = {r: i for i, r in enumerate(red_names)}
     base_code = np.array([tensor_code.get(catalog.base_of[i], -1) for i in range(len(catalog.names))], np.int32)
     red_of = np.array([red_code[catalog.reduction_of[i]] for i in range(len(catalog.names))], np.int16)
-    cols: dict[str, list[np.ndarray]] = {c: [] for c in TENSOR_COLUMNS}
+    # Rows go straight into preallocated columns (one per planned record at most), so building the frame never
+    # holds its rows twice; rows the protobuf path adds (computed reductions) are appended at the end.
+    total = sum(len(sel) for _, sel in plan)
+    cols: dict[str, np.ndarray] = {"step": np.empty(total, np.int64), "mode": np.empty(total, np.int8),
+            "mode_step": np.empty(total, np.int64), "worker": np.empty(total, np.int16),
+            "tensor": np.empty(total, np.int32), "reduction": np.empty(total, np.int16),
+            "value": np.empty(total, np.float64)}
+    extra: dict[str, list[np.ndarray]] = {c: [] for c in TENSOR_COLUMNS}
+    filled = 0
 
     def emit(batch: Batch, rows: np.ndarray, red: np.ndarray, values: np.ndarray) -> None:
+        nonlocal filled
         files = batch.file_of[rows]
-        step = np.array([f.step for f in batch.files], np.int64)
-        mode = np.array([int(f.mode) - 1 for f in batch.files], np.int8)
-        mode_step = np.array([f.mode_step for f in batch.files], np.int64)
-        worker = np.array([worker_code[f.worker] for f in batch.files], np.int32)
-        cols["step"].append(step[files])
-        cols["mode"].append(mode[files])
-        cols["mode_step"].append(mode_step[files])
-        cols["worker"].append(worker[files])
-        cols["tensor"].append(base_code[batch.ids[rows]])
-        cols["reduction"].append(red)
-        cols["value"].append(values)
+        parts = {
+            "step": np.array([f.step for f in batch.files], np.int64)[files],
+            "mode": np.array([int(f.mode) - 1 for f in batch.files], np.int8)[files],
+            "mode_step": np.array([f.mode_step for f in batch.files], np.int64)[files],
+            "worker": np.array([worker_code[f.worker] for f in batch.files], np.int16)[files],
+            "tensor": base_code[batch.ids[rows]], "reduction": red, "value": values,
+        }
+        k = len(rows)
+        if filled + k <= total:
+            for name, part in parts.items():
+                cols[name][filled:filled + k] = part
+            filled += k
+        else:
+            for name, part in parts.items():
+                extra[name].append(part)
 
     for batch in read_batches(catalog, plan, verify=verify):
         w = walk(batch.buf, batch.start + 12, batch.start + batch.length - 4)
@@ -211,7 +233,7 @@ def tensor_frame(catalog: Catalog, plan: Sequence[tuple[EventFile, np.ndarray]],
         if extra_rows:
             emit(batch, np.asarray(extra_rows, np.int64), np.asarray(extra_red, np.int16),
                  np.asarray(extra_val, np.float64))
-    return _assemble(cols, workers, tensors, red_names)
+    return _assemble({k: v[:filled] for k, v in cols.items()}, extra, workers, tensors, red_names)
 
 
 def _saved_reductions(catalog: Catalog, batch: Batch) -> set[tuple[int, str, str]]:
@@ -219,30 +241,25 @@ def _saved_reductions(catalog: Catalog, batch: Batch) -> set[tuple[int, str, str
             for r in range(len(batch.ids)) if catalog.reduction_of[int(batch.ids[r])]}
 
 
-def _assemble(cols: dict[str, list[np.ndarray]], workers: Sequence[str], tensors: Sequence[str],
-              reductions: Sequence[str]) -> pd.DataFrame:
-    def cat(name: str, dtype: str) -> np.ndarray:
-        parts = cols[name]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype)
-
-    tensor = cat("tensor", "int32")
-    keep = tensor >= 0
-    step, mode, mode_step = cat("step", "int64")[keep], cat("mode", "int8")[keep], cat("mode_step", "int64")[keep]
-    worker, red, value = cat("worker", "int32")[keep], cat("reduction", "int16")[keep], cat("value", "float64")[keep]
-    tensor = tensor[keep]
-    order = np.lexsort((red, tensor, worker, step))
+def _assemble(cols: dict[str, np.ndarray], extra: dict[str, list[np.ndarray]], workers: Sequence[str],
+              tensors: Sequence[str], reductions: Sequence[str]) -> pd.DataFrame:
+    if extra["step"]:
+        cols = {k: np.concatenate([v, *extra[k]]) for k, v in cols.items()}
+    step = cols["step"]
+    if len(step) and not (np.diff(step) >= 0).all():  # rows the protobuf path added after their batch
+        order = np.lexsort((cols["worker"], step))
+        cols = {k: v[order] for k, v in cols.items()}
     modes = [m.name for m in ModeKeys]
-    frame = pd.DataFrame({
-        "step": step[order],
-        "mode": _categorical(mode[order], modes),
-        "mode_step": mode_step[order],
-        "worker": _categorical(worker[order], workers),
-        "tensor": _categorical(tensor[order], tensors),
-        "reduction": _categorical(red[order], reductions),
-        "value": value[order],
-    })
-    return frame
+    return pd.DataFrame({
+        "step": cols["step"],
+        "mode": _categorical(cols["mode"], modes),
+        "mode_step": cols["mode_step"],
+        "worker": _categorical(cols["worker"], workers),
+        "tensor": _categorical(cols["tensor"], tensors),
+        "reduction": _categorical(cols["reduction"], reductions),
+        "value": cols["value"],
+    }, copy=False)
 
 
 def _categorical(codes: np.ndarray, names: Sequence[str]) -> pd.Categorical:
-    return pd.Categorical.from_codes(codes.astype(np.int32), categories=pd.Index(list(names), dtype=object))
+    return pd.Categorical.from_codes(codes, categories=pd.Index(list(names), dtype=object))

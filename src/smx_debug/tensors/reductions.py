@@ -74,8 +74,9 @@ def parse_reduction_name(name: str) -> ReductionName | None:
 
 
 def compute_reduction(value: np.ndarray, reduction: str, *, abs: bool = False) -> np.ndarray:
-    """One reduction of ``value`` as smdebug computes it (numpy; ``variance`` is ``np.var``, norms ``np.linalg.norm``
-    of the flattened values).
+    """One reduction of ``value``: smdebug's numpy definitions (``variance`` and ``std`` with ddof=0), except that
+    norms are always the vector norm of all elements - what smdebug's hooks save (``torch.norm(t, p)``) - where
+    smdebug's reader, given a 2-D value, takes the matrix norm (and fails above 2-D).
 
     Raises:
         ConfigError: for a reduction smdebug does not define.

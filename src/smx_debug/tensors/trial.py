@@ -98,30 +98,39 @@ class Trial:
         self._catalog = Catalog(source)
         self._global_to_mode: dict[int, tuple[ModeKeys, int]] = {}
         self._mode_to_global: dict[ModeKeys, dict[int, int]] = {}
-        self._workers_of_step: dict[int, set[str]] = {}
-        self._postings: dict[str, list[tuple[EventFile, int]]] = {}  # tensor (base) name -> its records
+        self._known: set[str] = set()  # tensor (base) names
+        self._named = 0  # catalog names taken into _known so far
+        self._postings: dict[str, tuple[int, list[tuple[EventFile, int]]]] = {}  # name -> (files seen, records)
         self._tensors: dict[str, Tensor] = {}
         self.refresh()
 
     def __repr__(self) -> str:
-        return f"<Trial {self.name!r} at {self.path}: {len(self._global_to_mode)} steps, {len(self._postings)} tensors>"
+        return f"<Trial {self.name!r} at {self.path}: {len(self._global_to_mode)} steps, {len(self._known)} tensors>"
 
     # ---------------------------------------------------------------- refresh
     def refresh(self) -> int:
         """Read what was written since the last refresh; returns the number of new event files."""
         added = self._catalog.refresh()
-        names = self._catalog.names
-        base_of = self._catalog.base_of
         for f in added:
             self._global_to_mode.setdefault(f.step, (f.mode, f.mode_step))
             if f.mode is not ModeKeys.GLOBAL:
                 self._mode_to_global.setdefault(f.mode, {}).setdefault(f.mode_step, f.step)
-            self._workers_of_step.setdefault(f.step, set()).add(f.worker)
-            for pos, nid in enumerate(f.ids.tolist()):
-                self._postings.setdefault(base_of[nid], []).append((f, pos))
-            for nid in f.shapes:
-                self._postings.setdefault(names[nid], [])
+        cat = self._catalog
+        self._known.update(cat.base_of[self._named:])  # names only in a shape_payload are their own base
+        self._named = len(cat.names)
         return len(added)
+
+    def _records(self, name: str) -> list[tuple[EventFile, int]]:
+        """Where tensor ``name`` and its reductions are: (file, entry position), found lazily and extended as
+        files arrive (a trial read only through :meth:`frame` never builds these)."""
+        cat = self._catalog
+        seen, records = self._postings.get(name, (0, []))
+        if seen < len(cat.order):
+            ids = np.array([i for i in range(len(cat.names)) if cat.base_of[i] == name], np.int32)
+            for f in cat.order[seen:]:
+                records.extend((f, int(p)) for p in np.flatnonzero(np.isin(f.ids, ids)))
+            self._postings[name] = (len(cat.order), records)
+        return records
 
     @property
     def loaded_all_steps(self) -> bool:
@@ -155,11 +164,12 @@ class Trial:
         if regex is not None and collection is not None:
             raise ConfigError("pass regex or collection, not both", field="regex", value=regex)
         the_mode = _mode(mode)
-        names: Iterable[str] = self._postings
+        names: Iterable[str] = self._known
         if step is not None:
             names = self._names_at(step, the_mode)
         elif the_mode is not ModeKeys.GLOBAL:
-            names = [n for n, recs in self._postings.items() if any(f.mode is the_mode for f, _ in recs)]
+            cat = self._catalog
+            names = {cat.base_of[i] for f in cat.order if f.mode is the_mode for i in np.unique(f.ids).tolist()}
         if regex is not None:
             patterns = [regex] if isinstance(regex, str) else list(regex)
             names = [n for n in names if any(re.search(p, n) for p in patterns)]
@@ -171,16 +181,16 @@ class Trial:
     def _names_at(self, step: int, mode: ModeKeys) -> set[str]:
         g = self._global(step, mode, refresh=True)
         out: set[str] = set()
-        for w in self._workers_of_step.get(g, ()):
+        for w in self._catalog.workers_of.get(g, ()):
             f = self._catalog.files[(g, w)]
             out.update(self._catalog.base_of[n] for n in f.ids.tolist())
-            out.update(self._catalog.names[n] for n in f.shapes)
+            out.update(self._catalog.names[n] for n in f.shapes or ())
         return out
 
     def has_tensor(self, name: str) -> bool:
-        if name not in self._postings:
+        if name not in self._known:
             self.refresh()
-        return name in self._postings
+        return name in self._known
 
     def tensor(self, name: str) -> Tensor:
         """The tensor called ``name``.
@@ -189,7 +199,7 @@ class Trial:
             TensorUnavailableError: when the trial has no such tensor (names the closest one).
         """
         if not self.has_tensor(name):
-            close = difflib.get_close_matches(name, list(self._postings), n=1)
+            close = difflib.get_close_matches(name, list(self._known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise TensorUnavailableError(f"trial {self.name!r} has no tensor {name!r}{hint}", tensor=name)
         if name not in self._tensors:
@@ -211,14 +221,14 @@ class Trial:
 
     def _last_complete_step(self) -> int:
         need = max(self._catalog.num_workers, 1)
-        complete = [s for s, ws in self._workers_of_step.items() if len(ws) >= need]
+        complete = [s for s, ws in self._catalog.workers_of.items() if len(ws) >= need]
         return max(complete, default=-1)
 
     def workers(self) -> list[str]:
         """Every worker seen (collections files and event files)."""
         ws = set(self._catalog.collection_workers)
-        for s in self._workers_of_step.values():
-            ws |= s
+        for s in self._catalog.workers_of.values():
+            ws.update(s)
         return sorted(ws)
 
     def collections(self) -> dict[str, Collection]:
@@ -305,15 +315,16 @@ class Trial:
                                   field="reductions", value=r)
         self.refresh()
         if names is not None:
-            wanted = sorted(set(names) & set(self._postings))
+            wanted = sorted(set(names) & self._known)
         else:
             wanted = self.tensor_names(regex=regex, collection=collection)
         mode_set = {_mode(m) for m in modes} if modes is not None else None
         worker_set = set(workers) if workers is not None else None
         want = set(wanted)
         cat = self._catalog
-        wanted_ids = np.array([i for i in range(len(cat.names)) if cat.base_of[i] in want], np.int32)
+        wanted_ids = np.array([cat.base_of[i] in want for i in range(len(cat.names))], bool)
         plan: list[tuple[EventFile, np.ndarray]] = []
+        every: dict[int, np.ndarray] = {}
         for f in sorted(cat.order, key=lambda f: (f.step, f.worker)):
             if f.key is None or (start_step is not None and f.step < start_step) or (
                     end_step is not None and f.step >= end_step):
@@ -321,7 +332,9 @@ class Trial:
             if (mode_set is not None and f.mode not in mode_set) or (worker_set is not None and
                                                                      f.worker not in worker_set):
                 continue
-            sel = np.flatnonzero(np.isin(f.ids, wanted_ids))
+            sel = np.flatnonzero(wanted_ids[f.ids])
+            if len(sel) == len(f.ids):  # every record: one shared index array (a large plan's memory)
+                sel = every.setdefault(len(sel), sel)
             if len(sel):
                 plan.append((f, sel))
         before = dict(cat.skipped)
@@ -359,7 +372,7 @@ class Tensor:
         return f"<Tensor {self.name!r} of trial {self.trial.name!r}>"
 
     def _records(self) -> list[tuple[EventFile, int]]:
-        return self.trial._postings.get(self.name, [])
+        return self.trial._records(self.name)
 
     def steps(self, mode: ModeKeys | int | str = ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> list[int]:
         """The steps this tensor (or a reduction of it) was saved at: global steps for GLOBAL, else the mode's."""
@@ -432,9 +445,9 @@ class Tensor:
         cat = self.trial._catalog
         g = self.trial._global(step_num, _mode(mode), refresh=True)
         nid = cat.name_ids.get(self.name)
-        for w in sorted(self.trial._workers_of_step.get(g, ())):
+        for w in sorted(self.trial._catalog.workers_of.get(g, ())):
             f = cat.files[(g, w)]
-            if (worker is None or w == worker) and nid in f.shapes:
+            if (worker is None or w == worker) and f.shapes and nid in f.shapes:
                 return f.shapes[nid]
         return tuple(self.value(step_num, mode, worker).shape)
 

@@ -195,7 +195,7 @@ def test_trial_bad_names_raise_clear_errors(tmp_path: Path) -> None:
         trial.tensor("loss").value(0, worker="worker_9")
     with pytest.raises(TensorUnavailableError, match="only its reductions were saved \\(abs_mean\\)"):
         trial.tensor("gradient/fc.weight").value(0)
-    with pytest.raises(UnknownNameError, match="no collection 'weight' .*weights"):
+    with pytest.raises(UnknownNameError, match=r"no collection 'weight' .*weights"):
         trial.tensor_names(collection="weight")
     with pytest.raises(ConfigError, match="unknown reduction 'median'"):
         trial.frame(reductions=["median"])
