@@ -46,9 +46,12 @@ __all__ = [
     "SFN_HISTORY_LIMIT",
     "SOURCE_DEBUGGER",
     "SOURCE_EVALUATOR",
+    "SYSTEM_MINUTES_TABLE",
     "TAG_PREFIX",
+    "TRAINING_JOBS_TABLE",
     "TRIGGER_SOURCES",
     "UNREPORTED_EXECUTION_STATUSES",
+    "VERDICTS_TABLE",
     "Env",
     "FleetTable",
     "RuleKind",
@@ -337,7 +340,10 @@ def retrain_max_polls(max_retraining: int) -> int:
 FLEET_PREFIX: Final = "smx-debug/fleet/"
 FLEET_HOUR_COLUMN: Final = "hour"  # the partition column of the hourly tables: UTC hour as yyyyMMddHH
 FLEET_HOUR_FORMAT: Final = ("%Y%m%d%H", "yyyyMMddHH")  # (strftime, Athena partition projection's date format)
-FLEET_TEAM_TAG: Final = "team"  # the training-job tag whose value is the jobs table's ``team``
+FLEET_TEAM_TAG: Final = "team"  # the training-job tag whose value is the training_jobs table's ``team``
+SYSTEM_MINUTES_TABLE: Final = "system_minutes"
+VERDICTS_TABLE: Final = "verdicts"
+TRAINING_JOBS_TABLE: Final = "training_jobs"
 
 
 @dataclass(frozen=True)
@@ -361,7 +367,7 @@ FLEET_TABLES: Final[Mapping[str, FleetTable]] = {
     t.name: t
     for t in (
         FleetTable(
-            "system_minutes",
+            SYSTEM_MINUTES_TABLE,
             "One row per job, node, minute and device metric: the minute's mean, min and max. Debugger's profiler "
             "output per device, or CloudWatch's host average (devices = the GPUs or vCPUs it averages).",
             (("job", "string"), ("node", "string"), ("minute", "timestamp"), ("source", "string"),
@@ -371,7 +377,7 @@ FLEET_TABLES: Final[Mapping[str, FleetTable]] = {
             "minute",
         ),
         FleetTable(
-            "verdicts",
+            VERDICTS_TABLE,
             "The verdict log: one row per rule trigger (event 'trigger', verdict IssuesFound) and per action taken "
             "on it (event 'action': stop, notify, metric, retrain; verdict its outcome).",
             (("job", "string"), ("rule", "string"), ("rule_type", "string"), ("event", "string"),
@@ -381,7 +387,7 @@ FLEET_TABLES: Final[Mapping[str, FleetTable]] = {
             "time",
         ),
         FleetTable(
-            "jobs",
+            TRAINING_JOBS_TABLE,
             "Training-job metadata, one row per job (the latest DescribeTrainingJob): instance type and count, "
             "the team tag, billable seconds, status, and the instance's list price and GPUs when appended.",
             (("job", "string"), ("instance_type", "string"), ("instance_count", "int"),

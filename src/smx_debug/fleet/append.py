@@ -26,7 +26,10 @@ from smx_debug.contracts import (
     RULE_FIELDS,
     SOURCE_DEBUGGER,
     SOURCE_EVALUATOR,
+    SYSTEM_MINUTES_TABLE,
+    TRAINING_JOBS_TABLE,
     TRIGGER_SOURCES,
+    VERDICTS_TABLE,
 )
 from smx_debug.errors import ConfigError, DataError, SmxDebugError
 from smx_debug.fleet.root import FleetRoot, open_root
@@ -127,7 +130,7 @@ def append_system_minutes(root: FleetRoot | str | os.PathLike[str], job: str, sy
     """Append a long system frame of ``job`` (per-minute aggregates); the frame's skip counts are reported."""
     report = AppendReport()
     report.count_all(system.attrs.get("skipped_by_reason") or {})
-    report.add("system_minutes", write_rows(_root(root), "system_minutes",
+    report.add(SYSTEM_MINUTES_TABLE, write_rows(_root(root), SYSTEM_MINUTES_TABLE,
                                             minutes_frame(system, job, source=source, devices=devices)))
     return report
 
@@ -137,9 +140,9 @@ def last_minute(root: FleetRoot | str | os.PathLike[str], job: str, *, source: S
     """The job's latest stored minute in ``system_minutes`` (UTC), None when it has none (the next append
     reads from there: that minute may have been partial)."""
     fr = _root(root)
-    for hour in reversed(fr.hours("system_minutes")):
+    for hour in reversed(fr.hours(SYSTEM_MINUTES_TABLE)):
         try:
-            table = read_file(fr, fr.file_path("system_minutes", job, hour), "system_minutes")
+            table = read_file(fr, fr.file_path(SYSTEM_MINUTES_TABLE, job, hour), SYSTEM_MINUTES_TABLE)
         except DataError:
             continue
         if table is None or not table.num_rows:
@@ -222,9 +225,9 @@ def append_verdicts(root: FleetRoot | str | os.PathLike[str], verdicts: Iterable
     report = AppendReport()
     if not rows:
         return report
-    df = pd.DataFrame(rows, columns=list(arrow_schema("verdicts").names))
+    df = pd.DataFrame(rows, columns=list(arrow_schema(VERDICTS_TABLE).names))
     df["time"] = _naive_utc(df["time"])
-    report.add("verdicts", write_rows(_root(root), "verdicts", df))
+    report.add(VERDICTS_TABLE, write_rows(_root(root), VERDICTS_TABLE, df))
     return report
 
 
@@ -267,7 +270,7 @@ def _instance(desc: Mapping[str, Any]) -> tuple[str | None, int]:
 
 
 def job_row(desc: Mapping[str, Any], tags: Mapping[str, str], *, now: datetime | None = None) -> dict[str, Any]:
-    """The ``jobs`` row of a DescribeTrainingJob response and the job's tags."""
+    """The ``training_jobs`` row of a DescribeTrainingJob response and the job's tags."""
     from smx_debug.errors import UnknownNameError
     from smx_debug.htmlreport.cost import instance_spec
 
@@ -293,7 +296,7 @@ def job_row(desc: Mapping[str, Any], tags: Mapping[str, str], *, now: datetime |
 def append_job(root: FleetRoot | str | os.PathLike[str], desc: Mapping[str, Any], tags: Mapping[str, str], *,
                now: datetime | None = None) -> AppendReport:
     """Write the job's metadata row (replacing the previous one)."""
-    df = pd.DataFrame([job_row(desc, tags, now=now)], columns=list(arrow_schema("jobs").names))
+    df = pd.DataFrame([job_row(desc, tags, now=now)], columns=list(arrow_schema(TRAINING_JOBS_TABLE).names))
     for col in ("start_time", "end_time", "updated"):
         df[col] = _naive_utc(df[col]) if df[col].notna().any() else pd.Series([pd.NaT], dtype="datetime64[ms]")
     for col in ("instance_count", "gpus_per_instance"):
@@ -301,7 +304,7 @@ def append_job(root: FleetRoot | str | os.PathLike[str], desc: Mapping[str, Any]
     df["billable_seconds"] = df["billable_seconds"].astype("Int64")
     df["price_per_hour"] = df["price_per_hour"].astype("Float64")
     report = AppendReport()
-    report.add("jobs", write_rows(_root(root), "jobs", df))
+    report.add(TRAINING_JOBS_TABLE, write_rows(_root(root), TRAINING_JOBS_TABLE, df))
     return report
 
 

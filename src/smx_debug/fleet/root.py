@@ -3,7 +3,7 @@
 S3 goes through pyarrow's own S3 filesystem (no DuckDB extension downloads itself at run time), with the
 credentials boto3 finds and an endpoint that can be injected, so the same code runs against the local AWS.
 Layout under the root: ``<table>/hour=<yyyyMMddHH>/<job>.parquet`` for the hourly tables,
-``jobs/<job>.parquet`` for the jobs table.
+``training_jobs/<job>.parquet`` for the job metadata.
 """
 
 from __future__ import annotations

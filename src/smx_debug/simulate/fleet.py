@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from smx_debug.contracts import FLEET_TEAM_TAG, MANAGED_TAG, OPT_IN_VALUE
+
 __all__ = ["FleetJob", "FleetSimulation", "FleetSpec"]
 
 _INSTANCES = (("ml.p3.8xlarge", 4, 32), ("ml.g5.12xlarge", 4, 48), ("ml.p3.2xlarge", 1, 8))
@@ -70,7 +72,7 @@ class FleetSimulation:
             trigger = stopped = None
             if i % 4 != 3:  # three jobs in four idle for a while
                 first = int(rng.integers(1, max(2, s.minutes // 3)))
-                idle = (first, int(min(s.minutes, first + 3 + rng.integers(0, s.minutes // 2))))
+                idle = (first, min(s.minutes, first + 3 + int(rng.integers(0, s.minutes // 2))))
                 trigger = start + timedelta(minutes=idle[0] + 2, seconds=int(rng.integers(0, 60)))
                 if i % 2 == 0:
                     stopped = trigger + timedelta(seconds=int(rng.integers(5, 300)))
@@ -92,7 +94,7 @@ class FleetSimulation:
         }
 
     def tags(self, job: FleetJob) -> dict[str, str]:
-        return {"team": job.team, "smx-debug:managed": "true"}
+        return {FLEET_TEAM_TAG: job.team, MANAGED_TAG: OPT_IN_VALUE}
 
     def node_minute(self, job: FleetJob, node: int, minute: int) -> bytes:
         """One system-metrics file: the JSON lines of ``job``'s node ``node`` (0-based) in its ``minute``."""

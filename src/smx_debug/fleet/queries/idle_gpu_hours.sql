@@ -9,7 +9,7 @@ SELECT
   CAST(sum(s.devices) AS DOUBLE) / 60 AS idle_gpu_hours,
   CAST(sum(s.devices) AS DOUBLE) / 60 * max(j.price_per_hour) / max(nullif(j.gpus_per_instance, 0)) AS idle_cost_usd
 FROM system_minutes AS s
-LEFT JOIN jobs AS j ON j.job = s.job
+LEFT JOIN training_jobs AS j ON j.job = s.job
 WHERE s.hour >= $since_hour
   AND s.minute >= $since
   AND s.dimension = 'GPUUtilization'

@@ -9,7 +9,7 @@ SELECT
   min(v.time) AS first_trigger,
   max(v.time) AS last_trigger
 FROM verdicts AS v
-LEFT JOIN jobs AS j ON j.job = v.job
+LEFT JOIN training_jobs AS j ON j.job = v.job
 WHERE v.hour >= $since_hour
   AND v.time >= $since
   AND v.event = 'trigger'

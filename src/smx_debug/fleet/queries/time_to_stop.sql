@@ -22,5 +22,5 @@ SELECT
   date_diff('second', t.first_trigger, s.stopped_at) AS seconds_to_stop
 FROM triggers AS t
 JOIN stops AS s ON s.job = t.job
-LEFT JOIN jobs AS j ON j.job = t.job
+LEFT JOIN training_jobs AS j ON j.job = t.job
 ORDER BY seconds_to_stop DESC, t.job

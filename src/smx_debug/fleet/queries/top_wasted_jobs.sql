@@ -22,7 +22,7 @@ costed AS (
     g.idle_gpu_hours / nullif(g.gpu_hours, 0) AS idle_share,
     g.idle_gpu_hours * j.price_per_hour / nullif(j.gpus_per_instance, 0) AS idle_cost_usd
   FROM gpu AS g
-  LEFT JOIN jobs AS j ON j.job = g.job
+  LEFT JOIN training_jobs AS j ON j.job = g.job
 ),
 ranked AS (
   SELECT

@@ -11,7 +11,7 @@ SELECT
   quantile_cont(s.value_avg, 0.95) AS p95,
   quantile_cont(s.value_avg, 0.99) AS p99
 FROM system_minutes AS s
-JOIN jobs AS j ON j.job = s.job
+JOIN training_jobs AS j ON j.job = s.job
 WHERE s.hour >= $since_hour
   AND s.minute >= $since
   AND s.dimension IN ('GPUUtilization', 'GPUMemoryUtilization', 'CPUUtilization')
