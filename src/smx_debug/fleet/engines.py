@@ -242,7 +242,7 @@ class AthenaEngine:
                                                 where=f"Athena workgroup {self.workgroup!r}")
             if translated is not exc:
                 raise translated from exc
-            if "WorkGroup" in message and "not found" in message.lower():
+            if "workgroup" in message.lower() and ("not found" in message.lower() or "not exist" in message.lower()):
                 raise NotFoundError(f"Athena workgroup {self.workgroup!r} does not exist: is the stack deployed "
                                     "with the fleet enabled? (output FleetWorkGroup)") from exc
             raise AwsError(f"Athena StartQueryExecution: {code}: {message}", code=code,
