@@ -10,6 +10,8 @@ Each benchmark prints its own figures and the ratios against the baseline its is
 - bench/report_bench.py: the HTML report of an 8-node, 8-GPU, one-hour job (render < 5 s, file < 5 MB)
 - bench/evaluator_bench.py: one scheduled-evaluator run over 200 watched jobs x 4 hosts on the local AWS and the
   run a minute later (each < 60 s; the second reads only the new minute: vs a non-incremental reader)
+- bench/fleet_bench.py: each named fleet query over 100 node-hours of Parquet on DuckDB (< 2 s on 2 cores; rows
+  scanned), and DuckDB over the raw JSON beside it
 
 Pass `--quick` for a small smoke run; other flags go to both scripts.
 """
@@ -35,7 +37,7 @@ def _load(name: str):  # type: ignore[no-untyped-def]
 def main(argv: list[str]) -> int:
     status = 0
     for name in ("reports_bench", "rules_bench", "actions_bench", "replay_bench", "parity", "report_bench",
-                 "evaluator_bench"):
+                 "evaluator_bench", "fleet_bench"):
         print(f"\n=== {name} ===", flush=True)
         status |= int(_load(name).main(argv) or 0)
     return status

@@ -49,7 +49,7 @@ def test_fleet_cutoff_comes_from_cdk_json_context(synth: Synth) -> None:
 
 @pytest.mark.parametrize("value", [9_999_999, 0, "lots"])
 def test_fleet_cutoff_below_athenas_minimum_names_the_key(value: object) -> None:
-    with pytest.raises(ConfigError, match="fleet.bytes_scanned_cutoff_per_query"):
+    with pytest.raises(ConfigError, match=r"fleet\.bytes_scanned_cutoff_per_query"):
         config_from_context({"fleet": {"bytes_scanned_cutoff_per_query": value}})
 
 

@@ -13,13 +13,17 @@ import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from smx_debug.contracts import FLEET_TEAM_TAG, MANAGED_TAG, OPT_IN_VALUE
+from smx_debug.contracts import FLEET_TEAM_TAG, ISSUES_FOUND, MANAGED_TAG, OPT_IN_VALUE, SOURCE_EVALUATOR
 
 __all__ = ["FleetJob", "FleetSimulation", "FleetSpec"]
+
+if TYPE_CHECKING:
+    from smx_debug.fleet import Verdict
 
 _INSTANCES = (("ml.p3.8xlarge", 4, 32), ("ml.g5.12xlarge", 4, 48), ("ml.p3.2xlarge", 1, 8))
 _TEAMS = ("vision", "speech", "ranking")
@@ -95,6 +99,20 @@ class FleetSimulation:
 
     def tags(self, job: FleetJob) -> dict[str, str]:
         return {FLEET_TEAM_TAG: job.team, MANAGED_TAG: OPT_IN_VALUE}
+
+    def verdicts(self) -> list[Verdict]:
+        """The verdict log the fleet's evaluator would have written: a LowGPUUtilization trigger per idle job and
+        a stop action for the stopped ones."""
+        from smx_debug.fleet import ACTION_EVENT, TRIGGER_EVENT, Verdict
+
+        rows = []
+        for job in self.jobs:
+            common = {"job": job.name, "rule": "LowGPU", "rule_type": "LowGPUUtilization", "source": SOURCE_EVALUATOR}
+            if job.trigger:
+                rows.append(Verdict(**common, event=TRIGGER_EVENT, verdict=ISSUES_FOUND, time=job.trigger))
+            if job.stopped:
+                rows.append(Verdict(**common, event=ACTION_EVENT, action="stop", verdict="Stopping", time=job.stopped))
+        return rows
 
     def node_minute(self, job: FleetJob, node: int, minute: int) -> bytes:
         """One system-metrics file: the JSON lines of ``job``'s node ``node`` (0-based) in its ``minute``."""

@@ -8,25 +8,10 @@ from pathlib import Path
 import pandas as pd
 
 from smx_debug import fleet
-from smx_debug.contracts import ISSUES_FOUND, SOURCE_EVALUATOR
 from smx_debug.reports import system_metrics
 from smx_debug.simulate.fleet import FleetSimulation, FleetSpec
 
 SPEC = FleetSpec(jobs=20, nodes=2, minutes=30, interval_s=10.0, cpus=2)
-
-
-def verdicts(sim: FleetSimulation) -> list[fleet.Verdict]:
-    rows = []
-    for job in sim.jobs:
-        if job.trigger:
-            rows.append(fleet.Verdict(job=job.name, rule="LowGPU", rule_type="LowGPUUtilization",
-                                      event=fleet.TRIGGER_EVENT, verdict=ISSUES_FOUND, source=SOURCE_EVALUATOR,
-                                      time=job.trigger))
-        if job.stopped:
-            rows.append(fleet.Verdict(job=job.name, rule="LowGPU", rule_type="LowGPUUtilization",
-                                      event=fleet.ACTION_EVENT, action="stop", verdict="Stopping",
-                                      source=SOURCE_EVALUATOR, time=job.stopped))
-    return rows
 
 
 def build(base: Path) -> tuple[FleetSimulation, Path, Path]:
@@ -37,7 +22,7 @@ def build(base: Path) -> tuple[FleetSimulation, Path, Path]:
     for job in sim.jobs:
         fleet.append_profiler(root, job.name, raw / job.name)
         fleet.append_job(root, sim.describe(job), sim.tags(job))
-    fleet.append_verdicts(root, verdicts(sim))
+    fleet.append_verdicts(root, sim.verdicts())
     return sim, raw, root
 
 
