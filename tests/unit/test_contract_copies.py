@@ -34,6 +34,7 @@ ALLOWED = {
     ("src/smx_debug/fleet/append.py", "team"): "the training_jobs column (contracts.FLEET_TABLES) named after the tag",
     ("src/smx_debug/fleet/engines.py", "true"): "parsing Athena's boolean result values",
     ("src/smx_debug/fleet/sql.py", "true"): "writing a boolean as an Athena literal",
+    ("infra/components/fleet.py", "true"): "a Glue table parameter (projection.enabled)",
     ("src/smx_debug/simulate/generator.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
     ("src/smx_debug/simulate/fleet.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
 }

@@ -469,7 +469,7 @@ def _glue_table(clients: Clients, props: dict[str, Any], name: str) -> str:
 
 
 def _athena_workgroup(clients: Clients, props: dict[str, Any], name: str) -> str:
-    params = {k: props[k] for k in ("Name", "Description") if k in props}
+    params: dict[str, Any] = {k: props[k] for k in ("Name", "Description") if k in props}
     if "WorkGroupConfiguration" in props:
         params["Configuration"] = props["WorkGroupConfiguration"]
     clients("athena").create_work_group(**params)
