@@ -12,6 +12,8 @@ Each benchmark prints its own figures and the ratios against the baseline its is
   smdebug's create_trial reading every value, side by side (target >= 20x; our peak memory < 3x the frame)
 - bench/evaluator_bench.py: one scheduled-evaluator run over 200 watched jobs x 4 hosts on the local AWS and the
   run a minute later (each < 60 s; the second reads only the new minute: vs a non-incremental reader)
+- bench/fleet_bench.py: each named fleet query over 100 node-hours of Parquet on DuckDB (< 2 s on 2 cores; rows
+  scanned), and DuckDB over the raw JSON beside it
 
 Pass `--quick` for a small smoke run; other flags go to both scripts.
 """
@@ -37,7 +39,7 @@ def _load(name: str):  # type: ignore[no-untyped-def]
 def main(argv: list[str]) -> int:
     status = 0
     for name in ("reports_bench", "rules_bench", "actions_bench", "replay_bench", "parity", "report_bench",
-                 "evaluator_bench", "tensors_bench"):
+                 "evaluator_bench", "tensors_bench", "fleet_bench"):
         print(f"\n=== {name} ===", flush=True)
         status |= int(_load(name).main(argv) or 0)
     return status

@@ -19,7 +19,8 @@ from smx_debug.contracts import DEFAULT_NAMESPACE, MANAGED_TAG, SFN_HISTORY_LIMI
 from smx_debug.errors import ConfigError, UnknownNameError
 
 __all__ = [
-    "CONTEXT_KEYS", "LOG_RETENTION_DAYS", "EvaluatorConfig", "GuardConfig", "RetrainingConfig", "config_from_context",
+    "CONTEXT_KEYS", "LOG_RETENTION_DAYS", "EvaluatorConfig", "FleetConfig", "GuardConfig", "RetrainingConfig",
+    "config_from_context",
 ]
 
 # CloudWatch Logs retention periods (days) -> aws_logs.RetentionDays member; 0 means "never expire".
@@ -144,6 +145,38 @@ class EvaluatorConfig(BaseModel):
         return tuple(r.as_dict() for r in spec.rules)
 
 
+class FleetConfig(BaseModel):
+    """Athena over the fleet dataset (context key ``fleet``, a JSON object; ``true``/``false`` turns it on or off).
+
+    ``bytes_scanned_cutoff_per_query``: the workgroup cancels a query that scans more (Athena's minimum is
+    10,000,000 bytes; Athena bills at least 10 MB per query anyway).
+    """
+
+    model_config = _BASE
+
+    enabled: bool = True
+    bytes_scanned_cutoff_per_query: int = 1_000_000_000
+
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _bool(cls, value: Any) -> Any:
+        return _as_bool(value)
+
+    @field_validator("bytes_scanned_cutoff_per_query", mode="before")
+    @classmethod
+    def _int(cls, value: Any) -> Any:
+        return _as_int(value)
+
+    @model_validator(mode="after")
+    def _cutoff(self) -> FleetConfig:
+        cutoff = self.bytes_scanned_cutoff_per_query
+        if cutoff < 10_000_000:
+            raise ConfigError(
+                f"fleet.bytes_scanned_cutoff_per_query: {cutoff!r} is below Athena's minimum of 10000000 bytes",
+                field="fleet.bytes_scanned_cutoff_per_query", value=cutoff)
+        return self
+
+
 class GuardConfig(BaseModel):
     """Everything a deployment can set; the defaults synthesize a working, notify-only guard."""
 
@@ -164,6 +197,7 @@ class GuardConfig(BaseModel):
     sagemaker_execution_role_pattern: str = "arn:aws:iam::*:role/*SageMaker*"
     retraining: RetrainingConfig = RetrainingConfig()
     evaluator: EvaluatorConfig = EvaluatorConfig()
+    fleet: FleetConfig = FleetConfig()
     show_keys: tuple[str, ...] = ()
     local: bool = False
 
@@ -205,6 +239,19 @@ class GuardConfig(BaseModel):
         if isinstance(parsed, bool):
             return {"enabled": parsed}
         return json.loads(value) if isinstance(value, str) else value
+
+    @field_validator("fleet", mode="before")
+    @classmethod
+    def _fleet(cls, value: Any) -> Any:
+        parsed = _as_bool(value)
+        if isinstance(parsed, bool):
+            return {"enabled": parsed}
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except json.JSONDecodeError:
+                return value
+        return value
 
     @field_validator("retraining", mode="before")
     @classmethod

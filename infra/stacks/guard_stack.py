@@ -32,6 +32,7 @@ from infra.components import (
     acknowledge_wildcards,
 )
 from infra.components.evaluator import EVALUATOR_TIMEOUT_SECONDS, Evaluator
+from infra.components.fleet import FleetAnalytics
 from infra.config import LOG_RETENTION_DAYS, GuardConfig
 from smx_debug.contracts import (
     DEFAULT_FUNCTION_TIMEOUT_SECONDS,
@@ -207,6 +208,10 @@ class GuardStack(cdk.Stack):
                 log_retention=retention, with_layer=not config.local,
                 state_machine_arn=self.state_machine_arn if config.retraining.enabled else None,
             )
+        self.fleet: FleetAnalytics | None = None
+        if config.fleet.enabled:  # Athena over the fleet dataset in the output bucket (docs/fleet.md)
+            self.fleet = FleetAnalytics(self, "Fleet", bucket=self.storage.bucket, stack_name=config.stack_name,
+                                        bytes_scanned_cutoff=config.fleet.bytes_scanned_cutoff_per_query)
         self._outputs()
 
     # -- wiring ---------------------------------------------------------------------------------------
@@ -480,6 +485,10 @@ class GuardStack(cdk.Stack):
         }
         if self.workflow is not None:
             values["RetrainingStateMachineArn"] = self.workflow.state_machine.state_machine_arn
+        if self.fleet is not None:
+            values.update({"FleetRoot": self.fleet.root, "FleetDatabase": self.fleet.database_name,
+                           "FleetWorkGroup": self.fleet.workgroup_name,
+                           "FleetAnalystPolicyArn": self.fleet.analyst_policy.managed_policy_arn})
         for name, value in values.items():
             cdk.CfnOutput(self, name, value=value)
 

@@ -9,6 +9,7 @@ Lambda assets ship this module.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Literal
 from urllib.parse import quote
 
@@ -24,6 +25,11 @@ __all__ = [
     "EVENT_SOURCE",
     "EXECUTION_DETAIL_TYPE",
     "EXECUTION_EVENT_SOURCE",
+    "FLEET_HOUR_COLUMN",
+    "FLEET_HOUR_FORMAT",
+    "FLEET_PREFIX",
+    "FLEET_TABLES",
+    "FLEET_TEAM_TAG",
     "HANDLER_TAG",
     "ISSUES_FOUND",
     "LEDGER_KEY_ATTRIBUTE",
@@ -40,14 +46,20 @@ __all__ = [
     "SFN_HISTORY_LIMIT",
     "SOURCE_DEBUGGER",
     "SOURCE_EVALUATOR",
+    "SYSTEM_MINUTES_TABLE",
     "TAG_PREFIX",
+    "TRAINING_JOBS_TABLE",
     "TRIGGER_SOURCES",
     "UNREPORTED_EXECUTION_STATUSES",
+    "VERDICTS_TABLE",
     "Env",
+    "FleetTable",
     "RuleKind",
     "alarm_key",
     "console_domain",
     "console_job_url",
+    "fleet_database_name",
+    "fleet_workgroup_name",
     "is_opted_in",
     "is_watched",
     "ledger_key",
@@ -319,3 +331,81 @@ def retrain_max_polls(max_retraining: int) -> int:
     """How many monitor polls one execution may make before its history would reach
     :data:`SFN_HISTORY_LIMIT` (the retrain handler ends the loop, with a message, before that)."""
     return max(0, (SFN_HISTORY_LIMIT - _EVENTS_FIXED - max_retraining * _EVENTS_PER_RUN) // _EVENTS_PER_POLL)
+
+
+# ------------------------------------------------------------------------------------------- fleet dataset
+# The fleet dataset (issue 24): Parquet tables under a root (a folder, or FLEET_PREFIX in the stack's bucket).
+# smx_debug.fleet writes them (pyarrow schemas built from these columns), the stack's Glue tables declare them
+# (the same columns and types), the named queries read them. Types are Glue/Hive's spelling.
+FLEET_PREFIX: Final = "smx-debug/fleet/"
+FLEET_HOUR_COLUMN: Final = "hour"  # the partition column of the hourly tables: UTC hour as yyyyMMddHH
+FLEET_HOUR_FORMAT: Final = ("%Y%m%d%H", "yyyyMMddHH")  # (strftime, Athena partition projection's date format)
+FLEET_TEAM_TAG: Final = "team"  # the training-job tag whose value is the training_jobs table's ``team``
+SYSTEM_MINUTES_TABLE: Final = "system_minutes"
+VERDICTS_TABLE: Final = "verdicts"
+TRAINING_JOBS_TABLE: Final = "training_jobs"
+
+
+@dataclass(frozen=True)
+class FleetTable:
+    """One table of the fleet dataset: its columns (name, Glue type), the key a row is unique by (an append
+    replaces rows with the same key, so a rerun never doubles them), and the column whose UTC hour partitions
+    it (None: one file per job, no partitions)."""
+
+    name: str
+    description: str
+    columns: tuple[tuple[str, str], ...]
+    key: tuple[str, ...]
+    hour_of: str | None
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(name for name, _ in self.columns)
+
+
+FLEET_TABLES: Final[Mapping[str, FleetTable]] = {
+    t.name: t
+    for t in (
+        FleetTable(
+            SYSTEM_MINUTES_TABLE,
+            "One row per job, node, minute and device metric: the minute's mean, min and max. Debugger's profiler "
+            "output per device, or CloudWatch's host average (devices = the GPUs or vCPUs it averages).",
+            (("job", "string"), ("node", "string"), ("minute", "timestamp"), ("source", "string"),
+             ("type", "string"), ("name", "string"), ("dimension", "string"), ("devices", "int"),
+             ("value_avg", "double"), ("value_min", "double"), ("value_max", "double"), ("samples", "bigint")),
+            ("job", "node", "minute", "source", "name", "dimension"),
+            "minute",
+        ),
+        FleetTable(
+            VERDICTS_TABLE,
+            "The verdict log: one row per rule trigger (event 'trigger', verdict IssuesFound) and per action taken "
+            "on it (event 'action': stop, notify, metric, retrain; verdict its outcome).",
+            (("job", "string"), ("rule", "string"), ("rule_type", "string"), ("event", "string"),
+             ("verdict", "string"), ("action", "string"), ("source", "string"), ("time", "timestamp"),
+             ("detail", "string")),
+            ("job", "rule", "event", "action", "time"),
+            "time",
+        ),
+        FleetTable(
+            TRAINING_JOBS_TABLE,
+            "Training-job metadata, one row per job (the latest DescribeTrainingJob): instance type and count, "
+            "the team tag, billable seconds, status, and the instance's list price and GPUs when appended.",
+            (("job", "string"), ("instance_type", "string"), ("instance_count", "int"),
+             ("gpus_per_instance", "int"), ("price_per_hour", "double"), ("team", "string"), ("tags", "string"),
+             ("status", "string"), ("start_time", "timestamp"), ("end_time", "timestamp"),
+             ("billable_seconds", "bigint"), ("updated", "timestamp")),
+            ("job",),
+            None,
+        ),
+    )
+}
+
+
+def fleet_database_name(stack_name: str) -> str:
+    """The Glue database of a deployment's fleet tables (Glue: lowercase letters, digits and underscores)."""
+    return "".join(c if c.isalnum() else "_" for c in stack_name.lower()) + "_fleet"
+
+
+def fleet_workgroup_name(stack_name: str) -> str:
+    """The Athena workgroup in which a deployment's fleet queries run."""
+    return f"{stack_name}-fleet"

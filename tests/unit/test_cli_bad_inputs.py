@@ -87,6 +87,19 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("report-empty-folder", ["report", "{base}/empty", "--out", "{base}/r2.html"], ["empty", "no profiler data"]),
     ("report-plan-binary", ["report", "{data}", "--plan", "{base}/binary.yaml", "--out", "{base}/r3.html"],
      ["binary.yaml"]),
+    # fleet (issue 24)
+    ("fleet-unknown-query", ["fleet", "idle_gpu_hour", "--root", "{base}"], ["idle_gpu_hour", "idle_gpu_hours"]),
+    ("fleet-since-bad", ["fleet", "idle_gpu_hours", "--root", "{base}", "--since", "3x"], ["since", "3x"]),
+    ("fleet-top-zero", ["fleet", "top_wasted_jobs", "--root", "{base}", "--top", "0"], ["--top", "0"]),
+    ("fleet-idle-threshold-101", ["fleet", "idle_gpu_hours", "--root", "{base}", "--idle-threshold", "101"],
+     ["--idle-threshold", "101"]),
+    ("fleet-engine-unknown", ["fleet", "idle_gpu_hours", "--engine", "spark"], ["--engine", "spark"]),
+    ("fleet-no-root", ["fleet", "idle_gpu_hours"], ["--root"]),
+    ("fleet-root-empty-folder", ["fleet", "idle_gpu_hours", "--root", "{base}/empty"],
+     ["system_minutes", "empty"]),
+    ("fleet-root-is-a-file", ["fleet", "idle_gpu_hours", "--root", "{base}/a_file"], ["a_file", "a file"]),
+    ("fleet-json-missing-folder", ["fleet", "rules_fired", "--root", "{base}", "--json", "{base}/nope/x.json"],
+     ["--json", "nope"]),
 ]
 
 

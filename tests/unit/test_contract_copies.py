@@ -17,7 +17,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = [
     *sorted((ROOT / "src" / "smx_debug").glob("*.py")),
-    *(p for part in ("cli", "config", "evaluate", "htmlreport", "reports", "rules", "simulate", "watch")
+    *(p for part in ("cli", "config", "evaluate", "fleet", "htmlreport", "reports", "rules", "simulate", "watch")
       for p in sorted((ROOT / "src" / "smx_debug" / part).rglob("*.py"))),
     *sorted((ROOT / "infra").rglob("*.py")),
 ]
@@ -31,6 +31,12 @@ ALLOWED = {
     ("infra/config.py", "true"): "parsing a boolean cdk.json context value",
     ("src/smx_debug/config/render.py", "DebugRuleConfigurations"): "CreateTrainingJob field, spelled out (STYLE 3)",
     ("src/smx_debug/config/render.py", "ProfilerRuleConfigurations"): "CreateTrainingJob field, spelled out (STYLE 3)",
+    ("src/smx_debug/fleet/append.py", "team"): "the training_jobs column (contracts.FLEET_TABLES) named after the tag",
+    ("src/smx_debug/fleet/engines.py", "true"): "parsing Athena's boolean result values",
+    ("src/smx_debug/fleet/sql.py", "true"): "writing a boolean as an Athena literal",
+    ("infra/components/fleet.py", "true"): "a Glue table parameter (projection.enabled)",
+    ("src/smx_debug/simulate/generator.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
+    ("src/smx_debug/simulate/fleet.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
 }
 
 

@@ -49,6 +49,13 @@ PUBLIC = {
         "outcome_from_ledger_item", "price_table", "render_comparison", "render_report", "right_size",
         "write_comparison", "write_report",
     ],
+    "smx_debug.fleet": [
+        "ACTION_EVENT", "AppendReport", "AthenaEngine", "DuckDBEngine", "ENGINES", "FleetRoot", "Params", "Query",
+        "QueryResult", "S3Options", "TABLE_NAMES", "TRIGGER_EVENT", "Verdict", "append_cloudwatch", "append_job",
+        "append_profiler", "append_system_minutes", "append_verdicts", "arrow_schema", "athena_price", "collect",
+        "execute", "get_query", "last_minute", "list_queries", "minutes_frame", "open_root", "parse_since",
+        "run_query", "to_athena", "verdicts_from_response",
+    ],
     "smx_debug.simulate": [
         "SCENARIOS", "ScenarioKind", "Simulation", "SimulationSpec", "WriteResult",
     ],

@@ -19,7 +19,7 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from smx_debug.cli import evaluate, plan, report, rules, trace
+    from smx_debug.cli import evaluate, fleet, plan, report, rules, trace
 
     parser = OneLineParser(prog="smx-debug", description="Guardrails for SageMaker training jobs.")
     parser.add_argument("-v", "--verbose", action="store_true",
@@ -30,6 +30,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.register(rules_sub)
     report.register(sub)
     trace.register(sub)
+    fleet.register(sub)
     return parser
 
 

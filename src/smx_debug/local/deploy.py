@@ -456,8 +456,37 @@ def _event_invoke_config(clients: Clients, props: dict[str, Any], name: str) -> 
     return f"{props['FunctionName']}:{props.get('Qualifier', '$LATEST')}"
 
 
+def _glue_database(clients: Clients, props: dict[str, Any], name: str) -> str:
+    clients("glue").create_database(DatabaseInput=props["DatabaseInput"])
+    return str(props["DatabaseInput"]["Name"])
+
+
+def _glue_table(clients: Clients, props: dict[str, Any], name: str) -> str:
+    table = dict(props["TableInput"])
+    table["Parameters"] = {k: str(v) for k, v in (table.get("Parameters") or {}).items()}
+    clients("glue").create_table(DatabaseName=props["DatabaseName"], TableInput=table)
+    return f"{props['DatabaseName']}|{table['Name']}"
+
+
+def _athena_workgroup(clients: Clients, props: dict[str, Any], name: str) -> str:
+    params: dict[str, Any] = {k: props[k] for k in ("Name", "Description") if k in props}
+    if "WorkGroupConfiguration" in props:
+        params["Configuration"] = props["WorkGroupConfiguration"]
+    clients("athena").create_work_group(**params)
+    return str(props["Name"])
+
+
+def _athena_named_query(clients: Clients, props: dict[str, Any], name: str) -> str:
+    params = {k: props[k] for k in ("Name", "Database", "QueryString", "Description", "WorkGroup") if k in props}
+    return str(clients("athena").create_named_query(**params)["NamedQueryId"])
+
+
 # Resource types moto's CloudFormation does not create, and how we create them from their properties.
 EMULATED_TYPES: dict[str, _Emulator] = {
+    "AWS::Glue::Database": _glue_database,
+    "AWS::Glue::Table": _glue_table,
+    "AWS::Athena::WorkGroup": _athena_workgroup,
+    "AWS::Athena::NamedQuery": _athena_named_query,
     "AWS::CloudWatch::Alarm": _alarm,
     "AWS::S3::BucketPolicy": _bucket_policy,
     "AWS::SNS::TopicPolicy": _topic_policy,

@@ -2,7 +2,8 @@
 
 moto 5.2.5's CloudFormation does not create these types, so ``deploy_stack`` builds them from the
 template: AWS::CloudWatch::Alarm, AWS::S3::BucketPolicy, AWS::SNS::TopicPolicy, AWS::SQS::QueuePolicy,
-AWS::SNS::Subscription, AWS::Lambda::EventInvokeConfig. It also ignores S3 bucket versioning, public access
+AWS::SNS::Subscription, AWS::Lambda::EventInvokeConfig, and the fleet's AWS::Glue::Database, AWS::Glue::Table,
+AWS::Athena::WorkGroup and AWS::Athena::NamedQuery. It also ignores S3 bucket versioning, public access
 block, lifecycle and logging, and keeps Lambda tags in list form; those properties are applied too.
 """
 
@@ -25,6 +26,10 @@ MOTO_SKIPS = {
     "AWS::SQS::QueuePolicy",
     "AWS::SNS::Subscription",
     "AWS::Lambda::EventInvokeConfig",
+    "AWS::Glue::Database",
+    "AWS::Glue::Table",
+    "AWS::Athena::WorkGroup",
+    "AWS::Athena::NamedQuery",
 }
 STACK = "SmxDebugGuard"
 
@@ -59,7 +64,8 @@ def test_deploy_creates_every_resource_and_emulates_moto_skips(aws: LocalAws, de
     patched = {(e.resource_type, e.what) for e in deployed.emulated if e.what != "created"}
     assert ("AWS::Lambda::Function", "properties Tags") in patched
     assert set(deployed.outputs) == {"OutputBucketName", "TopicArn", "AlarmTopicArn", "LedgerTableName",
-                                     "DeadLetterQueueUrl", "RetrainingStateMachineArn", "KeyArn"}
+                                     "DeadLetterQueueUrl", "RetrainingStateMachineArn", "KeyArn", "FleetRoot",
+                                     "FleetDatabase", "FleetWorkGroup", "FleetAnalystPolicyArn"}
 
 
 def test_deploy_alarms_match_template(aws: LocalAws, deployed: DeployedStack, synthesized: Path) -> None:
@@ -173,3 +179,35 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
     ]
 
 
+
+
+def test_deploy_fleet_tables_workgroup_and_queries_exist(aws: LocalAws, deployed: DeployedStack) -> None:
+    from smx_debug.contracts import FLEET_TABLES
+    from smx_debug.fleet import list_queries
+
+    glue, athena = aws.client("glue"), aws.client("athena")
+    database = deployed.output("FleetDatabase")
+    tables = glue.get_tables(DatabaseName=database)["TableList"]
+    assert {t["Name"] for t in tables} == set(FLEET_TABLES)
+    config = athena.get_work_group(WorkGroup=deployed.output("FleetWorkGroup"))["WorkGroup"]["Configuration"]
+    assert config["EnforceWorkGroupConfiguration"] is True and config["BytesScannedCutoffPerQuery"] >= 10_000_000
+    ids = athena.list_named_queries(WorkGroup=deployed.output("FleetWorkGroup"))["NamedQueryIds"]
+    assert len(ids) == len(list_queries())
+
+
+def test_fleet_athena_engine_runs_in_the_deployed_workgroup(aws: LocalAws, deployed: DeployedStack) -> None:
+    """As far as moto goes: moto runs no SQL (it returns the rows its results API was given), so this checks the
+    request (transpiled SQL, typed parameters, database, workgroup), the polling and the price."""
+    from smx_debug import fleet
+    from smx_debug.errors import NotFoundError
+
+    athena = aws.client("athena")
+    result = fleet.execute("rules_fired", engine="athena", since="30d", database=deployed.output("FleetDatabase"),
+                           workgroup=deployed.output("FleetWorkGroup"), athena_client=athena)
+    assert result.engine == "athena" and result.bytes_scanned == 0
+    assert result.price_usd == pytest.approx(10_000_000 / 1e12 * 5)  # the 10 MB minimum
+    executions = athena.list_query_executions(WorkGroup=deployed.output("FleetWorkGroup"))["QueryExecutionIds"]
+    assert executions
+    with pytest.raises(NotFoundError, match="no-such-workgroup"):
+        fleet.execute("rules_fired", engine="athena", database=deployed.output("FleetDatabase"),
+                      workgroup="no-such-workgroup", athena_client=athena)

@@ -18,8 +18,10 @@ def _owned_values() -> dict[str, str]:
     owned: dict[str, str] = {}
     for name in contracts.__all__:
         value = getattr(contracts, name)
-        if isinstance(value, Mapping):  # RULE_FIELDS: kind -> (status field, configuration field)
-            values: tuple[object, ...] = tuple(v for pair in value.values() for v in pair)
+        if isinstance(value, Mapping) and all(isinstance(v, contracts.FleetTable) for v in value.values()):
+            values: tuple[object, ...] = tuple(value)  # FLEET_TABLES: the table names
+        elif isinstance(value, Mapping):  # RULE_FIELDS: kind -> (status field, configuration field)
+            values = tuple(v for pair in value.values() for v in pair)
         else:
             values = value if isinstance(value, tuple) else (value,)
         for item in values:

@@ -1,0 +1,398 @@
+"""Appending to the fleet dataset: profiler minutes, CloudWatch host minutes, the verdict log, job metadata.
+
+Every function takes one job (the scheduled evaluator calls them job by job, each job's failure its own) and is
+incremental and idempotent per (job, minute): rows are merged by the table's key (:mod:`smx_debug.fleet.write`),
+so appending the same minutes again replaces them. :func:`append_profiler` reads through the one reader of
+Debugger's system metrics (:class:`smx_debug.reports.SystemMetricsReader`), from the job's last stored minute
+on unless told otherwise; its skipped records (cut mid-write, damaged) are counted by reason in the report.
+:func:`collect` does all four for many jobs, isolating each job's failure and counting it by reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Final, Literal
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from smx_debug.contracts import (
+    FLEET_TEAM_TAG,
+    ISSUES_FOUND,
+    RULE_FIELDS,
+    SOURCE_DEBUGGER,
+    SOURCE_EVALUATOR,
+    SYSTEM_MINUTES_TABLE,
+    TRAINING_JOBS_TABLE,
+    TRIGGER_SOURCES,
+    VERDICTS_TABLE,
+)
+from smx_debug.errors import ConfigError, DataError, SmxDebugError
+from smx_debug.fleet.root import FleetRoot, open_root
+from smx_debug.fleet.schema import arrow_schema
+from smx_debug.fleet.write import WriteReport, read_file, write_rows
+
+__all__ = [
+    "ACTION_EVENT",
+    "TRIGGER_EVENT",
+    "AppendReport",
+    "Verdict",
+    "append_cloudwatch",
+    "append_job",
+    "append_profiler",
+    "append_system_minutes",
+    "append_verdicts",
+    "collect",
+    "job_row",
+    "last_minute",
+    "minutes_frame",
+    "verdicts_from_response",
+]
+
+TRIGGER_EVENT: Final = "trigger"
+ACTION_EVENT: Final = "action"
+Source = Literal["debugger", "cloudwatch"]
+_ACTION_KEYS = {"metric": "metrics", "stop": "stop", "retrain": "retrain", "notify": "notify"}
+
+
+@dataclass
+class AppendReport:
+    """What appending did: rows per table, and problems by reason (records skipped, jobs that failed)."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    replaced: dict[str, int] = field(default_factory=dict)
+    skipped: dict[str, int] = field(default_factory=dict)
+    failed_jobs: dict[str, str] = field(default_factory=dict)
+
+    def add(self, table: str, written: WriteReport) -> None:
+        self.rows[table] = self.rows.get(table, 0) + written.rows_added
+        self.replaced[table] = self.replaced.get(table, 0) + written.rows_replaced
+        self.count_all(written.skipped)
+
+    def count_all(self, counts: Mapping[str, int]) -> None:
+        for reason, n in counts.items():
+            if n:
+                self.skipped[reason] = self.skipped.get(reason, 0) + int(n)
+
+    def merge(self, other: AppendReport) -> None:
+        for table, n in other.rows.items():
+            self.rows[table] = self.rows.get(table, 0) + n
+        for table, n in other.replaced.items():
+            self.replaced[table] = self.replaced.get(table, 0) + n
+        self.count_all(other.skipped)
+        self.failed_jobs.update(other.failed_jobs)
+
+
+def _root(root: FleetRoot | str | os.PathLike[str]) -> FleetRoot:
+    return root if isinstance(root, FleetRoot) else open_root(root, create=True)
+
+
+def _naive_utc(ts: pd.Series) -> pd.Series:
+    ts = pd.to_datetime(ts, utc=True)
+    return ts.dt.tz_localize(None).astype("datetime64[ms]")
+
+
+def minutes_frame(system: pd.DataFrame, job: str, *, source: Source, devices: Mapping[str, int] | None = None
+                  ) -> pd.DataFrame:
+    """A long system frame (:data:`smx_debug.reports.SYSTEM_COLUMNS`) as ``system_minutes`` rows.
+
+    ``devices`` maps a dimension to the devices one row stands for (CloudWatch's host averages: the GPUs or
+    vCPUs averaged); Debugger's rows are per device (1).
+    """
+    cols = ["job", "node", "minute", "source", "type", "name", "dimension", "devices",
+            "value_avg", "value_min", "value_max", "samples"]
+    if system.empty:
+        return pd.DataFrame({c: pd.Series([], dtype="object") for c in cols})
+    frame = pd.DataFrame({
+        "node": system["node"].astype("object"),
+        "minute": pd.to_datetime(system["timestamp"], utc=True).dt.floor("min"),
+        "type": system["type"].astype("object"),
+        "name": system["name"].astype("object").where(system["name"].notna(), system["type"].astype("object")),
+        "dimension": system["dimension"].astype("object"),
+        "value": system["value"].astype("float64"),
+    })
+    grouped = frame.groupby(["node", "minute", "type", "name", "dimension"], sort=True, observed=True)["value"]
+    out = grouped.agg(value_avg="mean", value_min="min", value_max="max", samples="count").reset_index()
+    out.insert(0, "job", job)
+    out.insert(3, "source", source)
+    out["minute"] = _naive_utc(out["minute"])
+    out["devices"] = out["dimension"].map(lambda d: (devices or {}).get(d, 1)).astype("int32")
+    out["samples"] = out["samples"].astype("int64")
+    return out[cols]
+
+
+def append_system_minutes(root: FleetRoot | str | os.PathLike[str], job: str, system: pd.DataFrame, *,
+                          source: Source, devices: Mapping[str, int] | None = None) -> AppendReport:
+    """Append a long system frame of ``job`` (per-minute aggregates); the frame's skip counts are reported."""
+    report = AppendReport()
+    report.count_all(system.attrs.get("skipped_by_reason") or {})
+    report.add(SYSTEM_MINUTES_TABLE, write_rows(_root(root), SYSTEM_MINUTES_TABLE,
+                                            minutes_frame(system, job, source=source, devices=devices)))
+    return report
+
+
+def last_minute(root: FleetRoot | str | os.PathLike[str], job: str, *, source: Source | None = None
+                ) -> datetime | None:
+    """The job's latest stored minute in ``system_minutes`` (UTC), None when it has none (the next append
+    reads from there: that minute may have been partial)."""
+    fr = _root(root)
+    for hour in reversed(fr.hours(SYSTEM_MINUTES_TABLE)):
+        try:
+            table = read_file(fr, fr.file_path(SYSTEM_MINUTES_TABLE, job, hour), SYSTEM_MINUTES_TABLE)
+        except DataError:
+            continue
+        if table is None or not table.num_rows:
+            continue
+        df = table.to_pandas()
+        if source is not None:
+            df = df[df["source"] == source]
+        if len(df):
+            return pd.Timestamp(df["minute"].max()).tz_localize(UTC).to_pydatetime()
+    return None
+
+
+def append_profiler(root: FleetRoot | str | os.PathLike[str], job: str, profiler: Any = None, *,
+                    start: datetime | None = None, end: datetime | None = None, sagemaker_client: Any = None,
+                    s3_client: Any = None, progress: bool | None = False) -> AppendReport:
+    """Append the job's Debugger system metrics from ``profiler`` (the job's profiler output: a folder, an
+    ``s3://`` prefix or a Source; default: the job's own, from DescribeTrainingJob). ``start`` defaults to the
+    job's last stored minute, so each call reads only what is new (and the last, maybe partial, minute again).
+    """
+    from smx_debug.reports import SystemMetricsReader
+
+    fr = _root(root)
+    if start is None:
+        start = last_minute(fr, job, source="debugger")
+    reader = SystemMetricsReader(job if profiler is None else profiler, start=start, end=end,
+                                 sagemaker_client=sagemaker_client, s3_client=s3_client, progress=progress)
+    return append_system_minutes(fr, job, reader.refresh(release=True), source="debugger")
+
+
+def append_cloudwatch(root: FleetRoot | str | os.PathLike[str], job: str, start: datetime, end: datetime, *,
+                      hosts: int, cpus: int, gpus: int, cloudwatch_client: Any = None) -> AppendReport:
+    """Append the job's CloudWatch host metrics (``/aws/sagemaker/TrainingJobs``, 1-minute) for jobs without
+    Debugger, as :func:`smx_debug.evaluate.instance_metrics` frames them (CPU and GPU divided by the counts,
+    so each row is a host average standing for ``cpus`` or ``gpus`` devices)."""
+    from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS, instance_metrics
+
+    if cpus < 1 or gpus < 0:
+        raise ConfigError(f"cpus ({cpus!r}) must be >= 1 and gpus ({gpus!r}) >= 0", field="cpus", value=cpus)
+    frame = instance_metrics(job, start, end, hosts=hosts, cpus=cpus, gpus=gpus or None,
+                             cloudwatch_client=cloudwatch_client)
+    per = {"vcpus": cpus, "gpus": max(gpus, 1)}
+    devices = {dim: per[kind] for _typ, _name, dim, kind in INSTANCE_METRICS.values() if kind is not None}
+    return append_system_minutes(root, job, frame, source="cloudwatch", devices=devices)
+
+
+class Verdict(BaseModel):
+    """One row of the verdict log: a rule trigger (``event='trigger'``, ``verdict='IssuesFound'``) or an
+    action taken on it (``event='action'``, ``action`` stop/notify/metric/retrain, ``verdict`` its outcome)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    job: str
+    rule: str
+    rule_type: str | None = None
+    event: Literal["trigger", "action"]
+    verdict: str
+    action: str | None = None
+    source: str
+    time: datetime
+    detail: str | None = None
+
+    @field_validator("source")
+    @classmethod
+    def _source(cls, value: str) -> str:
+        if value not in TRIGGER_SOURCES:
+            raise ValueError(f"source must be one of {TRIGGER_SOURCES}, got {value!r}")
+        return value
+
+    @field_validator("time")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError(f"time must be timezone-aware (UTC), got {value!r}")
+        return value
+
+
+def append_verdicts(root: FleetRoot | str | os.PathLike[str], verdicts: Iterable[Verdict]) -> AppendReport:
+    """Append rows to the verdict log (idempotent: the same job, rule, event, action and time is one row)."""
+    rows = [v.model_dump() for v in verdicts]
+    report = AppendReport()
+    if not rows:
+        return report
+    df = pd.DataFrame(rows, columns=list(arrow_schema(VERDICTS_TABLE).names))
+    df["time"] = _naive_utc(df["time"])
+    report.add(VERDICTS_TABLE, write_rows(_root(root), VERDICTS_TABLE, df))
+    return report
+
+
+def verdicts_from_response(triggers: Sequence[Any], response: Mapping[str, Any] | None, *, time: datetime,
+                           source: str = SOURCE_EVALUATOR) -> list[Verdict]:
+    """The verdict rows of one evaluator run for one job: its triggers (objects with ``job``, ``name`` (the
+    rule configuration), ``rule`` and ``message``, as :class:`smx_debug.watch.run.Trigger`) and the actions
+    :func:`smx_debug.actions.respond` reported taking (its JSON-able result)."""
+    rows = [Verdict(job=t.job, rule=t.name, rule_type=t.rule, event=TRIGGER_EVENT, verdict=ISSUES_FOUND,
+                    source=source, time=time, detail=(t.message or None)) for t in triggers]
+    if not triggers or not response:
+        return rows
+    job = str(response.get("job") or triggers[0].job)
+    rule_types = {t.name: t.rule for t in triggers}
+    for action, key in _ACTION_KEYS.items():
+        entries = response.get(key)
+        if isinstance(entries, dict) and isinstance(entries.get("sent"), list):
+            entries = entries["sent"]
+        for entry in entries if isinstance(entries, list) else [entries] if isinstance(entries, dict) else []:
+            if not isinstance(entry, dict) or not (entry.get("rule") or entry.get("failed")):
+                continue  # an action no triggered rule asked for
+            verdict = ("failed" if "failed" in entry else "skipped" if "skipped" in entry
+                       else str(entry.get("outcome") or ("published" if entry.get("published") else "done")))
+            rule = str(entry.get("rule") or triggers[0].name)
+            detail = entry.get("failed") or entry.get("skipped")
+            rows.append(Verdict(job=job, rule=rule, rule_type=rule_types.get(rule), event=ACTION_EVENT,
+                                verdict=verdict, action=action, source=source, time=time,
+                                detail=str(detail) if detail else None))
+    return rows
+
+
+def _instance(desc: Mapping[str, Any]) -> tuple[str | None, int]:
+    resources = desc.get("ResourceConfig") or {}
+    groups = resources.get("InstanceGroups") or []
+    if resources.get("InstanceType"):
+        return str(resources["InstanceType"]), int(resources.get("InstanceCount") or 1)
+    if groups:
+        return str(groups[0].get("InstanceType")), sum(int(g.get("InstanceCount") or 0) for g in groups)
+    return None, 0
+
+
+def job_row(desc: Mapping[str, Any], tags: Mapping[str, str], *, now: datetime | None = None) -> dict[str, Any]:
+    """The ``training_jobs`` row of a DescribeTrainingJob response and the job's tags."""
+    from smx_debug.errors import UnknownNameError
+    from smx_debug.htmlreport.cost import instance_spec
+
+    instance_type, count = _instance(desc)
+    gpus, price = None, None
+    if instance_type:
+        try:
+            spec = instance_spec(instance_type)
+            gpus, price = spec.gpus, spec.price
+        except UnknownNameError:
+            pass
+    billable = desc.get("BillableTimeInSeconds")
+    return {
+        "job": str(desc["TrainingJobName"]), "instance_type": instance_type, "instance_count": count,
+        "gpus_per_instance": gpus, "price_per_hour": price, "team": tags.get(FLEET_TEAM_TAG),
+        "tags": json.dumps(dict(sorted(tags.items()))), "status": desc.get("TrainingJobStatus"),
+        "start_time": desc.get("TrainingStartTime"), "end_time": desc.get("TrainingEndTime"),
+        "billable_seconds": int(billable) if billable is not None else None,
+        "updated": now or datetime.now(UTC),
+    }
+
+
+def append_job(root: FleetRoot | str | os.PathLike[str], desc: Mapping[str, Any], tags: Mapping[str, str], *,
+               now: datetime | None = None) -> AppendReport:
+    """Write the job's metadata row (replacing the previous one)."""
+    df = pd.DataFrame([job_row(desc, tags, now=now)], columns=list(arrow_schema(TRAINING_JOBS_TABLE).names))
+    for col in ("start_time", "end_time", "updated"):
+        df[col] = _naive_utc(df[col]) if df[col].notna().any() else pd.Series([pd.NaT], dtype="datetime64[ms]")
+    for col in ("instance_count", "gpus_per_instance"):
+        df[col] = df[col].astype("Int32")
+    df["billable_seconds"] = df["billable_seconds"].astype("Int64")
+    df["price_per_hour"] = df["price_per_hour"].astype("Float64")
+    report = AppendReport()
+    report.add(TRAINING_JOBS_TABLE, write_rows(_root(root), TRAINING_JOBS_TABLE, df))
+    return report
+
+
+def _debugger_verdicts(desc: Mapping[str, Any]) -> list[Verdict]:
+    rows = []
+    for status_field, config_field in RULE_FIELDS.values():
+        types = {c.get("RuleConfigurationName"): (c.get("RuleParameters") or {}).get("rule_to_invoke")
+                 for c in desc.get(config_field) or []}
+        for status in desc.get(status_field) or []:
+            if status.get("RuleEvaluationStatus") != ISSUES_FOUND or not status.get("LastModifiedTime"):
+                continue
+            when = status["LastModifiedTime"]
+            rows.append(Verdict(job=str(desc["TrainingJobName"]), rule=str(status["RuleConfigurationName"]),
+                                rule_type=types.get(status["RuleConfigurationName"]), event=TRIGGER_EVENT,
+                                verdict=ISSUES_FOUND, source=SOURCE_DEBUGGER,
+                                time=when if when.tzinfo else when.replace(tzinfo=UTC),
+                                detail=status.get("StatusDetails") or None))
+    return rows
+
+
+def _tags(sagemaker: Any, arn: str) -> dict[str, str]:
+    tags: dict[str, str] = {}
+    for page in sagemaker.get_paginator("list_tags").paginate(ResourceArn=arn):
+        tags.update({t["Key"]: t["Value"] for t in page.get("Tags", [])})
+    return tags
+
+
+def collect(root: FleetRoot | str | os.PathLike[str], jobs: Iterable[str], *, sagemaker_client: Any = None,
+            s3_client: Any = None, cloudwatch_client: Any = None, now: datetime | None = None,
+            client_factory: Callable[[str], Any] | None = None) -> AppendReport:
+    """For each job: its metadata, its system minutes (Debugger's profiler output when it has some, else
+    CloudWatch's host metrics) and Debugger's rule triggers. A job that fails is counted by reason in
+    ``failed_jobs`` and ``skipped``; the others carry on."""
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    make: Callable[[str], Any] = client_factory or (lambda service: boto3.client(service))  # type: ignore[call-overload]
+    sm = sagemaker_client if sagemaker_client is not None else make("sagemaker")
+    report = AppendReport()
+    fr = _root(root)
+    now = now or datetime.now(UTC)
+    for job in jobs:
+        try:
+            report.merge(_collect_one(fr, job, sm, s3_client, cloudwatch_client, make, now))
+        except (SmxDebugError, ClientError, BotoCoreError) as exc:
+            reason = type(exc).__name__
+            if isinstance(exc, ClientError):
+                reason = str(exc.response.get("Error", {}).get("Code") or reason)
+            report.failed_jobs[job] = f"{reason}: {str(exc)[:300]}"
+            report.count_all({f"jobs failed ({reason})": 1})
+    return report
+
+
+def _collect_one(fr: FleetRoot, job: str, sm: Any, s3: Any, cw: Any, make: Callable[[str], Any], now: datetime
+                 ) -> AppendReport:
+    from botocore.exceptions import ClientError
+
+    from smx_debug.errors import JobNotFoundError, NoDataYetError
+    from smx_debug.reports import job_paths
+
+    try:
+        desc = sm.describe_training_job(TrainingJobName=job)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in {"ValidationException", "ResourceNotFound"}:
+            raise JobNotFoundError(job) from exc
+        raise
+    tags = _tags(sm, desc["TrainingJobArn"])
+    report = AppendReport()
+    report.merge(append_job(fr, desc, tags, now=now))
+    paths = job_paths(job, description=desc)
+    profiled = False
+    if paths.profiler:
+        try:
+            report.merge(append_profiler(fr, job, paths.profiler, s3_client=s3))
+            profiled = True
+        except NoDataYetError:
+            profiled = False
+    if not profiled and desc.get("TrainingStartTime"):
+        row = job_row(desc, tags)
+        from smx_debug.watch.frames import device_counts
+
+        counts = device_counts(row["instance_type"]) or (1, 0)
+        start = desc["TrainingStartTime"]
+        since = last_minute(fr, job, source="cloudwatch")
+        report.merge(append_cloudwatch(
+            fr, job, since or start, desc.get("TrainingEndTime") or now, hosts=max(int(row["instance_count"]), 1),
+            cpus=counts[0], gpus=counts[1], cloudwatch_client=cw if cw is not None else make("cloudwatch")))
+    report.merge(append_verdicts(fr, _debugger_verdicts(desc)))
+    return report
+
+

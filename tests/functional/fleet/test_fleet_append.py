@@ -1,0 +1,144 @@
+"""Appending is incremental and idempotent per (job, minute), tolerant of damaged data, and reports by reason."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+
+from smx_debug import fleet
+from smx_debug.errors import ConfigError, NotFoundError
+from smx_debug.fleet.engines import DAMAGED_FILE
+from smx_debug.fleet.write import DAMAGED_FILE as DAMAGED_ON_WRITE
+from smx_debug.simulate.fleet import FleetSimulation, FleetSpec
+
+SPEC = FleetSpec(jobs=2, nodes=2, minutes=8, interval_s=15.0, cpus=1, start=datetime(2026, 11, 2, 23, 55, tzinfo=UTC))
+
+
+def _rows(root: Path, table: str) -> pd.DataFrame:
+    return pd.concat([pq.read_table(f).to_pandas() for f in sorted((root / table).rglob("*.parquet"))],
+                     ignore_index=True)
+
+
+@pytest.fixture()
+def sim_raw(tmp_path: Path) -> tuple[FleetSimulation, Path]:
+    sim = FleetSimulation(SPEC)
+    sim.write_local(tmp_path / "raw")
+    return sim, tmp_path / "raw"
+
+
+def test_append_profiler_rerun_never_doubles_rows(sim_raw, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    sim, raw = sim_raw
+    job = sim.jobs[0]
+    first = fleet.append_profiler(tmp_path / "ds", job.name, raw / job.name, start=SPEC.start)
+    again = fleet.append_profiler(tmp_path / "ds", job.name, raw / job.name, start=SPEC.start)
+    rows = _rows(tmp_path / "ds", "system_minutes")
+    # 8 minutes x 2 nodes x (4 GPUs x 2 dimensions + 1 CPU)
+    assert first.rows["system_minutes"] == len(rows) == 8 * 2 * 9
+    assert again.rows["system_minutes"] == 0 and again.replaced["system_minutes"] == len(rows)
+    assert not rows.duplicated(["job", "node", "minute", "name", "dimension"]).any()
+    # partitioned by hour: the job crosses midnight, so two hour folders, one file per job in each
+    assert sorted(p.name for p in (tmp_path / "ds" / "system_minutes").iterdir()) == ["hour=2026110223",
+                                                                                     "hour=2026110300"]
+
+
+def test_append_profiler_incremental_reads_from_the_last_stored_minute(sim_raw, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    sim, raw = sim_raw
+    job = sim.jobs[0]
+    files = sorted((raw / job.name).rglob("*.json"))
+    later = [f for f in files if int(f.name.split(".")[0]) >= SPEC.start.timestamp() + 4 * 60]
+    held = {f: f.read_bytes() for f in later}
+    for f in later:
+        f.unlink()  # the job has written its first 4 minutes only
+    fleet.append_profiler(tmp_path / "ds", job.name, raw / job.name)
+    assert fleet.last_minute(tmp_path / "ds", job.name) == datetime(2026, 11, 2, 23, 58, tzinfo=UTC)
+    for f, data in held.items():
+        f.write_bytes(data)
+    report = fleet.append_profiler(tmp_path / "ds", job.name, raw / job.name)
+    assert report.replaced["system_minutes"] == 2 * 9  # the last stored minute, read again
+    assert report.rows["system_minutes"] == 4 * 2 * 9
+    assert len(_rows(tmp_path / "ds", "system_minutes")) == 8 * 2 * 9
+
+
+def test_append_profiler_cut_records_are_counted_by_reason(sim_raw, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    sim, raw = sim_raw
+    job = sim.jobs[0]
+    last = sorted((raw / job.name).rglob("*.json"))[-1]
+    data = last.read_bytes()
+    last.write_bytes(data[: len(data) - 40])  # a file cut mid-write
+    report = fleet.append_profiler(tmp_path / "ds", job.name, raw / job.name)
+    assert report.skipped == {"malformed lines": 1}
+
+
+def test_damaged_dataset_file_is_skipped_by_queries_and_replaced_by_appends(sim_raw, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    sim, raw = sim_raw
+    root = tmp_path / "ds"
+    for job in sim.jobs:
+        fleet.append_profiler(root, job.name, raw / job.name)
+        fleet.append_job(root, sim.describe(job), sim.tags(job))
+    victim = sorted((root / "system_minutes").rglob("*.parquet"))[0]
+    data = victim.read_bytes()
+    victim.write_bytes(data[: len(data) // 2])
+    result = fleet.execute("dataset_files", root=root, since="2026-11-01")
+    assert result.skipped == {DAMAGED_FILE: 1}
+    assert str(victim) not in set(result.frame["file"])
+    report = fleet.append_profiler(root, sim.jobs[0].name, raw / sim.jobs[0].name, start=SPEC.start)
+    assert report.skipped == {DAMAGED_ON_WRITE: 1}
+    assert fleet.execute("dataset_files", root=root, since="2026-11-01").skipped == {}
+
+
+def test_append_verdicts_rerun_is_one_row_per_job_rule_event_action_and_time(tmp_path: Path) -> None:
+    from smx_debug.contracts import SOURCE_DEBUGGER
+
+    when = datetime(2026, 11, 2, 23, 59, 30, tzinfo=UTC)
+    rows = [fleet.Verdict(job="a", rule="LowGPU", event="trigger", verdict="IssuesFound", source=SOURCE_DEBUGGER,
+                          time=when),
+            fleet.Verdict(job="a", rule="LowGPU", event="action", action="stop", verdict="Stopping",
+                          source=SOURCE_DEBUGGER, time=when)]
+    fleet.append_verdicts(tmp_path, rows)
+    fleet.append_verdicts(tmp_path, rows)
+    stored = _rows(tmp_path, "verdicts")
+    assert len(stored) == 2 and stored["action"].isna().sum() == 1
+
+
+def test_verdicts_from_response_one_row_per_trigger_and_action_taken() -> None:
+    from smx_debug.watch.run import Trigger
+
+    when = datetime(2026, 11, 3, tzinfo=UTC)
+    trig = Trigger(job="j", name="LowGPU", rule="LowGPUUtilization", kind="profiler", step=None, message="idle",
+                   status_details="")
+    response = {"job": "j", "triggered": ["LowGPU"], "metrics": [{"rule": "LowGPU", "published": True}],
+                "stop": {"rule": "LowGPU", "outcome": "Stopping", "step": None},
+                "retrain": {"skipped": "no triggered rule asks for retrain"},
+                "notify": {"sent": [{"rule": "LowGPU", "failed": "Throttling"}]}}
+    rows = fleet.verdicts_from_response([trig], response, time=when)
+    assert [(r.event, r.action, r.verdict) for r in rows] == [
+        ("trigger", None, "IssuesFound"), ("action", "metric", "published"), ("action", "stop", "Stopping"),
+        ("action", "notify", "failed")]
+
+
+@pytest.mark.parametrize(("kwargs", "field"), [
+    ({"time": datetime(2026, 1, 1)}, "time"),
+    ({"source": "someone"}, "source"),
+    ({"event": "fired"}, "event"),
+])
+def test_verdict_bad_value_names_the_field(kwargs: dict[str, object], field: str) -> None:
+    from pydantic import ValidationError
+
+    base: dict[str, object] = {"job": "a", "rule": "r", "event": "trigger", "verdict": "IssuesFound",
+                               "source": "smx-debug evaluator", "time": datetime(2026, 1, 1, tzinfo=UTC)}
+    with pytest.raises(ValidationError, match=field):
+        fleet.Verdict(**{**base, **kwargs})
+
+
+def test_run_query_missing_dataset_names_the_table_and_root(tmp_path: Path) -> None:
+    with pytest.raises(NotFoundError, match=r"'system_minutes'.*" + str(tmp_path)):
+        fleet.run_query("idle_gpu_hours", root=tmp_path)
+
+
+def test_run_query_without_root_on_duckdb_names_root() -> None:
+    with pytest.raises(ConfigError, match="root"):
+        fleet.run_query("idle_gpu_hours")
