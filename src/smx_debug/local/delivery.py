@@ -36,6 +36,7 @@ from typing import Any
 
 from smx_debug.contracts import HANDLER_TAG
 from smx_debug.errors import NotFoundError
+from smx_debug.local import iam
 from smx_debug.local.clients import client
 from smx_debug.local.server import LocalAws
 
@@ -150,8 +151,15 @@ def invoke_handler(
 ) -> Delivery:
     """Run ``lambdas/<handler>/handler.py`` in-process as Lambda would, with ``environment`` and clients
     pointed at the local server. A module is reused while the function's environment is unchanged
-    (a warm container); exceptions are captured in the Delivery, as Lambda captures them."""
-    env = {**dict(environment or {}), **aws.environ(), "AWS_LAMBDA_FUNCTION_NAME": function_name or handler}
+    (a warm container); exceptions are captured in the Delivery, as Lambda captures them.
+
+    When ``function_name`` is deployed on ``aws``, its code runs as the function's role: every call its
+    clients make is authorized by :mod:`smx_debug.local.iam` against the role's policies first."""
+    # A deployed function runs as its role: its own key and the local IAM's client plugin (smx_debug.local.iam).
+    iam.install()
+    role = iam.function_environment(aws, function_name) if function_name else None
+    env = {**dict(environment or {}), **aws.environ(), **(role or {}),
+           "AWS_LAMBDA_FUNCTION_NAME": function_name or handler}
     key = json.dumps([handler, function_name, sorted(env.items())])
     with _env_lock, _environment(env):
         try:

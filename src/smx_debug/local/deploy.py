@@ -549,7 +549,17 @@ def _state_machine(clients: Clients, phys: str, props: Mapping[str, Any]) -> lis
     return ["(recreated in the Step Functions API)"]
 
 
+def _key_policy(clients: Clients, phys: str, props: Mapping[str, Any]) -> list[str]:
+    """moto's CloudFormation keeps a key's policy as a mapping, which its KMS API then fails to read (500 on
+    DescribeKey); store it as the JSON text KMS keeps."""
+    if not isinstance(props.get("KeyPolicy"), Mapping):
+        return []
+    clients("kms").put_key_policy(KeyId=phys, PolicyName="default", Policy=json.dumps(props["KeyPolicy"]))
+    return ["KeyPolicy"]
+
+
 _PROPERTY_PATCHES: dict[str, Callable[[Clients, str, Mapping[str, Any]], list[str]]] = {
+    "AWS::KMS::Key": _key_policy,
     "AWS::S3::Bucket": _bucket_properties,
     "AWS::Lambda::Function": _function_tags,
     "AWS::StepFunctions::StateMachine": _state_machine,
