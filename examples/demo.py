@@ -108,11 +108,7 @@ def deploy(aws: LocalAws, workdir: Path) -> Any:
 
 def subscribe_queue(aws: LocalAws, topic_arns: Sequence[str]) -> str:
     """An SQS queue subscribed to the notification topics: the team's inbox in this demo."""
-    sqs, sns = aws.client("sqs"), aws.client("sns")
-    url: str = sqs.create_queue(QueueName="smx-demo-inbox")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    for topic in topic_arns:
-        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
+    url: str = local.subscribe_queue(aws, topic_arns, "smx-demo-inbox", raw=True)  # its policy admits the topics
     return url
 
 

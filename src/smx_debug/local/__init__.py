@@ -7,6 +7,8 @@ each through moto's public backend objects:
   job statuses, and the ProfilerConfig / ProfilerRuleConfigurations moto drops;
 - :mod:`~smx_debug.local.rule_statuses`: rule evaluation statuses and the job's state-change event;
 - :mod:`~smx_debug.local.delivery`: EventBridge -> Lambda and SNS -> Lambda, handlers run in-process;
+- :mod:`~smx_debug.local.iam`: every call a deployed function makes, and every delivery edge, authorized
+  against the deployed policies (roles, resource policies, key policies) before it reaches moto;
 - :mod:`~smx_debug.local.alarms`: CloudWatch alarm evaluation and notification;
 - :mod:`~smx_debug.local.bucket_policy`: only unconditional bucket-policy statements are evaluated;
 - and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
@@ -17,14 +19,16 @@ each through moto's public backend objects:
 
 from __future__ import annotations
 
-from smx_debug.local import bucket_policy, delivery, training_jobs
+from smx_debug.local import bucket_policy, delivery, iam, training_jobs
 from smx_debug.local.alarms import AlarmTransition, evaluate_alarms
 from smx_debug.local.delivery import (
     Delivery,
     deliver_event,
+    deliver_schedule,
     invoke_handler,
     reset_handlers,
     sns_lambda_deliveries,
+    subscribe_queue,
 )
 from smx_debug.local.deploy import DeployedStack, EmulatedResource, deploy_stack, publish_assets
 from smx_debug.local.rule_statuses import rule_status, set_rule_statuses, state_change_event
@@ -40,6 +44,7 @@ __all__ = [
     "EmulatedResource",
     "LocalAws",
     "deliver_event",
+    "deliver_schedule",
     "deploy_stack",
     "evaluate_alarms",
     "install",
@@ -52,6 +57,7 @@ __all__ = [
     "sns_lambda_deliveries",
     "state_change_event",
     "stop_calls",
+    "subscribe_queue",
     "tick",
 ]
 
@@ -61,4 +67,5 @@ def install(aws: LocalAws | None = None) -> None:
     policies, and in-process SNS -> Lambda delivery on ``aws`` (patched once per process). Idempotent."""
     training_jobs.install()
     bucket_policy.install()
+    iam.install()
     delivery.install(aws)

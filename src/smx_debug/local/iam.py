@@ -304,6 +304,8 @@ def principal_matches(element: Any, principal: Principal) -> tuple[bool, bool]:
     unknown = set(element) - {"AWS", "Service", "Federated", "CanonicalUser"}
     if unknown:
         raise UnsupportedPolicyError(f"Principal keys {sorted(unknown)} are not known")
+    if "*" in _listify(element.get("AWS")):  # {"AWS": "*"} is "*": every principal, services too
+        return True, False
     if principal.service is not None:
         return principal.service in _listify(element.get("Service")), False
     for value in _listify(element.get("AWS")):
@@ -462,8 +464,9 @@ def statement_label(statement: Statement | None, rename: Mapping[str, str] | Non
     (physical names replaced by ``rename``'s logical ids)."""
     if statement is None:
         return "(none)"
-    if statement.get("Sid"):
-        return str(statement["Sid"])
+    sid = str(statement.get("Sid") or "")
+    if sid and not re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", sid):  # a generated id is not stable
+        return sid
 
     def clean(text: str) -> str:
         for physical, logical in sorted((rename or {}).items(), key=lambda kv: -len(kv[0])):
@@ -551,7 +554,7 @@ _ABSENT_KEYS = frozenset(k.lower() for k in (
     "aws:PrincipalServiceName", "aws:PrincipalServiceNamesList", "aws:SourceVpc", "aws:SourceVpce",
     "aws:MultiFactorAuthPresent", "aws:MultiFactorAuthAge", "aws:FederatedProvider", "aws:PrincipalOrgID",
     "aws:PrincipalOrgPaths", "aws:SourceIdentity", "aws:ResourceOrgID", "aws:ResourceOrgPaths",
-    "aws:CalledVia", "aws:CalledViaFirst", "aws:CalledViaLast"))
+    "aws:CalledVia", "aws:CalledViaFirst", "aws:CalledViaLast", "aws:SourceOwner"))
 
 
 class CallContext(dict[str, ContextValue]):
@@ -1005,7 +1008,7 @@ def kms_key(aws: Any, target: str) -> tuple[str, dict[str, str]] | None:
     the service uses with it; None when it is not encrypted with one."""
     from botocore.exceptions import ClientError
 
-    service, region, account, rest = _arn_parts(target)
+    service, _, _, rest = _arn_parts(target)
     key_id: str | None = None
     context: dict[str, str] = {}
     try:
@@ -1141,6 +1144,7 @@ def authorize_service(aws: Any, service: str, action: str, target: str, *, sourc
     account = _arn_parts(source_arn)[2] or _arn_parts(target)[2]
     principal = Principal(account, service=service)
     context: dict[str, ContextValue] = {"aws:SourceArn": source_arn, "aws:SourceAccount": account,
+                                        "aws:SourceOwner": account,  # the legacy key SNS's default policy tests
                                         "aws:SecureTransport": "true", "aws:PrincipalIsAWSService": "true",
                                         "aws:PrincipalServiceName": service}
     label = edge or f"{service} -> {action}"

@@ -5,7 +5,9 @@ moto can only serve by running the function in Docker. :func:`install` makes Inv
 ``smx-debug:handler`` run ``lambdas/<handler>/handler.py`` in this process with the function's environment
 (:func:`smx_debug.local.delivery.invoke_handler`, as EventBridge and SNS deliveries already do). A handler's
 exception becomes an ``Unhandled`` function error with Lambda's error payload, so the state machine's
-Retry/Catch see what they would in AWS. Functions without the tag keep moto's behaviour.
+Retry/Catch see what they would in AWS. Functions without the tag keep moto's behaviour. The invocation is
+authorized first as Step Functions' (the state machine's role, :mod:`smx_debug.local.iam`), and the handler's
+own calls as the function's role.
 
 moto's state machine interpreter calls services (Lambda, SNS) at ``localhost:$MOTO_PORT``; :func:`install`
 points ``MOTO_PORT`` at this server's port (the server listens on a free port, not moto's default 5000).
@@ -20,11 +22,34 @@ from typing import Any
 from urllib.parse import urlparse
 
 from smx_debug.contracts import HANDLER_TAG
-from smx_debug.local import delivery
+from smx_debug.local import delivery, iam
 from smx_debug.local import install as install_local
+from smx_debug.local.clients import client
 from smx_debug.local.server import LocalAws
 
 __all__ = ["install", "invocations"]
+
+
+def _authorize_task(aws: LocalAws, function_arn: str) -> None:
+    """Step Functions invokes a task's function with the state machine's role: the role must trust
+    states.amazonaws.com and allow lambda:InvokeFunction on it (smx_debug.local.iam); else the task fails
+    with Lambda's AccessDeniedException, as in AWS."""
+    from moto.core.exceptions import JsonRESTError
+
+    sfn = client(aws, "stepfunctions")
+    for page in sfn.get_paginator("list_state_machines").paginate():
+        for machine in page["stateMachines"]:
+            described = sfn.describe_state_machine(stateMachineArn=machine["stateMachineArn"])
+            if function_arn not in described["definition"]:
+                continue
+            outcome = iam.authorize_role_edge(aws, "states.amazonaws.com", described["roleArn"],
+                                              "lambda:InvokeFunction", function_arn,
+                                              source_arn=machine["stateMachineArn"],
+                                              edge=f"Step Functions {machine['name']} -> Lambda task")
+            if not outcome.allowed:
+                error = JsonRESTError("AccessDeniedException", outcome.message)
+                error.code = 403
+                raise error
 
 _lock = threading.Lock()
 _active: LocalAws | None = None
@@ -60,6 +85,7 @@ def install(aws: LocalAws) -> None:
             handler = (self.list_tags(fn.function_arn) or {}).get(HANDLER_TAG)
             if _active is None or handler is None:
                 return original(self, function_name, qualifier, body, headers, response_headers)
+            _authorize_task(_active, fn.function_arn)
             event = json.loads(body) if body else {}
             ran = delivery.invoke_handler(_active, handler, event, dict(fn.environment_vars or {}),
                                           function_name=fn.function_name)

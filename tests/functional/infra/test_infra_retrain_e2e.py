@@ -36,11 +36,7 @@ def _create_job(aws: LocalAws, bucket: str, job: str) -> None:
 
 
 def _inbox(aws: LocalAws, topic: str) -> str:
-    sqs = aws.client("sqs")
-    queue = sqs.create_queue(QueueName="people-inbox")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    aws.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
-    return queue
+    return local.subscribe_queue(aws, topic, "people-inbox")
 
 
 def _subjects(aws: LocalAws, queue: str) -> list[str]:
