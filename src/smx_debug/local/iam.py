@@ -957,10 +957,8 @@ def resource_policy(aws: Any, arn: str) -> list[Statement] | None:
             return [{k: v for k, v in s.items() if k != "FunctionName"} for s in statements]  # moto adds it
         if service == "kms":
             return _document(_admin(aws, "kms").get_key_policy(KeyId=arn, PolicyName="default")["Policy"])
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in ("NoSuchBucketPolicy", "ResourceNotFoundException"):
-            return []
-        raise
+    except ClientError:
+        return []  # no policy, or no such resource (then AWS still answers AccessDenied to a denied caller)
     return None
 
 
@@ -1238,9 +1236,8 @@ def _authorize_send(service_model: Any, request: Any, **_: Any) -> Any:
 
 # AccessDenied as each protocol (and service) answers it: (code, HTTP status).
 _DENIED = {"query": ("AccessDenied", 403), "rest-xml": ("AccessDenied", 403),
-           "rest-json": ("AccessDeniedException", 403), "json": ("AccessDeniedException", 400),
-           "smithy-rpc-v2-cbor": ("AccessDenied", 403)}
-_SERVICE_DENIED = {"sns": ("AuthorizationError", 403), "sqs": ("AccessDenied", 403)}
+           "rest-json": ("AccessDeniedException", 403), "json": ("AccessDeniedException", 400)}
+_SERVICE_DENIED = {"sns": ("AuthorizationError", 403)}
 
 
 class _Raw:
@@ -1253,48 +1250,25 @@ class _Raw:
         yield self._body
 
 
-def _cbor_text(text: str) -> bytes:
-    data = text.encode()
-    return _cbor_head(3, len(data)) + data
-
-
-def _cbor_head(major: int, length: int) -> bytes:
-    if length < 24:
-        return bytes([major << 5 | length])
-    if length < 256:
-        return bytes([major << 5 | 24, length])
-    return bytes([major << 5 | 25]) + length.to_bytes(2, "big")
-
-
-def _cbor_map(values: Mapping[str, str]) -> bytes:
-    """RFC 8949 encoding of a map of text strings (all an error body needs)."""
-    out = _cbor_head(5, len(values))
-    for key, value in values.items():
-        out += _cbor_text(key) + _cbor_text(value)
-    return out
-
-
 def denied_response(service_model: Any, request: Any, message: str) -> Any:
     """AWS's AccessDenied answer to ``request`` for the service's protocol, as botocore receives it."""
     from xml.sax.saxutils import escape
 
     from botocore.awsrequest import AWSResponse
 
-    protocol = service_model.protocol
+    protocol = service_model.resolved_protocol  # the one botocore chose among the service's protocols
     service = service_model.service_id.hyphenize()
-    code, status = _SERVICE_DENIED.get(service) or _DENIED[protocol]
+    query_compatible = service_model.metadata.get("awsQueryCompatible") is not None
+    # A service that moved from the query protocol (CloudWatch, SQS) keeps query's code and status.
+    code, status = _SERVICE_DENIED.get(service) or (_DENIED["query"] if query_compatible else _DENIED[protocol])
     request_id = str(uuid.uuid4())
     headers = {"x-amzn-RequestId": request_id}
-    query_compatible = service_model.metadata.get("awsQueryCompatible") is not None
     if query_compatible:
         headers["x-amzn-query-error"] = f"{code};Sender"
     if protocol == "json":
         body = json.dumps({"__type": code if query_compatible else f"com.amazonaws.{service}#{code}",
                            "message": message}).encode()
         headers["Content-Type"] = "application/x-amz-json-1.0"
-    elif protocol == "smithy-rpc-v2-cbor":
-        body = _cbor_map({"__type": f"com.amazonaws.{service}#{code}", "message": message})
-        headers.update({"Content-Type": "application/cbor", "smithy-protocol": "rpc-v2-cbor"})
     elif protocol == "rest-json":
         body = json.dumps({"Type": "User", "message": message}).encode()
         headers.update({"Content-Type": "application/json", "x-amzn-ErrorType": f"{code}:"})
