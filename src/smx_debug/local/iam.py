@@ -47,6 +47,7 @@ from smx_debug.errors import SmxDebugError
 
 __all__ = [
     "CALLS",
+    "SOURCE_KEYS_TO_KMS",
     "Access",
     "CallContext",
     "Caller",
@@ -1130,7 +1131,7 @@ def authorize_call(caller: Caller, service: str, operation: str, params: Mapping
 
 # Which KMS calls a delivering service makes with the source keys in the request (EventBridge's and SNS's
 # carry no aws:Source* keys: AWS documents that a key grant conditioned on them for EventBridge drops events).
-_SOURCE_KEYS_TO_KMS = {"cloudwatch.amazonaws.com": True, "events.amazonaws.com": False, "sns.amazonaws.com": False}
+SOURCE_KEYS_TO_KMS = {"cloudwatch.amazonaws.com": True, "events.amazonaws.com": False, "sns.amazonaws.com": False}
 _SERVICE_KMS = {"sns:Publish": ("kms:GenerateDataKey", "kms:Decrypt"),
                 "sqs:SendMessage": ("kms:GenerateDataKey", "kms:Decrypt")}
 
@@ -1157,7 +1158,7 @@ def authorize_service(aws: Any, service: str, action: str, target: str, *, sourc
         kms_context: dict[str, ContextValue] = {
             **{f"kms:EncryptionContext:{k}": v for k, v in encryption.items()},
             "kms:CallerAccount": account, "aws:SecureTransport": "true"}
-        if _SOURCE_KEYS_TO_KMS.get(service, True):
+        if SOURCE_KEYS_TO_KMS.get(service, True):
             kms_context.update({"aws:SourceArn": source_arn, "aws:SourceAccount": account})
         for kms_action in _SERVICE_KMS[action]:
             decision = decide(Request(principal, kms_action, key_arn, kms_context),
