@@ -10,7 +10,7 @@ each through moto's public backend objects:
 - :mod:`~smx_debug.local.iam`: every call a deployed function makes, and every delivery edge, authorized
   against the deployed policies (roles, resource policies, key policies) before it reaches moto;
 - :mod:`~smx_debug.local.alarms`: CloudWatch alarm evaluation and notification;
-- :mod:`~smx_debug.local.bucket_policy`: only unconditional bucket-policy statements are evaluated;
+- :mod:`~smx_debug.local.bucket_policy`: whole bucket policies, conditions included, evaluated by the local IAM;
 - and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
   :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`.
 
@@ -63,8 +63,9 @@ __all__ = [
 
 
 def install(aws: LocalAws | None = None) -> None:
-    """Install what moto lacks for the local AWS: the training-job lifecycle, unconditional-only bucket
-    policies, and in-process SNS -> Lambda delivery on ``aws`` (patched once per process). Idempotent."""
+    """Install what moto lacks for the local AWS: the training-job lifecycle, evaluated bucket policies, the
+    local IAM's server guard, and in-process SNS -> Lambda delivery on ``aws`` (patched once per process).
+    Idempotent."""
     training_jobs.install()
     bucket_policy.install()
     iam.install()
