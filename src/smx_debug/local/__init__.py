@@ -11,6 +11,7 @@ each through moto's public backend objects:
   against the deployed policies (roles, resource policies, key policies) before it reaches moto;
 - :mod:`~smx_debug.local.alarms`: CloudWatch alarm evaluation and notification;
 - :mod:`~smx_debug.local.bucket_policy`: whole bucket policies, conditions included, evaluated by the local IAM;
+- :mod:`~smx_debug.local.concurrency`: reserved concurrency a new account refuses (quota 10), refused;
 - and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
   :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`.
 
