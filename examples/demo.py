@@ -198,7 +198,12 @@ def run(*, minutes: int, onset_min: float, speed: float, out: Path, verbose: boo
     with quiet_dependencies(verbose=verbose), tempfile.TemporaryDirectory(prefix="smx-demo-") as tmp, \
             LocalAws() as aws, aws.environment():
         say("1/6 start the local AWS")
+        local.iam.reset_records()  # every call the deployed functions make is checked against their roles
         code = _run(aws, tmp, timeline, minutes=minutes, onset_min=onset_min, speed=speed, out=out)
+    print(local.iam.summary_line())
+    for denied in local.iam.denials():
+        print(f"[iam] denied: {denied.caller}: {denied.message}")
+        code = code or 1
     say("done", f"{time.monotonic() - timeline.started:.1f} s in all; the local AWS is shut down")
     return code
 
