@@ -1286,9 +1286,9 @@ def denied_response(service_model: Any, request: Any, message: str) -> Any:
         headers["Content-Type"] = "text/xml"
     else:
         raise UnsupportedPolicyError(f"protocol {protocol!r} of {service} has no AccessDenied answer here")
-    from botocore.awsrequest import HeadersDict
+    from botocore.compat import HTTPHeaders
 
-    return AWSResponse(request.url, status, HeadersDict(headers), _Raw(body))
+    return AWSResponse(request.url, status, HTTPHeaders.from_dict(headers), _Raw(body))
 
 
 # ==================================================================================== the server guard
