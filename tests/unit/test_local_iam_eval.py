@@ -310,3 +310,86 @@ def test_supplied_keys_reject_a_resource_of_another_type() -> None:
         supplied_keys("sagemaker:ListTrainingJobs", "arn:aws:sagemaker:us-west-2:111122223333:training-job/j")
     with pytest.raises(UnsupportedPolicyError, match="not in the Service Authorization Reference"):
         supplied_keys("sagemaker:NoSuchAction", "*")
+
+
+J = "arn:aws:sagemaker:us-west-2:111122223333:training-job/"
+CALL_EXAMPLES: list[tuple[str, str, str, dict[str, Any], list[tuple[str, str]]]] = [
+    ("sagemaker", "sagemaker", "DescribeTrainingJob", {"TrainingJobName": "Exp-1"},
+     [("sagemaker:DescribeTrainingJob", f"{J}exp-1")]),  # SageMaker ARNs are lower-case
+    ("sagemaker", "sagemaker", "StopTrainingJob", {"TrainingJobName": "exp-1"}, [("sagemaker:StopTrainingJob", f"{J}exp-1")]),
+    ("sagemaker", "sagemaker", "ListTags", {"ResourceArn": f"{J}exp-1"}, [("sagemaker:ListTags", f"{J}exp-1")]),
+    ("sagemaker", "sagemaker", "ListTrainingJobs", {"StatusEquals": "InProgress"}, [("sagemaker:ListTrainingJobs", "*")]),
+    ("sagemaker", "sagemaker", "CreateTrainingJob", {
+        "TrainingJobName": "exp-2", "RoleArn": "arn:aws:iam::111122223333:role/SageMakerRole",
+        "AlgorithmSpecification": {"TrainingImage": "i", "TrainingInputMode": "File"},
+        "OutputDataConfig": {"S3OutputPath": "s3://b/o"}, "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+        "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+        "Tags": [{"Key": "team", "Value": "a"}]},
+     [("sagemaker:CreateTrainingJob", f"{J}exp-2"), ("sagemaker:AddTags", f"{J}exp-2"),
+      ("iam:PassRole", "arn:aws:iam::111122223333:role/SageMakerRole")]),
+    ("sagemaker", "sagemaker", "AddTags", {"ResourceArn": f"{J}exp-1", "Tags": [{"Key": "k", "Value": "v"}]},
+     [("sagemaker:AddTags", f"{J}exp-1")]),
+    ("cloudwatch", "cloudwatch", "PutMetricData", {"Namespace": "SmxDebug", "MetricData": [{"MetricName": "m", "Value": 1.0}]},
+     [("cloudwatch:PutMetricData", "*")]),
+    ("cloudwatch", "cloudwatch", "GetMetricData", {"MetricDataQueries": [{"Id": "m", "Expression": "1"}],
+                                                   "StartTime": 0, "EndTime": 60}, [("cloudwatch:GetMetricData", "*")]),
+    ("cloudwatch", "cloudwatch", "GetMetricStatistics", {"Namespace": "N", "MetricName": "M", "StartTime": 0,
+                                                         "EndTime": 60, "Period": 60, "Statistics": ["Sum"]},
+     [("cloudwatch:GetMetricStatistics", "*")]),
+    ("dynamodb", "dynamodb", "GetItem", {"TableName": "t", "Key": {"pk": {"S": "k"}}},
+     [("dynamodb:GetItem", "arn:aws:dynamodb:us-west-2:111122223333:table/t")]),
+    ("dynamodb", "dynamodb", "PutItem", {"TableName": "t", "Item": {"pk": {"S": "k"}}},
+     [("dynamodb:PutItem", "arn:aws:dynamodb:us-west-2:111122223333:table/t")]),
+    ("dynamodb", "dynamodb", "UpdateItem", {"TableName": "t", "Key": {"pk": {"S": "k"}}},
+     [("dynamodb:UpdateItem", "arn:aws:dynamodb:us-west-2:111122223333:table/t")]),
+    ("dynamodb", "dynamodb", "DeleteItem", {"TableName": "t", "Key": {"pk": {"S": "k"}}},
+     [("dynamodb:DeleteItem", "arn:aws:dynamodb:us-west-2:111122223333:table/t")]),
+    ("dynamodb", "dynamodb", "BatchGetItem", {"RequestItems": {"a": {"Keys": [{"pk": {"S": "k"}}]}}},
+     [("dynamodb:BatchGetItem", "arn:aws:dynamodb:us-west-2:111122223333:table/a")]),
+    ("dynamodb", "dynamodb", "BatchWriteItem", {"RequestItems": {"a": [{"PutRequest": {"Item": {"pk": {"S": "k"}}}}]}},
+     [("dynamodb:BatchWriteItem", "arn:aws:dynamodb:us-west-2:111122223333:table/a")]),
+    ("s3", "s3", "GetObject", {"Bucket": "b", "Key": "a/k"}, [("s3:GetObject", "arn:aws:s3:::b/a/k")]),
+    ("s3", "s3", "HeadObject", {"Bucket": "b", "Key": "k"}, [("s3:GetObject", "arn:aws:s3:::b/k")]),
+    ("s3", "s3", "PutObject", {"Bucket": "b", "Key": "k", "Body": b"x"}, [("s3:PutObject", "arn:aws:s3:::b/k")]),
+    ("s3", "s3", "ListObjectsV2", {"Bucket": "b", "Prefix": "p/"}, [("s3:ListBucket", "arn:aws:s3:::b")]),
+    ("sns", "sns", "Publish", {"TopicArn": "arn:aws:sns:us-west-2:111122223333:t", "Message": "m"},
+     [("sns:Publish", "arn:aws:sns:us-west-2:111122223333:t")]),
+    ("sqs", "sqs", "SendMessage", {"QueueUrl": "https://sqs.us-west-2.amazonaws.com/111122223333/q", "MessageBody": "m"},
+     [("sqs:SendMessage", "arn:aws:sqs:us-west-2:111122223333:q")]),
+    ("sfn", "stepfunctions", "StartExecution", {"stateMachineArn": "arn:aws:states:us-west-2:111122223333:stateMachine:m"},
+     [("states:StartExecution", "arn:aws:states:us-west-2:111122223333:stateMachine:m")]),
+    ("sfn", "stepfunctions", "DescribeExecution", {"executionArn": "arn:aws:states:us-west-2:111122223333:execution:m:e"},
+     [("states:DescribeExecution", "arn:aws:states:us-west-2:111122223333:execution:m:e")]),
+    ("lambda", "lambda", "Invoke", {"FunctionName": "f"},
+     [("lambda:InvokeFunction", "arn:aws:lambda:us-west-2:111122223333:function:f")]),
+    ("sts", "sts", "GetCallerIdentity", {}, []),
+]
+
+
+def test_calls_table_covers_exactly_the_examples() -> None:
+    from smx_debug.local import iam
+
+    assert {(e[0], e[2]) for e in CALL_EXAMPLES} == set(iam.CALLS)
+
+
+@pytest.mark.parametrize(("service_id", "service", "operation", "params", "expected"), CALL_EXAMPLES,
+                         ids=[f"{e[0]}-{e[2]}" for e in CALL_EXAMPLES])
+def test_calls_table_maps_a_valid_request_to_its_iam_actions_and_resources(
+    service_id: str, service: str, operation: str, params: dict[str, Any], expected: list[tuple[str, str]]
+) -> None:
+    """Each example is a request botocore's own validator accepts for that operation (so the table reads real
+    parameter names), mapped to the IAM actions and resources AWS authorizes, each a resource type the Service
+    Authorization Reference lists for the action."""
+    import botocore.session
+    from botocore.validate import ParamValidator
+
+    from smx_debug.local import iam
+
+    model = botocore.session.get_session().get_service_model(service)
+    assert model.service_id.hyphenize() == service_id
+    report = ParamValidator().validate(params, model.operation_model(operation).input_shape)
+    assert not report.has_errors(), report.generate_report()
+    accesses = iam.CALLS[(service_id, operation)](params, "us-west-2", "111122223333")
+    assert [(a.action, a.resource) for a in accesses] == expected
+    for access in accesses:
+        iam.supplied_keys(access.action, access.resource)  # raises for a resource of another type

@@ -792,9 +792,11 @@ class Record:
     statement: Statement | None
     policy: str
     message: str = ""
+    call: int = 0  # the API call or delivery this authorization belongs to (one call may need several)
 
 
 _lock = threading.RLock()
+_call_ids = iter(range(1, 1 << 62))
 _callers: dict[str, Caller] = {}
 _records: list[Record] = []
 _identity_cache: dict[str, list[Statement]] = {}
@@ -817,6 +819,11 @@ def reset_records() -> list[Record]:
 def _record(record: Record) -> None:
     with _lock:
         _records.append(record)
+
+
+def _new_call() -> int:
+    with _lock:
+        return next(_call_ids)
 
 
 def _admin(aws: Any, service: str) -> Any:
@@ -1101,10 +1108,11 @@ def authorize_call(caller: Caller, service: str, operation: str, params: Mapping
     Raises:
         UnsupportedPolicyError: the call is not in :data:`CALLS`, or a policy needs what cannot be evaluated.
     """
+    call = _new_call()
     mapper = CALLS.get((service, operation))
     if mapper is None:
         _record(Record(caller.handler, f"{service}:{operation}", "", "", False, None, "",
-                       "not in the local IAM's table of calls"))
+                       "not in the local IAM's table of calls", call))
         raise UnsupportedPolicyError(f"{service} {operation} by function {caller.function!r} is not in the local "
                                      "IAM's table of calls (smx_debug.local.iam.CALLS): add it with its resources")
     label = f"{service}:{operation}"
@@ -1112,7 +1120,7 @@ def authorize_call(caller: Caller, service: str, operation: str, params: Mapping
         decision = _authorize_access(caller, access)
         message = "" if decision.allowed else _message(caller.principal, access.action, access.resource, decision)
         _record(Record(caller.handler, label, access.action, access.resource, decision.allowed, decision.statement,
-                       decision.policy, message))
+                       decision.policy, message, call))
         if not decision.allowed:
             return Outcome(False, message)
         found = kms_key(caller.aws, access.target or access.resource) if access.kms else None
@@ -1123,7 +1131,7 @@ def authorize_call(caller: Caller, service: str, operation: str, params: Mapping
             decision = _authorize_kms(caller, action, key_arn, encryption, via=service)
             message = "" if decision.allowed else _message(caller.principal, action, key_arn, decision)
             _record(Record(caller.handler, label, action, key_arn, decision.allowed, decision.statement,
-                           decision.policy, message))
+                           decision.policy, message, call))
             if not decision.allowed:
                 return Outcome(False, message)
     return Outcome(True)
@@ -1147,9 +1155,10 @@ def authorize_service(aws: Any, service: str, action: str, target: str, *, sourc
                                         "aws:SecureTransport": "true", "aws:PrincipalIsAWSService": "true",
                                         "aws:PrincipalServiceName": service}
     label = edge or f"{service} -> {action}"
+    call = _new_call()
     decision = decide(Request(principal, action, target, context), resource=resource_policy(aws, target) or [])
     message = "" if decision.allowed else _message(principal, action, target, decision)
-    _record(Record(service, label, action, target, decision.allowed, decision.statement, decision.policy, message))
+    _record(Record(service, label, action, target, decision.allowed, decision.statement, decision.policy, message, call))
     if not decision.allowed:
         return Outcome(False, message)
     found = kms_key(aws, target) if action in _SERVICE_KMS else None
@@ -1165,7 +1174,7 @@ def authorize_service(aws: Any, service: str, action: str, target: str, *, sourc
                               resource=resource_policy(aws, key_arn), key_policy=True)
             message = "" if decision.allowed else _message(principal, kms_action, key_arn, decision)
             _record(Record(service, label, kms_action, key_arn, decision.allowed, decision.statement,
-                           decision.policy, message))
+                           decision.policy, message, call))
             if not decision.allowed:
                 return Outcome(False, message)
     return Outcome(True)
@@ -1180,11 +1189,12 @@ def authorize_role_edge(aws: Any, service: str, role_arn: str, action: str, targ
     trust = _document(_admin(aws, "iam").get_role(RoleName=role_name)["Role"]["AssumeRolePolicyDocument"])
     service_principal = Principal(account, service=service)
     label = edge or f"{service} as {role_name} -> {action}"
+    call = _new_call()
     assume = decide(Request(service_principal, "sts:AssumeRole", role_arn,
                             {"aws:SourceArn": source_arn, "aws:SourceAccount": account}), resource=trust)
     if not assume.allowed:
         message = f"{service} cannot assume role {role_arn}: {assume.reason}"
-        _record(Record(service, label, "sts:AssumeRole", role_arn, False, None, "trust", message))
+        _record(Record(service, label, "sts:AssumeRole", role_arn, False, None, "trust", message, call))
         return Outcome(False, message)
     principal = Principal(account, arn=role_arn,
                           session=f"arn:aws:sts::{account}:assumed-role/{role_name}/{service.split('.')[0]}")
@@ -1193,7 +1203,7 @@ def authorize_role_edge(aws: Any, service: str, role_arn: str, action: str, targ
     decision = decide(Request(principal, action, target, context), identity=identity_statements(aws, role_arn),
                       resource=resource_policy(aws, target), resource_account=_arn_parts(target)[2] or None)
     message = "" if decision.allowed else _message(principal, action, target, decision)
-    _record(Record(service, label, action, target, decision.allowed, decision.statement, decision.policy, message))
+    _record(Record(service, label, action, target, decision.allowed, decision.statement, decision.policy, message, call))
     return Outcome(decision.allowed, message)
 
 
@@ -1308,7 +1318,8 @@ def install() -> None:
             if caller is not None and not environ.get("HTTP_" + STAMP_HEADER.upper().replace("-", "_")):
                 message = (f"request by deployed function {caller.function!r} was not authorized by the local IAM "
                            f"(its client lacks the {PLUGIN_ENV} plugin)")
-                _record(Record(caller.handler, environ.get("PATH_INFO", ""), "", "", False, None, "", message))
+                _record(Record(caller.handler, environ.get("PATH_INFO", ""), "", "", False, None, "", message,
+                               _new_call()))
                 start_response("403 Forbidden", [("Content-Type", "text/plain")])
                 return [message.encode()]
             return original(self, environ, start_response)
@@ -1325,7 +1336,8 @@ def denials(since: Sequence[Record] | None = None) -> list[Record]:
 
 def summary_line() -> str:
     """The demo's line: how many calls by deployed functions were checked, how many denied."""
-    calls = [r for r in records() if not r.caller.endswith(".amazonaws.com")]
-    denied = [r for r in calls if not r.allowed]
+    made = [r for r in records() if not r.caller.endswith(".amazonaws.com")]
+    calls = {r.call for r in made}
+    denied = {r.call for r in made if not r.allowed}
     return (f"[iam] {len(calls)} calls by deployed functions checked against their roles' policies: "
             f"{len(denied)} denied")

@@ -257,3 +257,47 @@ def test_iam_step_functions_task_without_invoke_permission_fails_the_execution(l
     assert sfn_lambda.invocations() == []
     assert [(r.caller, r.action, r.resource) for r in iam.denials()] == [
         ("states.amazonaws.com", "lambda:InvokeFunction", fn)]
+
+
+@pytest.mark.iam_denials
+def test_iam_sns_to_a_function_without_its_permission_runs_nothing(local_aws: LocalAws) -> None:
+    local.install(local_aws)
+    local.sns_lambda_deliveries()
+    sns = client(local_aws, "sns")
+    topic = sns.create_topic(Name="to-fn")["TopicArn"]
+    fn = _function(local_aws, "subscriber", [])
+    sns.subscribe(TopicArn=topic, Protocol="lambda", Endpoint=fn)
+    sns.publish(TopicArn=topic, Message="m")
+    assert local.sns_lambda_deliveries() == []
+    assert [(r.caller, r.action, r.resource) for r in iam.denials()] == [
+        ("sns.amazonaws.com", "lambda:InvokeFunction", fn)]
+
+
+@pytest.mark.iam_denials
+def test_iam_alarm_to_an_encrypted_topic_whose_key_omits_cloudwatch_notifies_nobody(local_aws: LocalAws) -> None:
+    """The topic's policy admits CloudWatch, but its key's policy does not: SNS cannot encrypt the message."""
+    iam.install()
+    key = client(local_aws, "kms").create_key(Policy=json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:root"}, "Action": "kms:*",
+         "Resource": "*"}]}))["KeyMetadata"]["Arn"]
+    sns = client(local_aws, "sns")
+    topic = sns.create_topic(Name="sealed-alarms", Attributes={"KmsMasterKeyId": key})["TopicArn"]
+    sns.set_topic_attributes(TopicArn=topic, AttributeName="Policy", AttributeValue=json.dumps({
+        "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                                                "Action": "sns:Publish", "Resource": topic}]}))
+    client(local_aws, "cloudwatch").put_metric_alarm(
+        AlarmName="b", Namespace="N", MetricName="M", Statistic="Sum", Period=60, EvaluationPeriods=1, Threshold=1.0,
+        TreatMissingData="breaching", ComparisonOperator="GreaterThanOrEqualToThreshold", AlarmActions=[topic])
+    (transition,) = local.evaluate_alarms(local_aws)
+    assert transition.notified == ()
+    assert [(r.action, r.policy) for r in iam.denials()] == [("kms:GenerateDataKey", "key")]
+
+
+def test_iam_summary_line_counts_calls_not_authorizations(local_aws: LocalAws, fn: str) -> None:
+    create_job(local_aws, "allowed-2")
+    _as_function(local_aws, "narrow", "sagemaker").describe_training_job(TrainingJobName="allowed-2")
+    iam.authorize_service(local_aws, "events.amazonaws.com", "lambda:InvokeFunction", fn,
+                          source_arn=f"arn:aws:events:{REGION}:{LOCAL_ACCOUNT_ID}:rule/r")
+    assert iam.summary_line() == ("[iam] 1 calls by deployed functions checked against their roles' policies: "
+                                  "0 denied")
+    iam.reset_records()  # the edge above was refused (no permission): not this test's subject
