@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
+
 from smx_debug import local
 from smx_debug.contracts import RULE_TAG_PREFIX
 from smx_debug.local import DeployedStack, LocalAws, deploy_stack, iam, job_metrics, metric_data, sfn_lambda
@@ -136,3 +138,22 @@ def test_iam_calls_doc_lists_every_call_of_the_functional_flows_and_its_statemen
     if os.environ.get("SMX_REGENERATE_DOCS"):
         DOC.write_text(generated)
     assert DOC.read_text() == generated, "docs/iam-calls.md is stale: SMX_REGENERATE_DOCS=1 pytest " + __file__
+
+
+@pytest.mark.iam_denials
+@pytest.mark.xfail(strict=True, reason="issue 20 defect 2 (branch `isolation`): discovery calls ListTags on every "
+                   "running job; the evaluator's role may list tags of watched jobs only, so the run fails")
+def test_evaluator_in_an_account_with_an_unwatched_running_job_is_not_denied(local_aws: LocalAws,
+                                                                             tmp_path: Path) -> None:
+    """Reproduces defect 2 through the local IAM: the deployed evaluator, one watched and one other team's job."""
+    from infra.cdk_app import build_app
+
+    build_app({"watch_prefixes": ["guarded-"], "local": True}, outdir=str(tmp_path), nag=False).synth()
+    deployed = deploy_stack(local_aws, tmp_path / f"{STACK}.template.json", stack_name=STACK)
+    bucket = deployed.output("OutputBucketName")
+    _create_job(local_aws, bucket, "guarded-a-1", {})
+    _create_job(local_aws, bucket, "otherteam-1", {})
+    (run,) = local.deliver_schedule(local_aws)
+    denied = [(r.action, r.resource.rsplit("/", 1)[-1]) for r in iam.denials()]
+    iam.reset_records()
+    assert (run.error, denied) == (None, [])
