@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from helpers_infra_deploy import create_job
 
 from smx_debug import local
 from smx_debug.contracts import RULE_TAG_PREFIX
@@ -43,26 +44,11 @@ policy, "resource" the target's policy (topic, queue, bucket, function), "key" t
 """
 
 
-def _create_job(aws: LocalAws, bucket: str, name: str, tags: Mapping[str, str]) -> None:
-    aws.client("sagemaker").create_training_job(
-        TrainingJobName=name,
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        HyperParameters={"warmup_learning_rate": "0.1", "learning_rate": "0.1", "epochs": "30"},
-        RoleArn="arn:aws:iam::123456789012:role/SageMakerExecution",
-        OutputDataConfig={"S3OutputPath": f"s3://{bucket}/output"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-        Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
-    )
-    local.set_training_job_status(aws, name, "InProgress")
-
-
 def _run_flows(aws: LocalAws, deployed: DeployedStack) -> None:
     bucket = deployed.output("OutputBucketName")
     sfn_lambda.install(aws)
     job = "guarded-resnet-1"
-    _create_job(aws, bucket, job, {f"{RULE_TAG_PREFIX}{RULE}": "stop notify retrain"})
+    create_job(aws, bucket, job, {f"{RULE_TAG_PREFIX}{RULE}": "stop notify retrain"})
     local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=400)])
     deliveries = local.deliver_event(aws, local.state_change_event(aws, job))
     assert [d.error for d in deliveries] == [None] * 3
@@ -83,7 +69,7 @@ def _run_flows(aws: LocalAws, deployed: DeployedStack) -> None:
         time.sleep(0.5)
     metric_data.install()
     job_metrics.install()
-    _create_job(aws, bucket, "guarded-bert-1", {})
+    create_job(aws, bucket, "guarded-bert-1", {})
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=12)
     job_metrics.set_start_time(aws, "guarded-bert-1", start)
     job_metrics.publish_minutes(aws, "guarded-bert-1", start=start, first=0, last=10, scenario=Scenario(), hosts=1)
@@ -151,8 +137,8 @@ def test_evaluator_in_an_account_with_an_unwatched_running_job_is_not_denied(loc
     build_app({"watch_prefixes": ["guarded-"], "local": True}, outdir=str(tmp_path), nag=False).synth()
     deployed = deploy_stack(local_aws, tmp_path / f"{STACK}.template.json", stack_name=STACK)
     bucket = deployed.output("OutputBucketName")
-    _create_job(local_aws, bucket, "guarded-a-1", {})
-    _create_job(local_aws, bucket, "otherteam-1", {})
+    create_job(local_aws, bucket, "guarded-a-1", {})
+    create_job(local_aws, bucket, "otherteam-1", {})
     (run,) = local.deliver_schedule(local_aws)
     denied = [(r.action, r.resource.rsplit("/", 1)[-1]) for r in iam.denials()]
     iam.reset_records()
