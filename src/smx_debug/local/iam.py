@@ -1190,10 +1190,25 @@ def authorize_role_edge(aws: Any, service: str, role_arn: str, action: str, targ
                           session=f"arn:aws:sts::{account}:assumed-role/{role_name}/{service.split('.')[0]}")
     context: dict[str, ContextValue] = {"aws:PrincipalArn": role_arn, "aws:PrincipalAccount": account,
                                         "aws:SecureTransport": "true", "aws:ViaAWSService": "false"}
-    decision = decide(Request(principal, action, target, context), identity=identity_statements(aws, role_arn),
+    identity = identity_statements(aws, role_arn)
+    decision = decide(Request(principal, action, target, context), identity=identity,
                       resource=resource_policy(aws, target), resource_account=_arn_parts(target)[2] or None)
     message = "" if decision.allowed else _message(principal, action, target, decision)
     _record(Record(service, label, action, target, decision.allowed, decision.statement, decision.policy, message, call))
+    found = kms_key(aws, target) if decision.allowed and action in _SERVICE_KMS else None
+    if found is not None:  # the target's service uses its key for the role: the key policy and the role decide
+        key_arn, encryption = found
+        kms_context: dict[str, ContextValue] = {
+            **context, "kms:CallerAccount": account, "kms:ViaService": f"{_arn_parts(target)[0]}.{aws.region}.amazonaws.com",
+            **{f"kms:EncryptionContext:{k}": v for k, v in encryption.items()}}
+        for kms_action in _SERVICE_KMS[action]:
+            decision = decide(Request(principal, kms_action, key_arn, kms_context), identity=identity,
+                              resource=resource_policy(aws, key_arn), key_policy=True)
+            message = "" if decision.allowed else _message(principal, kms_action, key_arn, decision)
+            _record(Record(service, label, kms_action, key_arn, decision.allowed, decision.statement,
+                           decision.policy, message, call))
+            if not decision.allowed:
+                break
     return Outcome(decision.allowed, message)
 
 

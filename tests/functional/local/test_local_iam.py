@@ -301,3 +301,25 @@ def test_iam_summary_line_counts_calls_not_authorizations(local_aws: LocalAws, f
     assert iam.summary_line() == ("[iam] 1 calls by deployed functions checked against their roles' policies: "
                                   "0 denied")
     iam.reset_records()  # the edge above was refused (no permission): not this test's subject
+
+
+@pytest.mark.iam_denials
+def test_iam_step_functions_sns_task_without_publish_permission_fails_the_task(local_aws: LocalAws) -> None:
+    sfn_lambda.install(local_aws)
+    topic = client(local_aws, "sns").create_topic(Name="from-machine")["TopicArn"]
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                     "Principal": {"Service": "states.amazonaws.com"}}]}
+    role = _role(local_aws, "publisher-role", [{"Effect": "Allow", "Action": "sns:Publish",
+                                                "Resource": f"{topic}-other"}], trust)
+    definition = {"StartAt": "Tell", "States": {"Tell": {
+        "Type": "Task", "Resource": "arn:aws:states:::sns:publish",
+        "Parameters": {"TopicArn": topic, "Message": "m"}, "End": True}}}
+    sfn = client(local_aws, "stepfunctions")
+    machine = sfn.create_state_machine(name="tell", definition=json.dumps(definition), roleArn=role)["stateMachineArn"]
+    execution = sfn.start_execution(stateMachineArn=machine)["executionArn"]
+    deadline = time.monotonic() + 30
+    while sfn.describe_execution(executionArn=execution)["status"] == "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    done = sfn.describe_execution(executionArn=execution)
+    assert (done["status"], done.get("error")) == ("FAILED", "SNS.AuthorizationErrorException")
+    assert [(r.caller, r.action, r.resource) for r in iam.denials()] == [("states.amazonaws.com", "sns:Publish", topic)]
