@@ -901,12 +901,13 @@ def _document(value: Any) -> list[Statement]:
     return [dict(s) for s in ([statements] if isinstance(statements, Mapping) else statements)]
 
 
-def identity_statements(aws: Any, role_arn: str) -> list[Statement]:
-    """Every statement of the role's inline and attached managed policies, from the local IAM."""
+def identity_statements(aws: Any, role_arn: str, *, cached: bool = True) -> list[Statement]:
+    """Every statement of the role's inline and attached managed policies, from the local IAM (a function's
+    role is re-read at each invocation, :func:`function_environment`; ``cached=False`` reads it now)."""
     with _lock:
-        cached = _identity_cache.get(role_arn)
-    if cached is not None:
-        return cached
+        found = _identity_cache.get(role_arn) if cached else None
+    if found is not None:
+        return found
     iam = _admin(aws, "iam")
     name = role_arn.rsplit("/", 1)[-1]
     statements: list[Statement] = []
@@ -1190,7 +1191,7 @@ def authorize_role_edge(aws: Any, service: str, role_arn: str, action: str, targ
                           session=f"arn:aws:sts::{account}:assumed-role/{role_name}/{service.split('.')[0]}")
     context: dict[str, ContextValue] = {"aws:PrincipalArn": role_arn, "aws:PrincipalAccount": account,
                                         "aws:SecureTransport": "true", "aws:ViaAWSService": "false"}
-    identity = identity_statements(aws, role_arn)
+    identity = identity_statements(aws, role_arn, cached=False)
     decision = decide(Request(principal, action, target, context), identity=identity,
                       resource=resource_policy(aws, target), resource_account=_arn_parts(target)[2] or None)
     message = "" if decision.allowed else _message(principal, action, target, decision)
