@@ -316,9 +316,7 @@ def replay(aws: LocalAws, *, n_jobs: int = 30, n_events: int = 500, threads: int
                      AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
                      BillingMode="PAY_PER_REQUEST")
     topic = sns.create_topic(Name=f"{table}-topic")["TopicArn"]
-    queue = sqs.create_queue(QueueName=f"{table}-inbox")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    queue = local.subscribe_queue(aws, topic, f"{table}-inbox")
 
     cases = job_cases(n_jobs)
     events = build_events(aws, cases, n_events, rng)

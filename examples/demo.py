@@ -108,11 +108,7 @@ def deploy(aws: LocalAws, workdir: Path) -> Any:
 
 def subscribe_queue(aws: LocalAws, topic_arns: Sequence[str]) -> str:
     """An SQS queue subscribed to the notification topics: the team's inbox in this demo."""
-    sqs, sns = aws.client("sqs"), aws.client("sns")
-    url: str = sqs.create_queue(QueueName="smx-demo-inbox")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    for topic in topic_arns:
-        sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn, Attributes={"RawMessageDelivery": "true"})
+    url: str = local.subscribe_queue(aws, topic_arns, "smx-demo-inbox", raw=True)  # its policy admits the topics
     return url
 
 
@@ -202,7 +198,12 @@ def run(*, minutes: int, onset_min: float, speed: float, out: Path, verbose: boo
     with quiet_dependencies(verbose=verbose), tempfile.TemporaryDirectory(prefix="smx-demo-") as tmp, \
             LocalAws() as aws, aws.environment():
         say("1/6 start the local AWS")
+        local.iam.reset_records()  # every call the deployed functions make is checked against their roles
         code = _run(aws, tmp, timeline, minutes=minutes, onset_min=onset_min, speed=speed, out=out)
+    print(local.iam.summary_line())
+    for denied in local.iam.denials():
+        print(f"[iam] denied: {denied.caller}: {denied.message}")
+        code = code or 1
     say("done", f"{time.monotonic() - timeline.started:.1f} s in all; the local AWS is shut down")
     return code
 

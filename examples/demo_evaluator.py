@@ -6,7 +6,8 @@ the rule's actions (stop, notify). The simulator writes what SageMaker publishes
 CloudWatch: per-host instance metrics and the training metrics of its MetricDefinitions, one datapoint a minute,
 with a CPU bottleneck from a known onset. Every job minute the scheduled evaluator runs in process, with the
 deployed function's own environment, exactly as the Lambda does (``smx_debug.watch.run_once``); when its rule
-fires, the action core stops the job once and notifies. Run alone: ``python examples/demo_evaluator.py``.
+fires, the action core stops the job once and notifies. Its AWS clients are the deployed function's (its role's
+key, every call authorized by ``smx_debug.local.iam``). Run alone: ``python examples/demo_evaluator.py``.
 """
 
 from __future__ import annotations
@@ -117,7 +118,10 @@ def guard_second_job(
     say("launch", f"boto3 CreateTrainingJob {job} ({INSTANCE_TYPE} x2): no DebugRuleConfigurations, no "
         f"DebugHookConfig, ProfilerConfig {description.get('ProfilerConfig')}; watch spec s3://{bucket}/{key}")
 
-    runtime = EvaluatorRuntime.from_env(_function_environment(aws))
+    environment = _function_environment(aws)
+    function = environment["AWS_LAMBDA_FUNCTION_NAME"]
+    with local.iam.as_function(aws, function):  # its clients are the function's role (created lazily: see below)
+        runtime = EvaluatorRuntime.from_env(environment)
     scenario = Scenario(kind="cpu_bottleneck", onset=onset_min, vcpus=32, gpus=4, seed=11)
     result = EvaluatorJobResult(job, float(onset_min))
     say("simulate", f"instance metrics of 2 hosts and the training losses, 1 datapoint a minute, CPU bottleneck from "
@@ -128,7 +132,8 @@ def guard_second_job(
         # `settle_seconds` = 60 before reading a minute).
         publish_minutes(aws, job, start=start, first=minute - 1, last=minute - 1, scenario=scenario, hosts=2)
         now = start.timestamp() + minute * 60 + 5
-        report = run_once(runtime.settings, runtime.clients, runtime.responder, now=now)
+        with local.iam.as_function(aws, function):
+            report = run_once(runtime.settings, runtime.clients, runtime.responder, now=now)
         result.runs += 1
         outcome = report.outcomes.get(job)
         fired = [t.name for t in report.triggers if t.job == job]

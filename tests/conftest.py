@@ -27,6 +27,24 @@ os.environ.update(
 os.environ.pop("AWS_PROFILE", None)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "iam_denials: the test expects the local IAM to deny calls (it asserts them)")
+
+
+@pytest.fixture(autouse=True)
+def local_iam(request: pytest.FixtureRequest) -> Iterator[None]:
+    """IAM is enforced on every call a deployed function makes (smx_debug.local.iam); a denial fails the
+    test unless it is marked ``iam_denials`` (and asserts the denials itself)."""
+    from smx_debug.local import iam
+
+    iam.reset_records()
+    yield
+    made = iam.reset_records()
+    if request.node.get_closest_marker("iam_denials") is None:
+        denied = [f"{r.caller}: {r.message}" for r in iam.denials(made)]
+        assert denied == [], "the local IAM denied calls by deployed functions"
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     return DATA

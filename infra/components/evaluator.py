@@ -7,8 +7,10 @@ stack's statements: name prefix or opt-in tag), read metrics (``cloudwatch:GetMe
 type), its own cursor table (batch read/write, nothing else), read the watch specs under one prefix of the
 stack's bucket (and the profiler output jobs write there), the ledger's four item actions, put the rule metric in our namespace only, publish to our topic.
 Failures: the schedule invokes asynchronously without retries (the next run is a minute away and resumes from
-the saved cursors); a failed invocation goes to the stack's dead-letter queue and an alarm on the function's
-errors notifies people.
+the saved cursors), and an invocation not started within one rate period (throttled) is dropped rather than
+retried for Lambda's default 6 hours; a failed invocation goes to the stack's dead-letter queue and an alarm on
+the function's errors notifies people. No reserved concurrency: a new account's quota (10 executions, 10 kept
+unreserved) refuses any, which would fail ``cdk deploy``.
 """
 
 from __future__ import annotations
@@ -100,6 +102,10 @@ class Evaluator(Construct):
         }
         if state_machine_arn:  # a rule whose actions say `retrain` starts the retraining workflow
             env[Env.STATE_MACHINE_ARN] = state_machine_arn
+        # No reserved concurrency: a new account (quota 10, 10 kept unreserved) refuses any reservation, so
+        # overlapping runs are the evaluator's own business. A run not started by the time the next one is due
+        # is dropped (Lambda's and EventBridge's maximum event age), not retried for hours.
+        next_run = cdk.Duration.minutes(rate_minutes)
         self.function = handler_function(
             self,
             handler_name="evaluator",
@@ -111,9 +117,10 @@ class Evaluator(Construct):
             environment=env,
             timeout_seconds=EVALUATOR_TIMEOUT_SECONDS,
             memory_size=EVALUATOR_MEMORY_MB,
-            reserved_concurrent_executions=1,  # one run at a time: runs never race on a job's cursor
             dead_letter_queue=dead_letter_queue,
             retry_attempts=0,  # the next scheduled run is the retry, from the saved cursors
+            # Lambda retries a throttled async event for up to 6 hours by default: drop it when the next run is due
+            max_event_age=next_run,
             description="smx-debug scheduled evaluator: evaluates watched jobs' rules on CloudWatch data",
         )
         self.schedule = events.Rule(
@@ -122,7 +129,7 @@ class Evaluator(Construct):
             description=f"smx-debug: run the evaluator every {rate_minutes} minute(s)",
             schedule=events.Schedule.rate(cdk.Duration.minutes(rate_minutes)),
         )
-        self.schedule.add_target(targets.LambdaFunction(self.function, retry_attempts=0,
+        self.schedule.add_target(targets.LambdaFunction(self.function, retry_attempts=0, max_event_age=next_run,
                                                         dead_letter_queue=dead_letter_queue))
         self._grant(bucket=bucket, ledger=ledger, ledger_actions=ledger_actions, topic=topic, key=key,
                     namespace=metric_namespace, job_statements=job_statements, dead_letter_queue=dead_letter_queue)

@@ -89,7 +89,7 @@ def handler_function(
     description: str,
     runtime: lambda_.Runtime = RUNTIME,
     layers: Sequence[lambda_.ILayerVersion] | None = None,
-    reserved_concurrent_executions: int | None = None,
+    max_event_age: cdk.Duration | None = None,
 ) -> lambda_.Function:
     """``Function`` in ``scope``: ``handler.handler`` from a staged code directory on arm64, tagged with
     :data:`~smx_debug.contracts.HANDLER_TAG` = ``handler_name`` (the local AWS runs its code by this tag)."""
@@ -106,9 +106,9 @@ def handler_function(
         log_group=log_group,
         timeout=cdk.Duration.seconds(timeout_seconds),
         memory_size=memory_size,
-        reserved_concurrent_executions=reserved_concurrent_executions,
         dead_letter_queue=dead_letter_queue,
         retry_attempts=retry_attempts,
+        max_event_age=max_event_age,
         description=description,
     )
     cdk.Tags.of(function).add(HANDLER_TAG, handler_name)

@@ -53,6 +53,14 @@ def test_demo_prints_no_warning_no_dependency_info_and_no_nan(demo_run: tuple[in
     assert profiler_report == "NoIssuesFound"
 
 
+def test_demo_checks_every_call_of_the_deployed_functions_against_their_roles(demo_run: tuple[int, str, Path]) -> None:
+    _, text, _ = demo_run
+    (line,) = [line for line in text.splitlines() if line.startswith("[iam]")]
+    found = re.fullmatch(r"\[iam\] (\d+) calls by deployed functions checked against their roles' policies: 0 denied",
+                         line)
+    assert found and int(found.group(1)) > 20, line
+
+
 def test_demo_stops_the_guarded_job_once_and_reports(demo_run: tuple[int, str, Path]) -> None:
     code, text, out = demo_run
     assert code == 0, text

@@ -17,14 +17,123 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from infra_policy_eval import ACCOUNT, FOREIGN_ACCOUNT, REGION, Request, Resolver, Statement, decide
+from smx_debug.local import iam
+from smx_debug.local.iam import SOURCE_KEYS_TO_KMS, Principal, Request
 
-# What each service puts in the request context when it calls the receiving resource (resource policy) and
-# when its delivery calls KMS. EventBridge's and SNS's KMS calls carry no aws:Source* keys (AWS documents
-# that conditioning a key grant on them for EventBridge silently drops every event), so a key grant that
-# requires them fails here as it would in the account.
-SOURCE_KEYS_TO_KMS = {"cloudwatch.amazonaws.com": True, "events.amazonaws.com": False, "sns.amazonaws.com": False}
 DATA_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
+Statement = dict[str, Any]
+
+ACCOUNT = "111122223333"
+FOREIGN_ACCOUNT = "999988887777"
+REGION = "us-west-2"
+
+Statement = dict[str, Any]
+
+
+def _listify(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else [value]
+
+
+@dataclass
+class Resolver:
+    """Ref / Fn::GetAtt / Fn::Join / Fn::Select / Fn::Split with a fixed account, region and partition."""
+
+    resources: Mapping[str, Any]
+    partition: str = "aws"
+    account: str = ACCOUNT
+    region: str = REGION
+
+    def _arn(self, service: str, resource: str, *, region: bool = True, account: bool = True) -> str:
+        return (f"arn:{self.partition}:{service}:{self.region if region else ''}:"
+                f"{self.account if account else ''}:{resource}")
+
+    def _name(self, logical: str) -> str:
+        """The physical name a resource is given in the template, else its logical id."""
+        props = self.resources[logical].get("Properties", {})
+        for key in ("StateMachineName", "FunctionName", "TopicName", "QueueName", "TableName"):
+            if isinstance(props.get(key), str):
+                return str(props[key])
+        return logical
+
+    def ref(self, name: str) -> str:
+        pseudo = {"AWS::Partition": self.partition, "AWS::AccountId": self.account, "AWS::Region": self.region,
+                  "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": "SmxDebugGuard"}
+        if name in pseudo:
+            return pseudo[name]
+        kind = self.resources[name]["Type"]
+        refs = {
+            "AWS::SNS::Topic": lambda: self._arn("sns", name),
+            "AWS::SQS::Queue": lambda: f"https://sqs.{self.region}.amazonaws.com/{self.account}/{name}",
+            "AWS::S3::Bucket": lambda: name.lower(),
+            "AWS::StepFunctions::StateMachine": lambda: self._arn("states", f"stateMachine:{self._name(name)}"),
+            "AWS::KMS::Key": lambda: f"key-{name}",
+        }
+        return refs[kind]() if kind in refs else name
+
+    def get_att(self, name: str, attr: str) -> str:
+        kind = self.resources[name]["Type"]
+        arns = {
+            "AWS::SNS::Topic": lambda: self._arn("sns", name),
+            "AWS::SQS::Queue": lambda: self._arn("sqs", name),
+            "AWS::Lambda::Function": lambda: self._arn("lambda", f"function:{name}"),
+            "AWS::S3::Bucket": lambda: self._arn("s3", name.lower(), region=False, account=False),
+            "AWS::DynamoDB::Table": lambda: self._arn("dynamodb", f"table/{name}"),
+            "AWS::KMS::Key": lambda: self._arn("kms", f"key/key-{name}"),
+            "AWS::Events::Rule": lambda: self._arn("events", f"rule/{name}"),
+            "AWS::CloudWatch::Alarm": lambda: self._arn("cloudwatch", f"alarm:{name}"),
+            "AWS::IAM::Role": lambda: self._arn("iam", f"role/{name}", region=False),
+            "AWS::Logs::LogGroup": lambda: self._arn("logs", f"log-group:{name}:*"),
+            "AWS::StepFunctions::StateMachine": lambda: self._arn("states", f"stateMachine:{self._name(name)}"),
+        }
+        if attr == "Arn":
+            return arns[kind]()
+        if (kind, attr) == ("AWS::SNS::Topic", "TopicArn"):
+            return arns[kind]()
+        if (kind, attr) == ("AWS::SQS::Queue", "QueueName"):
+            return name
+        if (kind, attr) == ("AWS::SQS::Queue", "QueueUrl"):
+            return self.ref(name)
+        if (kind, attr) == ("AWS::SNS::Topic", "TopicName"):
+            return name
+        raise KeyError(f"no attribute {attr} of {kind} in the resolver")
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        if not isinstance(value, dict):
+            return value
+        if set(value) == {"Ref"}:
+            return self.ref(value["Ref"])
+        if set(value) == {"Fn::GetAtt"}:
+            target = value["Fn::GetAtt"]
+            name, attr = (target.split(".", 1) if isinstance(target, str) else target)
+            return self.get_att(name, attr)
+        if set(value) == {"Fn::Join"}:
+            sep, parts = value["Fn::Join"]
+            return sep.join(str(self(p)) for p in parts)
+        if set(value) == {"Fn::Select"}:
+            index, items = value["Fn::Select"]
+            return self(items)[int(index)]
+        if set(value) == {"Fn::Split"}:
+            sep, text = value["Fn::Split"]
+            return str(self(text)).split(sep)
+        return {k: self(v) for k, v in value.items()}
+
+
+def role_principal(role_arn: str) -> Principal:
+    """One of the stack's roles as IAM sees it calling (a session of the role)."""
+    account, name = role_arn.split(":")[4], role_arn.rsplit("/", 1)[-1]
+    return Principal(account, arn=role_arn, session=f"arn:aws:sts::{account}:assumed-role/{name}/session")
+
+
+STACK_ROLE = role_principal(f"arn:aws:iam::{ACCOUNT}:role/SmxDebugGuard-Role")
+
+
+def allowed(statements: list[Statement], action: str, resource: str,
+            context: Mapping[str, Any] | None = None) -> bool:
+    """Whether identity policy ``statements`` let a role of the stack perform ``action`` on ``resource``
+    (the local IAM's evaluator, smx_debug.local.iam)."""
+    return iam.evaluate(statements, Request(STACK_ROLE, action, resource, dict(context or {}))).allowed
 
 
 @dataclass(frozen=True)
@@ -121,8 +230,8 @@ class Template:
     def trusts(self, role: str, service: str, source_arn: str) -> bool:
         trust = self.resolve(self.resources[role]["Properties"]["AssumeRolePolicyDocument"]["Statement"])
         context = {"aws:SourceAccount": ACCOUNT, "aws:SourceArn": source_arn}
-        return decide(trust, Request("sts:AssumeRole", "*", principal_service=service, context=context),
-                      key_policy=True)
+        request = Request(Principal(ACCOUNT, service=service), "sts:AssumeRole", self.arn(role), context)
+        return iam.decide(request, resource=trust).allowed
 
 
 # ---------------------------------------------------------------------------------------------- edges
@@ -253,27 +362,26 @@ def check_edge(t: Template, edge: Edge) -> list[str]:
     resource = _target_arn(t, edge)
     if edge.role is None:
         policy = t.resource_policy(edge.target)
-        mine = Request(edge.action, resource, principal_service=edge.service, context=_context(edge, ACCOUNT))
-        if not decide(policy, mine):
+        service = Principal(ACCOUNT, service=edge.service)
+        if not iam.decide(Request(service, edge.action, resource, _context(edge, ACCOUNT)), resource=policy).allowed:
             problems.append(f"{edge.name}: the resource policy of {edge.target} does not allow {edge.service} "
                             f"{edge.action} from {edge.source_arn}")
-        foreign = Request(edge.action, resource, principal_service=edge.service,
-                          context=_context(edge, FOREIGN_ACCOUNT))
-        if decide(policy, foreign):
+        foreign = Request(Principal(FOREIGN_ACCOUNT, service=edge.service), edge.action, resource,
+                          _context(edge, FOREIGN_ACCOUNT))
+        if iam.decide(foreign, resource=policy).allowed:
             problems.append(f"{edge.name}: the resource policy of {edge.target} also allows {edge.service} "
                             f"acting for account {FOREIGN_ACCOUNT} (no aws:SourceArn/SourceAccount condition)")
     else:
         if not t.trusts(edge.role, edge.service, edge.source_arn):
             problems.append(f"{edge.name}: role {edge.role} does not trust {edge.service}")
-        if not decide(t.role_policy(edge.role), Request(edge.action, resource, context={"aws:SecureTransport":
-                                                                                        "true"})):
-            problems.append(f"{edge.name}: role {edge.role} may not {edge.action} on {edge.target}")
-        if t.resources[edge.target]["Type"] in ("AWS::SNS::Topic", "AWS::SQS::Queue", "AWS::S3::Bucket"):
-            principal = t.arn(edge.role)
-            request = Request(edge.action, resource, principal_arn=principal, context={"aws:SecureTransport": "true"})
-            denies = [s for s in t.resource_policy(edge.target) if s["Effect"] == "Deny"]
-            if denies and not decide([*denies, {"Effect": "Allow", "Action": "*", "Resource": "*"}], request):
-                problems.append(f"{edge.name}: the resource policy of {edge.target} denies role {edge.role}")
+        has_policy = t.resources[edge.target]["Type"] in ("AWS::SNS::Topic", "AWS::SQS::Queue", "AWS::S3::Bucket")
+        request = Request(role_principal(t.arn(edge.role)), edge.action, resource,
+                          {"aws:SecureTransport": "true", "aws:PrincipalArn": t.arn(edge.role),
+                           "aws:PrincipalAccount": ACCOUNT})
+        decision = iam.decide(request, identity=t.role_policy(edge.role),
+                              resource=t.resource_policy(edge.target) if has_policy else None, resource_account=ACCOUNT)
+        if not decision.allowed:
+            problems.append(f"{edge.name}: role {edge.role} may not {edge.action} on {edge.target} ({decision.reason})")
     key = t.key_of(edge.target)
     if key is not None:
         problems.extend(_check_key(t, edge, key))
@@ -285,23 +393,24 @@ def _check_key(t: Template, edge: Edge, key: str) -> list[str]:
     key_policy, key_arn = t.key_policy(key), t.arn(key)
     for action in DATA_KEY_ACTIONS:
         if edge.role is None:
-            context = _context(edge, ACCOUNT) if SOURCE_KEYS_TO_KMS.get(edge.service) else {}
-            if not decide(key_policy, Request(action, key_arn, principal_service=edge.service, context=context),
-                          key_policy=True):
+            sends_source = SOURCE_KEYS_TO_KMS.get(edge.service, True)
+            context = _context(edge, ACCOUNT) if sends_source else {}
+            request = Request(Principal(ACCOUNT, service=edge.service), action, key_arn, context)
+            if not iam.decide(request, resource=key_policy, key_policy=True).allowed:
                 problems.append(f"{edge.name}: the policy of key {key} does not allow {edge.service} {action} "
                                 f"(context {sorted(context)})")
-            elif SOURCE_KEYS_TO_KMS.get(edge.service) and decide(
-                key_policy, Request(action, key_arn, principal_service=edge.service,
-                                    context=_context(edge, FOREIGN_ACCOUNT)), key_policy=True):
+            elif sends_source and iam.decide(
+                Request(Principal(FOREIGN_ACCOUNT, service=edge.service), action, key_arn,
+                        _context(edge, FOREIGN_ACCOUNT)), resource=key_policy, key_policy=True).allowed:
                 problems.append(f"{edge.name}: key {key} also lets {edge.service} act for account {FOREIGN_ACCOUNT}")
         else:
             role_arn = t.arn(str(edge.role))
-            via_iam = decide(key_policy, Request(action, key_arn, principal_arn=role_arn), key_policy=True)
-            if not via_iam:
-                problems.append(f"{edge.name}: key {key}'s policy neither grants role {edge.role} nor delegates to IAM")
-            if not decide(t.role_policy(str(edge.role)), Request(action, key_arn)):
-                problems.append(f"{edge.name}: role {edge.role} may not {action} with key {key}")
+            decision = iam.decide(Request(role_principal(role_arn), action, key_arn, {}),
+                                  identity=t.role_policy(str(edge.role)), resource=key_policy, key_policy=True)
+            if not decision.allowed:
+                problems.append(f"{edge.name}: role {edge.role} may not {action} with key {key} ({decision.reason})")
     return problems
 
 
-__all__ = ["ACCOUNT", "REGION", "Edge", "Template", "check_edge", "derive_edges"]
+__all__ = ["ACCOUNT", "FOREIGN_ACCOUNT", "REGION", "Edge", "Resolver", "Template", "allowed", "check_edge",
+           "derive_edges", "role_principal"]

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 from helpers_infra import Synth
-from infra_delivery import Template
-from infra_policy_eval import ACCOUNT, REGION, Request, decide
+from infra_delivery import ACCOUNT, REGION, Template, allowed
 
 from smx_debug.contracts import HANDLER_TAG, MANAGED_TAG, RETRAIN_RUN_TAG, RULE_TAG_PREFIX
 
@@ -47,9 +46,9 @@ def test_every_verifying_role_may_describe_and_list_tags_of_watched_jobs_only(
     statements = roles[handler]
     for action in ("sagemaker:DescribeTrainingJob", "sagemaker:ListTags"):
         for name, tags in WATCHED.items():
-            assert decide(statements, Request(action, _arn(name), context=_resource_tags(tags))), (action, name)
+            assert allowed(statements, action, _arn(name), _resource_tags(tags)), (action, name)
         for name, tags in UNWATCHED.items():
-            assert not decide(statements, Request(action, _arn(name), context=_resource_tags(tags))), (action, name)
+            assert not allowed(statements, action, _arn(name), _resource_tags(tags)), (action, name)
 
 
 @pytest.mark.parametrize(("name", "tags"), list(WATCHED.items()))
@@ -60,9 +59,9 @@ def test_retrain_may_create_the_next_run_with_the_flagged_jobs_tags_and_the_work
     context: dict[str, Any] = {f"aws:RequestTag/{k}": v for k, v in request_tags.items()}
     context["aws:TagKeys"] = list(request_tags)
     arn = _arn(f"{name}-1123-1")
-    assert decide(roles["retrain"], Request("sagemaker:CreateTrainingJob", arn, context=context))
-    assert decide(roles["retrain"], Request("sagemaker:AddTags", arn,
-                                            context={**context, "sagemaker:TaggingAction": "CreateTrainingJob"}))
+    assert allowed(roles["retrain"], "sagemaker:CreateTrainingJob", arn, context)
+    assert allowed(roles["retrain"], "sagemaker:AddTags", arn,
+                   {**context, "sagemaker:TaggingAction": "CreateTrainingJob"})
 
 
 def test_retrain_may_pass_the_flagged_jobs_execution_role_to_sagemaker_only(
@@ -70,9 +69,8 @@ def test_retrain_may_pass_the_flagged_jobs_execution_role_to_sagemaker_only(
 ) -> None:
     role = f"arn:aws:iam::{ACCOUNT}:role/AmazonSageMaker-ExecutionRole-2026"
     to_sagemaker = {"iam:PassedToService": "sagemaker.amazonaws.com"}
-    assert decide(roles["retrain"], Request("iam:PassRole", role, context=to_sagemaker))
-    assert not decide(roles["retrain"], Request("iam:PassRole", role, context={"iam:PassedToService": "ec2.amazonaws.com"}))
-    assert not decide(roles["retrain"], Request("iam:PassRole", f"arn:aws:iam::{ACCOUNT}:role/Admin",
-                                                context=to_sagemaker))
+    assert allowed(roles["retrain"], "iam:PassRole", role, to_sagemaker)
+    assert not allowed(roles["retrain"], "iam:PassRole", role, {"iam:PassedToService": "ec2.amazonaws.com"})
+    assert not allowed(roles["retrain"], "iam:PassRole", f"arn:aws:iam::{ACCOUNT}:role/Admin", to_sagemaker)
     for handler in ("rule_metrics", "stop_training", "notify", "evaluator"):
-        assert not decide(roles[handler], Request("iam:PassRole", role, context=to_sagemaker)), handler
+        assert not allowed(roles[handler], "iam:PassRole", role, to_sagemaker), handler

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from aws_cdk.assertions import Match, Template
 from helpers_infra import Synth
 
@@ -39,7 +40,6 @@ def test_evaluator_scheduled_every_rate_minutes_with_its_settings(synth: Synth) 
     logical, props = _evaluator(template)
     assert (props["Runtime"], props["Architectures"], props["Timeout"], props["MemorySize"]) == (
         "python3.14", ["arm64"], 60, 1024)
-    assert props["ReservedConcurrentExecutions"] == 1
     assert len(props["Layers"]) == 1
     env = props["Environment"]["Variables"]
     assert json.loads(env["SMX_DEFAULT_RULES"]) == [
@@ -50,14 +50,37 @@ def test_evaluator_scheduled_every_rate_minutes_with_its_settings(synth: Synth) 
     template.has_resource_properties("AWS::Events::Rule", {
         "ScheduleExpression": "rate(2 minutes)",
         "Targets": [Match.object_like({"Arn": {"Fn::GetAtt": [logical, "Arn"]},
-                                       "RetryPolicy": {"MaximumRetryAttempts": 0}})],
+                                       "RetryPolicy": {"MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 120}})],
     })
-    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {"MaximumRetryAttempts": 0})
+    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
+        "FunctionName": {"Ref": logical}, "MaximumRetryAttempts": 0, "MaximumEventAgeInSeconds": 120})
     template.has_resource_properties("AWS::DynamoDB::Table", {
         "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
         "PointInTimeRecoverySpecification": {"PointInTimeRecoveryEnabled": True},
         "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
     })
+
+
+@pytest.mark.parametrize("context", [{}, {"evaluator": {"rate_minutes": 5}}, {"retraining": True}])
+def test_evaluator_no_function_reserves_concurrency(synth: Synth, context: dict[str, Any]) -> None:
+    """A new account's quota is 10 with 10 kept unreserved: any reservation fails `cdk deploy` there (defect 5).
+    Overlapping evaluator runs are made safe by the evaluator itself, not by reserved concurrency."""
+    template, _ = synth(watch_prefixes=["exp-"], **context)
+    functions = template.find_resources("AWS::Lambda::Function")
+    assert functions and all("ReservedConcurrentExecutions" not in f["Properties"] for f in functions.values())
+
+
+@pytest.mark.parametrize(("rate", "age"), [(1, 60), (5, 300)])
+def test_evaluator_scheduled_run_is_dropped_once_the_next_run_is_due(synth: Synth, rate: int, age: int) -> None:
+    """Lambda retries a throttled asynchronous event until its maximum event age (6 hours by default), and
+    EventBridge retries a throttled delivery: both stop at one rate period, when the next run starts anyway."""
+    template, _ = synth(watch_prefixes=["exp-"], evaluator={"rate_minutes": rate})
+    logical, _ = _evaluator(template)
+    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
+        "FunctionName": {"Ref": logical}, "MaximumEventAgeInSeconds": age, "MaximumRetryAttempts": 0})
+    template.has_resource_properties("AWS::Events::Rule", {"Targets": [Match.object_like({
+        "Arn": {"Fn::GetAtt": [logical, "Arn"]},
+        "RetryPolicy": {"MaximumEventAgeInSeconds": age, "MaximumRetryAttempts": 0}})]})
 
 
 def test_evaluator_least_privilege(synth: Synth) -> None:

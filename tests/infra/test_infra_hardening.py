@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 from helpers_infra import Synth, functions_by_handler
-from infra_delivery import Template
-from infra_policy_eval import Request, decide
+from infra_delivery import Template, allowed
 
 from infra.config import config_from_context
 from smx_debug.actions.settings import Settings
@@ -82,12 +81,12 @@ def test_only_the_rule_action_handlers_start_the_retraining_state_machine(full: 
         role = str(full.logical_of(props["Role"]))
         statements = full.role_policy(role)
         env = full.resolve(props["Environment"]["Variables"])
-        may_start = decide(statements, Request("states:StartExecution", machine_arn))
+        may_start = allowed(statements, "states:StartExecution", machine_arn)
         assert may_start == (handler in STARTERS), handler
         # notify also gets the ARN, to check the execution events it reports (no states:* permission).
         assert (env.get(Env.STATE_MACHINE_ARN) == machine_arn) == (handler in {*STARTERS, "notify"}), handler
         other = machine_arn.replace("SmxDebugGuard-retraining", "someone-else")
-        assert not decide(statements, Request("states:StartExecution", other))
+        assert not allowed(statements, "states:StartExecution", other)
 
 
 def test_executions_no_step_can_report_go_to_notify(full: Template) -> None:

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 from helpers_infra import Synth
-from infra_delivery import Template
-from infra_policy_eval import ACCOUNT, REGION, Request, decide
+from infra_delivery import ACCOUNT, REGION, Template, allowed
 
 from smx_debug.contracts import MANAGED_TAG, RULE_TAG_PREFIX
 
@@ -42,17 +41,15 @@ def _tag_context(prefix: str, tags: dict[str, str]) -> dict[str, Any]:
 def can(statements: list[dict[str, Any]], capability: str, name: str, tags: dict[str, str]) -> bool:
     arn = _job_arn(name)
     if capability == "stop":
-        return decide(statements, Request("sagemaker:StopTrainingJob", arn,
-                                          context=_tag_context("aws:ResourceTag", tags)))
+        return allowed(statements, "sagemaker:StopTrainingJob", arn, _tag_context("aws:ResourceTag", tags))
     if capability == "tag":  # enrol an existing job: add the opt-in tag to it
         context = {**_tag_context("aws:ResourceTag", tags), **_tag_context("aws:RequestTag", {MANAGED_TAG: "true"})}
-        return decide(statements, Request("sagemaker:AddTags", arn, context=context))
+        return allowed(statements, "sagemaker:AddTags", arn, context)
     # create: CreateTrainingJob with the scenario's tags plus a rule-action tag (so AddTags is authorised too)
     request_tags = {**tags, f"{RULE_TAG_PREFIX}LossNotDecreasing": "stop"}
     context = _tag_context("aws:RequestTag", request_tags)
-    return decide(statements, Request("sagemaker:CreateTrainingJob", arn, context=context)) and decide(
-        statements, Request("sagemaker:AddTags", arn, context={**context, "sagemaker:TaggingAction":
-                                                                "CreateTrainingJob"}))
+    return allowed(statements, "sagemaker:CreateTrainingJob", arn, context) and allowed(
+        statements, "sagemaker:AddTags", arn, {**context, "sagemaker:TaggingAction": "CreateTrainingJob"})
 
 
 def computed_table(t: Template) -> dict[tuple[str, str], dict[str, str]]:

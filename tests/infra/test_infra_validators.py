@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from helpers_infra import Synth
-from infra_policy_eval import Resolver
+from infra_delivery import Resolver
 
 ROOT = Path(__file__).resolve().parents[2]
 CFN_LINT = ROOT / ".venv" / "bin" / "cfn-lint"

@@ -61,9 +61,9 @@ PUBLIC = {
     ],
     "smx_debug.local": [
         "AlarmTransition", "DEFAULT_REGION", "Delivery", "DeployedStack", "EmulatedResource", "LOCAL_ACCOUNT_ID",
-        "LocalAws", "deliver_event", "deploy_stack", "evaluate_alarms", "install", "invoke_handler", "publish_assets",
+        "LocalAws", "deliver_event", "deliver_schedule", "deploy_stack", "evaluate_alarms", "install", "invoke_handler", "publish_assets",
         "reset_handlers", "rule_status", "set_rule_statuses", "set_training_job_status", "sns_lambda_deliveries",
-        "state_change_event", "stop_calls", "tick",
+        "state_change_event", "stop_calls", "subscribe_queue", "tick",
     ],
     "smx_debug.tensors": [
         "Collection", "CollectionsFile", "END_OF_JOB", "ModeKeys", "NORMS", "REDUCTIONS", "REDUCTIONS_PREFIX",

@@ -7,24 +7,30 @@ each through moto's public backend objects:
   job statuses, and the ProfilerConfig / ProfilerRuleConfigurations moto drops;
 - :mod:`~smx_debug.local.rule_statuses`: rule evaluation statuses and the job's state-change event;
 - :mod:`~smx_debug.local.delivery`: EventBridge -> Lambda and SNS -> Lambda, handlers run in-process;
+- :mod:`~smx_debug.local.iam`: every call a deployed function makes, and every delivery edge, authorized
+  against the deployed policies (roles, resource policies, key policies) before it reaches moto;
 - :mod:`~smx_debug.local.alarms`: CloudWatch alarm evaluation and notification;
-- :mod:`~smx_debug.local.bucket_policy`: only unconditional bucket-policy statements are evaluated;
+- :mod:`~smx_debug.local.bucket_policy`: whole bucket policies, conditions included, evaluated by the local IAM;
+- :mod:`~smx_debug.local.concurrency`: reserved concurrency a new account refuses (quota 10), refused;
 - and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
   :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`.
 
-:func:`install` installs the first five at once.
+:func:`install` installs training_jobs, bucket_policy, iam (its server guard) and delivery at once;
+:func:`deploy_stack` installs concurrency; the rest act when called.
 """
 
 from __future__ import annotations
 
-from smx_debug.local import bucket_policy, delivery, training_jobs
+from smx_debug.local import bucket_policy, delivery, iam, training_jobs
 from smx_debug.local.alarms import AlarmTransition, evaluate_alarms
 from smx_debug.local.delivery import (
     Delivery,
     deliver_event,
+    deliver_schedule,
     invoke_handler,
     reset_handlers,
     sns_lambda_deliveries,
+    subscribe_queue,
 )
 from smx_debug.local.deploy import DeployedStack, EmulatedResource, deploy_stack, publish_assets
 from smx_debug.local.rule_statuses import rule_status, set_rule_statuses, state_change_event
@@ -40,6 +46,7 @@ __all__ = [
     "EmulatedResource",
     "LocalAws",
     "deliver_event",
+    "deliver_schedule",
     "deploy_stack",
     "evaluate_alarms",
     "install",
@@ -52,13 +59,16 @@ __all__ = [
     "sns_lambda_deliveries",
     "state_change_event",
     "stop_calls",
+    "subscribe_queue",
     "tick",
 ]
 
 
 def install(aws: LocalAws | None = None) -> None:
-    """Install what moto lacks for the local AWS: the training-job lifecycle, unconditional-only bucket
-    policies, and in-process SNS -> Lambda delivery on ``aws`` (patched once per process). Idempotent."""
+    """Install what moto lacks for the local AWS: the training-job lifecycle, evaluated bucket policies, the
+    local IAM's server guard, and in-process SNS -> Lambda delivery on ``aws`` (patched once per process).
+    Idempotent."""
     training_jobs.install()
     bucket_policy.install()
+    iam.install()
     delivery.install(aws)

@@ -3,7 +3,8 @@
 :func:`evaluate_alarms` evaluates every metric alarm once, as CloudWatch would (simplified: see its docstring):
 it reads the alarm's metric with GetMetricStatistics, compares it with the threshold, sets the state with
 SetAlarmState and, on a change, publishes CloudWatch's notification JSON to the alarm's SNS actions (moto
-delivers SNS to SQS; a Lambda subscription runs its handler through :mod:`smx_debug.local.delivery`).
+delivers SNS to SQS; a Lambda subscription runs its handler through :mod:`smx_debug.local.delivery`) when the
+topic's policy and its KMS key's policy let CloudWatch publish for that alarm (:mod:`smx_debug.local.iam`).
 
 This module needs moto, so it is not part of the Lambda assets.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smx_debug.local import delivery
+from smx_debug.local import delivery, iam
 from smx_debug.local.clients import client
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
@@ -141,7 +142,11 @@ def evaluate_alarms(aws: LocalAws, now: datetime | None = None) -> list[AlarmTra
                     :100
                 ]
                 for arn in alarm.get(actions, []):
-                    if ":sns:" in arn:
+                    # CloudWatch publishes as cloudwatch.amazonaws.com for the alarm: the topic's policy and
+                    # its key's policy must allow that (smx_debug.local.iam); a refused notification is lost.
+                    if ":sns:" in arn and iam.authorize_service(
+                        aws, "cloudwatch.amazonaws.com", "sns:Publish", arn, source_arn=alarm["AlarmArn"],
+                        edge=f"alarm {alarm['AlarmName']} -> topic").allowed:
                         sns.publish(TopicArn=arn, Subject=subject, Message=message)
                         notified.append(arn)
             transitions.append(AlarmTransition(alarm["AlarmName"], old, new, reason, tuple(notified)))

@@ -1,9 +1,12 @@
-"""Bucket-policy conditions on the local AWS: only unconditional statements are evaluated.
+"""Bucket policies on the local AWS: every statement evaluated, conditions included, by :mod:`smx_debug.local.iam`.
 
-moto's S3 applies bucket-policy statements but ignores their ``Condition``, so the guard bucket's TLS-only
-statement (Deny when ``aws:SecureTransport`` is false) would deny every request. After :func:`install` the
-local S3 evaluates a bucket's unconditional statements only (through moto's ``FakeBucket.get_permission`` and
-its IAM policy evaluator); GetBucketPolicy still returns the policy exactly as deployed.
+moto's S3 applies bucket-policy statements to object requests but ignores their ``Condition``, so the guard
+bucket's TLS-only statement (Deny when ``aws:SecureTransport`` is false) would deny every request. After
+:func:`install` the local S3 evaluates each request against the whole policy with the local IAM's evaluator,
+as the caller moto cannot name: the local account's administrator (``arn:aws:iam::ACCOUNT:root``; a deployed
+function's calls are authorized as its own role before they reach moto, see :mod:`smx_debug.local.iam`).
+The loopback endpoint is plain HTTP but stands for the HTTPS endpoint every SDK client uses against AWS, so
+``aws:SecureTransport`` is ``true``. GetBucketPolicy still returns the policy exactly as deployed.
 
 This module needs moto, so it is not part of the Lambda assets.
 """
@@ -11,33 +14,35 @@ This module needs moto, so it is not part of the Lambda assets.
 from __future__ import annotations
 
 import json
-import threading
 from typing import Any
+
+from smx_debug.local.patching import patch_once
 
 __all__ = ["install"]
 
-_lock = threading.Lock()
-_installed = False
-
 
 def install() -> None:
-    """Evaluate only the unconditional statements of bucket policies (patched once per process). Idempotent."""
-    global _installed
-    with _lock:
-        if _installed:
-            return
-        from moto.s3.models import FakeBucket
+    """Evaluate whole bucket policies, conditions included (patched once per process). Idempotent."""
+    from moto.s3.models import FakeBucket
 
-        def get_permission(self: Any, action: str, resource: str) -> Any:
-            from moto.iam.access_control import IAMPolicy, PermissionResult
+    patch_once(FakeBucket, "get_permission", lambda original: _get_permission)
 
-            if self.policy is None:
-                return PermissionResult.NEUTRAL
-            document = json.loads(self.policy)
-            statements = document.get("Statement", [])
-            statements = [statements] if isinstance(statements, dict) else statements
-            document["Statement"] = [st for st in statements if "Condition" not in st]
-            return IAMPolicy(json.dumps(document)).is_action_permitted(action, resource)
 
-        setattr(FakeBucket, "get_permission", get_permission)  # noqa: B010 (moto ignores Condition)
-        _installed = True
+def _get_permission(self: Any, action: str, resource: str) -> Any:
+    from moto.iam.access_control import PermissionResult
+
+    from smx_debug.local import iam
+
+    if self.policy is None:
+        return PermissionResult.NEUTRAL
+    document = json.loads(self.policy)
+    statements = document.get("Statement", [])
+    statements = [statements] if isinstance(statements, dict) else statements
+    account = str(self.account_id)
+    admin = f"arn:aws:iam::{account}:root"
+    context = {"aws:SecureTransport": "true", "aws:PrincipalArn": admin, "aws:PrincipalAccount": account}
+    request = iam.Request(iam.Principal(account, arn=admin), action, resource, context)
+    decision = iam.evaluate(statements, request, resource_policy=True)
+    if decision.statement is None:
+        return PermissionResult.NEUTRAL
+    return PermissionResult.PERMITTED if decision.allowed else PermissionResult.DENIED

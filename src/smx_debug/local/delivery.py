@@ -13,6 +13,12 @@ moto cannot run Lambda code without Docker, and its TestEventPattern is a stub. 
 - **SNS -> Lambda**: after :func:`install`, publishing to a topic with a Lambda subscription runs the
   subscribed function's handler the same way (moto's ``LambdaBackend.send_sns_message``);
   :func:`sns_lambda_deliveries` returns what ran.
+- :func:`deliver_schedule` runs one tick of the scheduled rules (the evaluator's schedule).
+
+Every edge is authorized by :mod:`smx_debug.local.iam` as AWS does: EventBridge -> Lambda by the function's
+policy (a refused event goes to the target's DLQ if EventBridge may send there), SNS -> queue or function by the
+endpoint's policy and key (a refused message goes to the subscription's DLQ), and the function's own calls by
+its role's policies.
 
 This module needs moto, so it is not part of the Lambda assets.
 """
@@ -27,7 +33,7 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +42,7 @@ from typing import Any
 
 from smx_debug.contracts import HANDLER_TAG
 from smx_debug.errors import NotFoundError
+from smx_debug.local import iam
 from smx_debug.local.clients import client
 from smx_debug.local.server import LocalAws
 
@@ -43,10 +50,12 @@ __all__ = [
     "HANDLER_ORDER",
     "Delivery",
     "deliver_event",
+    "deliver_schedule",
     "install",
     "invoke_handler",
     "reset_handlers",
     "sns_lambda_deliveries",
+    "subscribe_queue",
 ]
 
 HANDLER_ORDER = ("rule_metrics", "stop_training", "notify", "retrain")
@@ -99,7 +108,43 @@ def install(aws: LocalAws | None = None) -> None:
             _sns_deliveries.append(_deliver_sns(_active, function_name, message, subject))
 
         setattr(LambdaBackend, "send_sns_message", send_sns_message)  # noqa: B010 (moto would need Docker)
+        from moto.sns.models import Subscription
+
+        from smx_debug.local.patching import patch_once
+
+        patch_once(Subscription, "publish", _authorized_subscription)
         _installed = True
+
+
+def _authorized_subscription(original: Callable[..., Any]) -> Callable[..., Any]:
+    """SNS delivers to a queue or a function as sns.amazonaws.com for the topic: the endpoint's policy (and
+    key policy) must allow it; a refused delivery goes to the subscription's dead-letter queue if SNS may
+    send there, else it is lost (as in AWS, after SNS's retries)."""
+
+    def publish(self: Any, message: str, message_id: str, *args: Any, **kwargs: Any) -> None:
+        if _active is None or self.protocol not in ("sqs", "lambda"):
+            return original(self, message, message_id, *args, **kwargs)  # type: ignore[no-any-return]
+        action = "sqs:SendMessage" if self.protocol == "sqs" else "lambda:InvokeFunction"
+        topic = self.topic.arn
+        name = topic.rsplit(":", 1)[-1]
+        if iam.authorize_service(_active, "sns.amazonaws.com", action, self.endpoint, source_arn=topic,
+                                 edge=f"SNS {name} -> {self.protocol}").allowed:
+            return original(self, message, message_id, *args, **kwargs)  # type: ignore[no-any-return]
+        redrive = self.attributes.get("RedrivePolicy")
+        dlq = json.loads(redrive).get("deadLetterTargetArn") if isinstance(redrive, str) else None
+        if dlq and iam.authorize_service(_active, "sns.amazonaws.com", "sqs:SendMessage", dlq, source_arn=topic,
+                                         edge=f"SNS {name} subscription -> its DLQ").allowed:
+            _send_to_queue(_active, dlq, json.dumps({"Message": message, "MessageId": message_id}))
+        return None
+
+    return publish
+
+
+def _send_to_queue(aws: LocalAws, queue_arn: str, body: str) -> None:
+    account, name = queue_arn.split(":", 5)[4:]
+    sqs = client(aws, "sqs")
+    sqs.send_message(QueueUrl=sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"],
+                     MessageBody=body)
 
 
 def _lambdas_dir(given: Path | None) -> Path:
@@ -150,8 +195,15 @@ def invoke_handler(
 ) -> Delivery:
     """Run ``lambdas/<handler>/handler.py`` in-process as Lambda would, with ``environment`` and clients
     pointed at the local server. A module is reused while the function's environment is unchanged
-    (a warm container); exceptions are captured in the Delivery, as Lambda captures them."""
-    env = {**dict(environment or {}), **aws.environ(), "AWS_LAMBDA_FUNCTION_NAME": function_name or handler}
+    (a warm container); exceptions are captured in the Delivery, as Lambda captures them.
+
+    When ``function_name`` is deployed on ``aws``, its code runs as the function's role: every call its
+    clients make is authorized by :mod:`smx_debug.local.iam` against the role's policies first."""
+    # A deployed function runs as its role: its own key and the local IAM's client plugin (smx_debug.local.iam).
+    iam.install()
+    role = iam.function_environment(aws, function_name) if function_name else None
+    env = {**dict(environment or {}), **aws.environ(), **(role or {}),
+           "AWS_LAMBDA_FUNCTION_NAME": function_name or handler}
     key = json.dumps([handler, function_name, sorted(env.items())])
     with _env_lock, _environment(env):
         try:
@@ -213,18 +265,61 @@ def deliver_event(
             pattern = EventPattern(rule["EventPattern"], EventPatternParser(rule["EventPattern"]).parse())
             if not pattern.matches_event(json.loads(json.dumps(event, default=str))):
                 continue
-            for target in events.list_targets_by_rule(Rule=rule["Name"], EventBusName="default")["Targets"]:
-                if ":lambda:" not in target["Arn"]:
-                    continue
-                function, handler, env = _function(aws, target["Arn"])
-                if handler is None:
-                    continue
-                payload = json.loads(target["Input"]) if target.get("Input") else event
-                plan.append((function, handler, env, payload))
+            plan += _lambda_targets(aws, rule, event, deliveries)
     for function, handler, env, payload in sorted(plan, key=lambda p: (_order(p[1]), p[0])):
         deliveries.append(
             invoke_handler(aws, handler, payload, env, function_name=function, lambdas_dir=lambdas_dir)
         )
+    return deliveries
+
+
+def _lambda_targets(aws: LocalAws, rule: Mapping[str, Any], event: Any,
+                    refused: list[Delivery]) -> list[tuple[str, str, dict[str, str], Any]]:
+    """The tagged Lambda targets of ``rule`` that EventBridge may invoke (the function's policy must allow
+    events.amazonaws.com for this rule). A refused invocation is a Delivery with AccessDeniedError, and the
+    event goes to the target's dead-letter queue when EventBridge may send there."""
+    from smx_debug.errors import AccessDeniedError
+
+    events = client(aws, "events")
+    plan: list[tuple[str, str, dict[str, str], Any]] = []
+    for target in events.list_targets_by_rule(Rule=rule["Name"], EventBusName="default")["Targets"]:
+        if ":lambda:" not in target["Arn"]:
+            continue
+        function, handler, env = _function(aws, target["Arn"])
+        if handler is None:
+            continue
+        payload = json.loads(target["Input"]) if target.get("Input") else event
+        edge = iam.authorize_service(aws, "events.amazonaws.com", "lambda:InvokeFunction", target["Arn"],
+                                     source_arn=rule["Arn"], edge=f"EventBridge rule {rule['Name']} -> Lambda")
+        if edge.allowed:
+            plan.append((function, handler, env, payload))
+            continue
+        refused.append(Delivery(function=function, handler=handler, error=AccessDeniedError(edge.message)))
+        dlq = (target.get("DeadLetterConfig") or {}).get("Arn")
+        if dlq and iam.authorize_service(aws, "events.amazonaws.com", "sqs:SendMessage", dlq, source_arn=rule["Arn"],
+                                         edge=f"EventBridge rule {rule['Name']} -> its DLQ").allowed:
+            _send_to_queue(aws, dlq, json.dumps(payload, default=str))
+    return plan
+
+
+def deliver_schedule(aws: LocalAws, *, lambdas_dir: Path | None = None) -> list[Delivery]:
+    """One tick of every enabled scheduled rule (``rate(...)``/``cron(...)``) on the default bus: EventBridge's
+    "Scheduled Event" to each tagged Lambda target, through the same edge checks as :func:`deliver_event`."""
+    install(aws)
+    events = client(aws, "events")
+    deliveries: list[Delivery] = []
+    plan: list[tuple[str, str, dict[str, str], Any]] = []
+    for page in events.get_paginator("list_rules").paginate(EventBusName="default"):
+        for rule in page.get("Rules", []):
+            if rule.get("State") != "ENABLED" or not rule.get("ScheduleExpression"):
+                continue
+            event = {"version": "0", "id": str(uuid.uuid4()), "detail-type": "Scheduled Event",
+                     "source": "aws.events", "account": rule["Arn"].split(":")[4],
+                     "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "region": aws.region,
+                     "resources": [rule["Arn"]], "detail": {}}
+            plan += _lambda_targets(aws, rule, event, deliveries)
+    for function, handler, env, payload in plan:
+        deliveries.append(invoke_handler(aws, handler, payload, env, function_name=function, lambdas_dir=lambdas_dir))
     return deliveries
 
 
@@ -265,6 +360,23 @@ def _deliver_sns(aws: LocalAws, function_arn_or_name: str, message: str, subject
         if box
         else Delivery(function=function, handler=handler, error=TimeoutError("handler did not finish"))
     )
+
+
+def subscribe_queue(aws: LocalAws, topic_arns: str | Sequence[str], queue_name: str, *, raw: bool = False) -> str:
+    """Create queue ``queue_name`` whose policy lets SNS deliver from ``topic_arns`` (what a real account needs,
+    and the console adds), subscribe it to each topic, and return its URL."""
+    topics = [topic_arns] if isinstance(topic_arns, str) else list(topic_arns)
+    sqs = client(aws, "sqs")
+    url = str(sqs.create_queue(QueueName=queue_name)["QueueUrl"])
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    policy = {"Version": "2012-10-17", "Statement": [{
+        "Sid": "TopicDelivers", "Effect": "Allow", "Principal": {"Service": "sns.amazonaws.com"},
+        "Action": "sqs:SendMessage", "Resource": arn, "Condition": {"ArnEquals": {"aws:SourceArn": topics}}}]}
+    sqs.set_queue_attributes(QueueUrl=url, Attributes={"Policy": json.dumps(policy)})
+    attributes = {"RawMessageDelivery": "true"} if raw else {}
+    for topic in topics:
+        client(aws, "sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn, Attributes=attributes)
+    return url
 
 
 def sns_lambda_deliveries() -> list[Delivery]:

@@ -10,6 +10,9 @@ template's definitions, resolving ``Ref``, ``Fn::GetAtt``, ``Fn::Join``, ``Fn::S
 File assets (the Lambda code) are uploaded first from the cloud assembly's ``*.assets.json`` manifest:
 directories are zipped deterministically, buckets created when missing. Synthesize with ``-c local=true``
 to get a template that needs no bootstrap stack (see ``infra/cdk_app.py``).
+
+Like a new account, the deploy refuses reserved concurrency that would leave less than Lambda's minimum
+unreserved concurrency at the default quota (:mod:`smx_debug.local.concurrency`).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from smx_debug.errors import AwsError, DataError, NotFoundError
+from smx_debug.local import concurrency
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
 __all__ = ["EMULATED_TYPES", "DeployedStack", "EmulatedResource", "deploy_stack", "publish_assets"]
@@ -103,7 +107,8 @@ def deploy_stack(
 
     Raises:
         DataError: the template is not a CloudFormation template.
-        AwsError: the stack failed to create (with moto's reasons).
+        AwsError: the stack failed to create (with moto's reasons), or a function reserves concurrency a new
+            account cannot give (code ``InvalidParameterValueException``).
     """
     started = time.monotonic()
     if isinstance(template, Path):
@@ -119,6 +124,8 @@ def deploy_stack(
     if not isinstance(resources, dict) or not resources:
         raise DataError("template: no 'Resources' mapping; not a CloudFormation template")
     clients = _client_cache(aws)
+    concurrency.install()
+    concurrency.check_template(resources, stack_name=stack_name, reserved_now=_reserved_now(clients))
     if assets_dir is not None:
         publish_assets(aws, assets_dir, clients=clients)
     _ensure_ssm_parameters(clients, body, parameters or {})
@@ -200,6 +207,16 @@ def publish_assets(aws: LocalAws, assets_dir: Path, *, clients: Clients | None =
                 s3.put_object(Bucket=bucket, Key=key, Body=data)
                 uploaded.append(f"s3://{bucket}/{key}")
     return uploaded
+
+
+def _reserved_now(clients: Clients) -> int:
+    """The concurrency already reserved by the account's functions."""
+    lam, total = clients("lambda"), 0
+    for page in lam.get_paginator("list_functions").paginate():
+        for fn in page["Functions"]:
+            total += int(lam.get_function_concurrency(FunctionName=fn["FunctionName"]).get(
+                "ReservedConcurrentExecutions") or 0)
+    return total
 
 
 def _client_cache(aws: LocalAws) -> Clients:
@@ -578,7 +595,17 @@ def _state_machine(clients: Clients, phys: str, props: Mapping[str, Any]) -> lis
     return ["(recreated in the Step Functions API)"]
 
 
+def _key_policy(clients: Clients, phys: str, props: Mapping[str, Any]) -> list[str]:
+    """moto's CloudFormation keeps a key's policy as a mapping, which its KMS API then fails to read (500 on
+    DescribeKey); store it as the JSON text KMS keeps."""
+    if not isinstance(props.get("KeyPolicy"), Mapping):
+        return []
+    clients("kms").put_key_policy(KeyId=phys, PolicyName="default", Policy=json.dumps(props["KeyPolicy"]))
+    return ["KeyPolicy"]
+
+
 _PROPERTY_PATCHES: dict[str, Callable[[Clients, str, Mapping[str, Any]], list[str]]] = {
+    "AWS::KMS::Key": _key_policy,
     "AWS::S3::Bucket": _bucket_properties,
     "AWS::Lambda::Function": _function_tags,
     "AWS::StepFunctions::StateMachine": _state_machine,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from smx_debug import local
+from smx_debug.contracts import HANDLER_TAG
 from smx_debug.local import LocalAws
 from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
@@ -54,13 +57,9 @@ def make_stack(local_aws: LocalAws) -> Stack:
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    sns, sqs = client(local_aws, "sns"), client(local_aws, "sqs")
+    sns = client(local_aws, "sns")
     topic = sns.create_topic(Name="smx-notify")["TopicArn"]
-    queue = sqs.create_queue(QueueName="smx-inbox")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    queue = local.subscribe_queue(local_aws, topic, "smx-inbox")
     return Stack(local_aws, "smx-ledger", topic, queue)
 
 
@@ -73,6 +72,47 @@ def client(aws: LocalAws, service: str) -> Any:
     if key not in _clients:
         _clients[key] = aws.client(service)
     return _clients[key]
+
+
+def handler_policy(stack: Stack) -> list[dict[str, Any]]:
+    """What an action handler's role needs in this stack (the guard stack grants the same, scoped to
+    watched jobs): read jobs, stop them, the ledger's items, the rule metric, the topic."""
+    account = LOCAL_ACCOUNT_ID
+    return [
+        {"Effect": "Allow", "Action": ["sagemaker:DescribeTrainingJob", "sagemaker:ListTags",
+                                       "sagemaker:StopTrainingJob"],
+         "Resource": f"arn:aws:sagemaker:us-west-2:{account}:training-job/*"},
+        {"Effect": "Allow", "Action": ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem",
+                                       "dynamodb:DeleteItem"],
+         "Resource": f"arn:aws:dynamodb:us-west-2:{account}:table/{stack.table}"},
+        {"Effect": "Allow", "Action": "cloudwatch:PutMetricData", "Resource": "*",
+         "Condition": {"StringEquals": {"cloudwatch:namespace": "SmxDebug"}}},
+        {"Effect": "Allow", "Action": "sns:Publish", "Resource": stack.topic_arn},
+    ]
+
+
+def deploy_function(stack: Stack, name: str, handler: str, env: Mapping[str, str], *,
+                    invoked_by: tuple[str, str] | None = None) -> str:
+    """A function as the infrastructure deploys one: a role Lambda may assume with :func:`handler_policy`,
+    the handler tag, and (``invoked_by=(service principal, source ARN)``) the permission to invoke it."""
+    iam, lam = client(stack.aws, "iam"), client(stack.aws, "lambda")
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                     "Principal": {"Service": "lambda.amazonaws.com"}}]}
+    role = iam.create_role(RoleName=f"{name}-role", AssumeRolePolicyDocument=json.dumps(trust))["Role"]["Arn"]
+    iam.put_role_policy(RoleName=f"{name}-role", PolicyName="handler", PolicyDocument=json.dumps(
+        {"Version": "2012-10-17", "Statement": handler_policy(stack)}))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("handler.py", "def handler(event, context):\n    return None\n")
+    arn = str(lam.create_function(
+        FunctionName=name, Runtime="python3.12", Role=role, Handler="handler.handler",
+        Code={"ZipFile": buf.getvalue()}, Environment={"Variables": dict(env)}, Tags={HANDLER_TAG: handler},
+    )["FunctionArn"])
+    if invoked_by is not None:
+        principal, source = invoked_by
+        lam.add_permission(FunctionName=name, StatementId=f"{principal.split('.')[0]}-invokes",
+                           Action="lambda:InvokeFunction", Principal=principal, SourceArn=source)
+    return arn
 
 
 def create_job(

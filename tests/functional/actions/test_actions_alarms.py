@@ -2,38 +2,20 @@
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 
-from actions_support import Stack, client, create_job
+from actions_support import Stack, client, create_job, deploy_function
 
 from smx_debug import local
-from smx_debug.contracts import HANDLER_TAG
 
 
 def test_alarm_on_rule_metric_fires_and_notify_turns_it_into_a_message(stack: Stack) -> None:
     aws = stack.aws
     sns, sqs, cw = client(aws, "sns"), client(aws, "sqs"), client(aws, "cloudwatch")
     alarm_topic = sns.create_topic(Name="smx-alarms")["TopicArn"]
-    raw_queue = sqs.create_queue(QueueName="smx-alarm-raw")["QueueUrl"]
-    raw_arn = sqs.get_queue_attributes(QueueUrl=raw_queue, AttributeNames=["QueueArn"])["Attributes"][
-        "QueueArn"
-    ]
-    sns.subscribe(TopicArn=alarm_topic, Protocol="sqs", Endpoint=raw_arn)
-    role = client(aws, "iam").create_role(RoleName="smx-notify", AssumeRolePolicyDocument="{}")["Role"]["Arn"]
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr("handler.py", "")
-    fn = client(aws, "lambda").create_function(
-        FunctionName="smx-notify",
-        Runtime="python3.12",
-        Role=role,
-        Handler="handler.handler",
-        Code={"ZipFile": buf.getvalue()},
-        Environment={"Variables": stack.env()},
-        Tags={HANDLER_TAG: "notify"},
-    )["FunctionArn"]
+    raw_queue = local.subscribe_queue(aws, alarm_topic, "smx-alarm-raw")
+    fn = deploy_function(stack, "smx-notify", "notify", stack.env(),
+                         invoked_by=("sns.amazonaws.com", alarm_topic))
     sns.subscribe(TopicArn=alarm_topic, Protocol="lambda", Endpoint=fn)
     cw.put_metric_alarm(
         AlarmName="smx-debug-ExplodingTensor-triggered",

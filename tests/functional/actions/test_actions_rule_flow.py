@@ -6,15 +6,12 @@ the local AWS (tagged smx-debug:handler) -> lambdas/<dir>/handler.py run in-proc
 
 from __future__ import annotations
 
-import io
 import json
-import zipfile
 from datetime import UTC, datetime, timedelta
 
-from actions_support import LAMBDAS, Stack, client, create_job
+from actions_support import LAMBDAS, Stack, client, create_job, deploy_function
 
 from smx_debug import local
-from smx_debug.contracts import HANDLER_TAG
 from smx_debug.local import rule_statuses
 
 HANDLERS = ("rule_metrics", "stop_training", "notify")
@@ -23,26 +20,11 @@ PATTERN = {"source": ["aws.sagemaker"], "detail-type": ["SageMaker Training Job 
 
 def _deploy(stack: Stack, env: dict[str, str]) -> None:
     """What the infrastructure deploys, reduced to what routing needs: functions, one rule, its targets."""
-    aws = stack.aws
-    role = client(aws, "iam").create_role(
-        RoleName="smx-fn", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
-    )["Role"]["Arn"]
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        zf.writestr("handler.py", "def handler(event, context):\n    return None\n")
-    lam, events = client(aws, "lambda"), client(aws, "events")
-    events.put_rule(Name="smx-rule-changes", EventPattern=json.dumps(PATTERN), State="ENABLED")
+    events = client(stack.aws, "events")
+    rule = events.put_rule(Name="smx-rule-changes", EventPattern=json.dumps(PATTERN), State="ENABLED")["RuleArn"]
     targets = []
     for name in HANDLERS:
-        arn = lam.create_function(
-            FunctionName=f"smx-{name}",
-            Runtime="python3.12",
-            Role=role,
-            Handler="handler.handler",
-            Code={"ZipFile": buf.getvalue()},
-            Environment={"Variables": env},
-            Tags={HANDLER_TAG: name},
-        )["FunctionArn"]
+        arn = deploy_function(stack, f"smx-{name}", name, env, invoked_by=("events.amazonaws.com", rule))
         targets.append({"Id": name, "Arn": arn})
     events.put_targets(Rule="smx-rule-changes", Targets=targets)
 

@@ -211,3 +211,15 @@ def test_fleet_athena_engine_runs_in_the_deployed_workgroup(aws: LocalAws, deplo
     with pytest.raises(NotFoundError, match="no-such-workgroup"):
         fleet.execute("rules_fired", engine="athena", database=deployed.output("FleetDatabase"),
                       workgroup="no-such-workgroup", athena_client=athena)
+
+
+def test_deploy_key_policy_is_readable_as_kms_keeps_it(aws: LocalAws, deployed: DeployedStack,
+                                                       synthesized: Path) -> None:
+    """moto's CloudFormation kept the key policy as a mapping and DescribeKey then failed with a 500; the local
+    deploy stores it as JSON text, so KMS (and the local IAM, which reads key policies) can read it."""
+    (logical, resource), = _of_type(_template(synthesized), "AWS::KMS::Key").items()
+    kms = aws.client("kms")
+    key = deployed.physical_ids[logical]
+    assert kms.describe_key(KeyId=key)["KeyMetadata"]["KeyId"] == key
+    policy = json.loads(kms.get_key_policy(KeyId=key, PolicyName="default")["Policy"])
+    assert len(policy["Statement"]) == len(resource["Properties"]["KeyPolicy"]["Statement"])

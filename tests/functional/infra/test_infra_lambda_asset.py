@@ -120,9 +120,7 @@ def test_asset_notify_publishes_alarm_to_topic(
 ) -> None:
     sns, sqs = local_aws.client("sns"), local_aws.client("sqs")
     topic = sns.create_topic(Name="smx-debug")["TopicArn"]
-    queue = sqs.create_queue(QueueName="inbox")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    queue = local.subscribe_queue(local_aws, topic, "inbox")
     out = _run(boto3_only_python, local_aws, synthesized, tmp_path, "notify", "sns_cloudwatch_alarm.json",
                {"SMX_TOPIC_ARN": topic})
     assert [(a["alarm"], a["state"]) for a in out["result"]["alarms"]] == [

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from helpers_infra_deploy import create_job
+
 from smx_debug import local
 from smx_debug.contracts import RULE_TAG_PREFIX, retrain_execution_name
 from smx_debug.local import LocalAws, deploy_stack, sfn_lambda
@@ -20,27 +22,12 @@ CONTEXT = {"watch_prefixes": ["guarded-"], "default_actions": ["notify"], "local
 
 
 def _create_job(aws: LocalAws, bucket: str, job: str) -> None:
-    aws.client("sagemaker").create_training_job(
-        TrainingJobName=job,
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        HyperParameters={"warmup_learning_rate": "0.1", "learning_rate": "0.1", "epochs": "30"},
-        RoleArn="arn:aws:iam::123456789012:role/SageMakerExecution",
-        OutputDataConfig={"S3OutputPath": f"s3://{bucket}/output"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-        Tags=[{"Key": f"{RULE_TAG_PREFIX}{RULE}", "Value": "retrain"}],
-    )
-    local.set_training_job_status(aws, job, "InProgress")
+    create_job(aws, bucket, job, {f"{RULE_TAG_PREFIX}{RULE}": "retrain"})
     local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=400)])
 
 
 def _inbox(aws: LocalAws, topic: str) -> str:
-    sqs = aws.client("sqs")
-    queue = sqs.create_queue(QueueName="people-inbox")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    aws.client("sns").subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
-    return queue
+    return local.subscribe_queue(aws, topic, "people-inbox")
 
 
 def _subjects(aws: LocalAws, queue: str) -> list[str]:

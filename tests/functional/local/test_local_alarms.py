@@ -7,15 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 from local_support import client
 
-from smx_debug.local import LocalAws, alarms
+from smx_debug.local import LocalAws, alarms, delivery
 
 
 def test_evaluate_alarms_sets_the_state_and_publishes_cloudwatchs_notification(local_aws: LocalAws) -> None:
     cloudwatch, sns, sqs = (client(local_aws, s) for s in ("cloudwatch", "sns", "sqs"))
     topic = sns.create_topic(Name="alarms")["TopicArn"]
-    queue = sqs.create_queue(QueueName="alarm-inbox")["QueueUrl"]
-    queue_arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    queue = delivery.subscribe_queue(local_aws, topic, "alarm-inbox")
     dims = [{"Name": "Rule", "Value": "LossNotDecreasing"}]
     cloudwatch.put_metric_alarm(
         AlarmName="rule-fired", Namespace="SmxDebug", MetricName="RuleIssues", Dimensions=dims,

@@ -117,11 +117,9 @@ def action_env(aws: LocalAws, **extra: str) -> dict[str, str]:
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
         BillingMode="PAY_PER_REQUEST",
     )
-    sns, sqs = cached_client(aws, "sns"), cached_client(aws, "sqs")
+    sns = cached_client(aws, "sns")
     topic = sns.create_topic(Name="smx-notify")["TopicArn"]
-    queue = sqs.create_queue(QueueName="smx-inbox")["QueueUrl"]
-    arn = sqs.get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=arn)
+    queue = local.subscribe_queue(aws, topic, "smx-inbox")
     return {
         "SMX_LEDGER_TABLE": LEDGER, "SMX_TOPIC_ARN": topic, "SMX_ACCOUNT": LOCAL_ACCOUNT_ID,
         "AWS_REGION": aws.region, "SMX_WATCH_PREFIXES": "guarded-", "SMX_DEFAULT_ACTIONS": "stop notify",
