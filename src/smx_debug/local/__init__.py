@@ -5,6 +5,8 @@ each through moto's public backend objects:
 
 - :mod:`~smx_debug.local.training_jobs`: StopTrainingJob (InProgress -> Stopping -> Stopped, calls counted),
   job statuses, and the ProfilerConfig / ProfilerRuleConfigurations moto drops;
+- :mod:`~smx_debug.local.search`: SageMaker Search over training jobs with the API's operators, pages and
+  result shape (moto's skips filters and ignores pages);
 - :mod:`~smx_debug.local.rule_statuses`: rule evaluation statuses and the job's state-change event;
 - :mod:`~smx_debug.local.delivery`: EventBridge -> Lambda and SNS -> Lambda, handlers run in-process;
 - :mod:`~smx_debug.local.alarms`: CloudWatch alarm evaluation and notification;
@@ -12,12 +14,12 @@ each through moto's public backend objects:
 - and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
   :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`.
 
-:func:`install` installs the first five at once.
+:func:`install` installs the first six at once.
 """
 
 from __future__ import annotations
 
-from smx_debug.local import bucket_policy, delivery, training_jobs
+from smx_debug.local import bucket_policy, delivery, search, training_jobs
 from smx_debug.local.alarms import AlarmTransition, evaluate_alarms
 from smx_debug.local.delivery import (
     Delivery,
@@ -57,8 +59,10 @@ __all__ = [
 
 
 def install(aws: LocalAws | None = None) -> None:
-    """Install what moto lacks for the local AWS: the training-job lifecycle, unconditional-only bucket
-    policies, and in-process SNS -> Lambda delivery on ``aws`` (patched once per process). Idempotent."""
+    """Install what moto lacks for the local AWS: the training-job lifecycle, Search over training jobs,
+    unconditional-only bucket policies, and in-process SNS -> Lambda delivery on ``aws`` (patched once per
+    process). Idempotent."""
     training_jobs.install()
+    search.install()
     bucket_policy.install()
     delivery.install(aws)
