@@ -59,7 +59,7 @@ PUBLIC = {
         "state_change_event", "stop_calls", "tick",
     ],
     "smx_debug.watch": [
-        "Clients", "EVALUATOR_RULES", "EvaluatorRunError", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",
+        "Clients", "EVALUATOR_RULES", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",
         "Responder", "RunReport", "Trigger", "WatchSpec", "WatchedRule", "run_once",
     ],
 }

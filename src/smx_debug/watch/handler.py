@@ -2,9 +2,10 @@
 
 ``lambdas/evaluator/handler.py`` calls :func:`handle_scheduled`. The event (EventBridge Scheduler's or a
 ``rate()`` rule's) carries nothing the run needs: the run's "now" is the clock. One JSON line is logged with the
-run's summary. An action failure (:class:`~smx_debug.watch.run.EvaluatorRunError`) or any other error
-propagates, so the invocation fails and the function's error alarm sees it; the next scheduled run, a minute
-later, reads the cursors the failed one saved and retries the triggers it could not act on.
+run's summary (jobs evaluated, failed by reason, triggers). A job's failure, an action's included, is that
+job's: counted in ``EvaluatorJobErrors`` (the stack alarms on it) and tried again next run, never the
+invocation's. What breaks the whole run (jobs or cursors cannot be read) propagates, so the invocation fails and
+the function's error alarm sees it; the next scheduled run, a minute later, resumes from the saved cursors.
 """
 
 from __future__ import annotations
