@@ -108,18 +108,20 @@ def _profiler_output(aws: LocalAws, bucket: str, key_prefix: str, job: str, star
 
 
 def start_other_team(
-    aws: LocalAws, *, bucket: str, start: datetime, minutes: int, profiler_minutes: int = 3,
-    role: str = f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:role/research-training", suffix: str = "",
+    aws: LocalAws, *, bucket: str, start: datetime, minutes: int, profiler_minutes: int = 3, count: int = 4,
+    role: str = f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:role/research-training",
 ) -> OtherTeam:
-    """Create the other team's jobs (InProgress since ``start``), ``minutes`` of their bad CloudWatch metrics and
-    ``profiler_minutes`` of damaged profiler output in ``bucket``. Installs what it needs of the local AWS."""
+    """Create the other team's ``count`` jobs (InProgress since ``start``; the 4 kinds above in turn, numbered
+    when there are more than 4), ``minutes`` of their bad CloudWatch metrics and ``profiler_minutes`` of damaged
+    profiler output in ``bucket``. Installs what it needs of the local AWS."""
     training_jobs.install()
     job_metrics.install()
     sagemaker = aws.client("sagemaker")
     output = f"s3://{bucket}/other-team"
     names = []
-    for i, (name, tags, kind) in enumerate(_JOBS):
-        job = f"{PREFIX}{name}{suffix}"
+    for i in range(count):
+        name, tags, kind = _JOBS[i % len(_JOBS)]
+        job = f"{PREFIX}{name}" if count <= len(_JOBS) else f"{PREFIX}{name}-{i // len(_JOBS):03d}"
         sagemaker.create_training_job(
             TrainingJobName=job,
             AlgorithmSpecification={

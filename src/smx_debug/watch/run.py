@@ -355,6 +355,12 @@ def _run(settings: EvaluatorSettings, clients: Clients, responder: Responder, re
             with_profiler, s3=clients.s3, start_s=end - _DEVICE_WINDOW * 60, end_s=end, workers=settings.workers)
         for job, error in profiler_errors.items():
             report.outcomes[job].record(error)  # CloudWatch's host averages are used instead
+        for job, frame in profiler.items():
+            skipped = frame.attrs.get("skipped_by_reason") or {}
+            if skipped:  # damaged lines are not errors: the reader skipped and counted them
+                reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(skipped.items()))
+                report.outcomes[job].notes.append(
+                    f"profiler output: {sum(skipped.values())} damaged lines skipped ({reasons})")
     for cursor in watched:
         outcome = report.outcomes[cursor.job]
         if cursor.job in result.failed:

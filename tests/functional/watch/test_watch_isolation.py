@@ -156,6 +156,8 @@ def test_run_poisoned_profiler_output_fails_no_run_and_costs_no_other_job(aws: L
     reports = [run_once(settings(), clients(aws), recorder, now=at(m) + 5) for m in range(8, 16)]
     assert all(_evaluated(r) == ["guarded-plain", "guarded-poisoned"] for r in reports)
     assert all(not o.errors for r in reports for o in r.outcomes.values())  # the reader skipped the lines
+    note = reports[-1].outcomes["guarded-poisoned"].notes[0]
+    assert note.startswith("profiler output: ") and "strings with lone surrogates" in note and "NaN numbers" in note
     assert sorted(recorder.jobs()) == ["guarded-plain", "guarded-poisoned"]
 
 
