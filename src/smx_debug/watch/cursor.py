@@ -6,7 +6,7 @@ before it has been read), the last ``window_minutes`` of datapoints (compressed 
 configurations that already fired. Each run reads all cursors with BatchGetItem (100 a call) and writes the
 changed ones with BatchWriteItem (25 a call), so the cost of a run does not grow with a job's length. Items
 expire (DynamoDB TTL on ``expires_at``) a week after their job was last seen running. The same table holds the
-run lease (:mod:`smx_debug.watch.lease`).
+run lease (:data:`smx_debug.watch.run.RUN_LEASE_KEY`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The scheduled Lambda calls :func:`run_once` every minute (``lambdas/evaluator/handler.py``); the demo, the tests
 and the benchmark call it in process on the local AWS. A run:
 
-1. takes the run lease (:mod:`smx_debug.watch.lease`): if another run holds it, this one does nothing;
+1. takes the run lease (below): if another run holds it, this one does nothing;
 2. lists the running training jobs, decides which are watched (:mod:`smx_debug.watch.discovery`: prefixes, and
    the opt-in tag through one Search) and loads their cursors (:mod:`smx_debug.watch.cursor`);
 3. refreshes what it knows about new or stale watched jobs;
@@ -19,6 +19,16 @@ past the retries, poisoned data, a bad watch spec, an action that failed) is rec
 its cursor and is tried again next run; the run goes on for the others and the invocation succeeds. Only what
 breaks the whole run fails it: the running jobs cannot be listed, the cursors cannot be read or written, the
 job errors cannot be put. A job without data is reported, never stopped.
+
+Overlapping runs (one still going when the next schedule fires, a delayed or manual invoke) would both evaluate
+every job and act before either saved its cursors. So a run first claims the run lease, item
+:data:`RUN_LEASE_KEY` of the cursor table (no job name can be it: SageMaker names are letters, digits and
+hyphens), with the action ledger's lease claim (:class:`smx_debug.actions.ledger.Ledger`: a conditional PutItem
+that succeeds only when no claim is live), held ``lease_seconds`` (longer than the function's timeout, so a run
+Lambda killed blocks the next one for at most that long) and released when the run ends. A run that finds the
+lease live does nothing. A lease rather than conditional cursor writes: with conditions, the second run would still
+evaluate and act before its writes were refused, each cursor would cost a PutItem instead of a 25-item
+BatchWriteItem, and BatchWriteItem takes no conditions.
 """
 
 from __future__ import annotations
@@ -28,7 +38,6 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from functools import cache
 from typing import Any, Protocol
 
@@ -40,13 +49,14 @@ from smx_debug.watch.cloudwatch import MetricRead, ReadResult, read_metrics
 from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discovery import Refreshed, list_running, refresh, search_opted_in
 from smx_debug.watch.isolation import AWS_ERROR, BAD_DATA, JobError, job_error, publish_job_errors, reason_of
-from smx_debug.watch.lease import RunLease
 from smx_debug.watch.settings import EvaluatorSettings
 from smx_debug.watch.spec import WatchedRule
 
 _DEVICE_WINDOW = 10  # minutes of profiler output read per run: the longest device-rule window
 
-__all__ = ["Clients", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once"]
+__all__ = ["RUN_LEASE_KEY", "Clients", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once"]
+
+RUN_LEASE_KEY = "#evaluator-run"  # the run lease's item in the cursor table
 
 
 @dataclass(frozen=True)
@@ -274,19 +284,21 @@ def run_once(
     clock: Callable[[], float] = time.time,
 ) -> RunReport:
     """One evaluation of every watched running job (see the module docstring)."""
+    from smx_debug.actions.ledger import Ledger
+
     now = clock() if now is None else now
     report = RunReport(now=now)
-    lease = RunLease(settings.cursor_table, clients.dynamodb, seconds=settings.lease_seconds, now=now)
-    if not lease.acquire():
-        until = "" if lease.held_until is None else f" until {datetime.fromtimestamp(lease.held_until, UTC):%H:%M:%S}Z"
-        report.skipped = (f"another evaluator run holds the run lease{until}: this run did nothing; the next one "
-                          "resumes from the saved cursors")
+    lease = Ledger(clients.dynamodb, settings.cursor_table, clock=lambda: now, lease_seconds=settings.lease_seconds,
+                   retention_seconds=86_400)
+    if not lease.claim(RUN_LEASE_KEY, {"run_at": now}):
+        report.skipped = ("another evaluator run holds the run lease: this run did nothing; the next one resumes "
+                          "from the saved cursors")
         return report
     try:
         _run(settings, clients, responder, report)
     finally:
         try:
-            lease.release()
+            lease.release(RUN_LEASE_KEY)
         except (ClientError, BotoCoreError) as exc:
             report.errors.append(JobError(reason_of(exc, AWS_ERROR), f"releasing the run lease failed ({exc}); it "
                                                                       f"expires after {settings.lease_seconds} s"))

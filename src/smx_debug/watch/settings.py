@@ -47,7 +47,7 @@ class EvaluatorSettings:
         retag_minutes: how often a job's tags (watched or not, which spec) are read again.
         workers: concurrent SageMaker / CloudWatch calls of one run (well under their default request rates).
         metric_namespace: where the run puts its job errors (``EvaluatorJobErrors``): the deployment's namespace.
-        lease_seconds: how long a run holds the run lease (:mod:`smx_debug.watch.lease`); must outlast
+        lease_seconds: how long a run holds the run lease (:mod:`smx_debug.watch.run`); must outlast
             ``function_timeout``, the function's timeout.
     """
 

@@ -35,7 +35,7 @@ from smx_debug.local.job_metrics import Scenario
 from smx_debug.local.throttling import throttle
 from smx_debug.watch import RunReport, WatchedRule, WatchSpec, run_once
 from smx_debug.watch.cursor import CursorStore
-from smx_debug.watch.lease import RunLease
+from smx_debug.watch.run import RUN_LEASE_KEY
 
 CPU = Scenario(kind="cpu_bottleneck", onset=10)
 HEALTHY = Scenario()
@@ -305,7 +305,10 @@ def test_run_overlapping_runs_never_evaluate_or_act_on_a_job_twice(aws: LocalAws
 def test_run_lease_left_by_a_killed_run_expires_after_lease_seconds(aws: LocalAws) -> None:
     create_job(aws, "guarded-a")
     publish(aws, "guarded-a", 0, 14, HEALTHY)
-    assert RunLease(TABLE, clients(aws).dynamodb, seconds=90, now=at(10)).acquire()  # then Lambda killed it
+    from smx_debug.actions.ledger import Ledger
+
+    killed = Ledger(clients(aws).dynamodb, TABLE, clock=lambda: at(10), lease_seconds=90)
+    assert killed.claim(RUN_LEASE_KEY, {"run_at": at(10)})  # then Lambda killed that run
     blocked = run_once(settings(), clients(aws), Recorder(), now=at(11))
-    assert blocked.skipped is not None and "until 08:11:30Z" in blocked.skipped
+    assert blocked.skipped is not None and blocked.outcomes == {}
     assert _evaluated(run_once(settings(), clients(aws), Recorder(), now=at(12))) == ["guarded-a"]
