@@ -36,7 +36,7 @@ import pyarrow.csv as pcsv
 import pyarrow.json as pj
 
 from smx_debug.errors import ConfigError, NoDataYetError, NotFoundError
-from smx_debug.reports._util import Progress, TimeLike, to_epoch_ns
+from smx_debug.reports._util import Progress, TimeLike, is_utf8, to_epoch_ns
 from smx_debug.reports.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 
 __all__ = [
@@ -158,16 +158,6 @@ def _load(line: bytes | str) -> Any:
         return MALFORMED
 
 
-def _is_utf8(text: str) -> bool:
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from a JSON escape such as "\ud800"
-        return False
-    return True
-
-
 def _record_problem(rec: Any) -> str | None:
     """Why a parsed line cannot be a record (a :data:`SKIP_REASONS` entry), or None when it is one.
 
@@ -183,7 +173,7 @@ def _record_problem(rec: Any) -> str | None:
     numbers = [rec.get(key) for key in _NUMBERS]
     if any(isinstance(v, bool) or not isinstance(v, int | float | _Rejected) for v in numbers):
         return MALFORMED
-    if not all(_is_utf8(v) for v in (*strings, name) if v is not None):
+    if not all(is_utf8(v) for v in (*strings, name) if v is not None):
         return LONE_SURROGATE
     for v in numbers:
         if isinstance(v, _Rejected):

@@ -182,6 +182,11 @@ def poisoned_dir(job_dir, tmp_path_factory):
     shutil.copytree(job_dir, root)
     first = sorted((root / "profiler-output" / "system").rglob("*.json"))[0]
     first.write_bytes(first.read_bytes() + b"\n".join(POISON) + b"\n")
+    trace = sorted((root / "profiler-output" / "framework").rglob("*.json"))[0]  # and a poisoned trace
+    events = trace.read_bytes().rstrip()
+    assert events.endswith(b"]")
+    trace.write_bytes(events[:-1] + b', {"ph": "X", "name": "\\ud800", "ts": 1, "dur": 1}, '
+                      + b"[" * 5000 + b"]" * 5000 + b"]")
     return root
 
 
