@@ -8,8 +8,10 @@ Each benchmark prints its own figures and the ratios against the baseline its is
   calls: each eligible job stopped exactly once (baseline: the ideal 1.00), every other job never
 - bench/parity.py: our profiler rules vs the last public Debugger rule code on generated jobs (docs/rules.md)
 - bench/report_bench.py: the HTML report of an 8-node, 8-GPU, one-hour job (render < 5 s, file < 5 MB)
-- bench/evaluator_bench.py: one scheduled-evaluator run over 200 watched jobs x 4 hosts on the local AWS and the
-  run a minute later (each < 60 s; the second reads only the new minute: vs a non-incremental reader)
+- bench/evaluator_bench.py: the scheduled evaluator on a busy local account, 200 running jobs x 4 hosts (50 another
+  team's, 5 with poisoned profiler output, 5 throttled past the retries), and the run a minute later (every other
+  job evaluated, failures counted per job by reason, each run < 60 s; the second reads only the new minute: vs a
+  non-incremental reader)
 
 Pass `--quick` for a small smoke run; other flags go to both scripts.
 """
