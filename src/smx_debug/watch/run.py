@@ -261,15 +261,17 @@ def _watched(
             opted = search_opted_in(clients.sagemaker, settings.opt_in_tag)
         except (ClientError, BotoCoreError) as exc:
             error = job_error(exc, job="(opted-in jobs)", doing="Search for opted-in running jobs")
-            report.errors.append(JobError(error.reason, f"{error.message}; jobs opted in by tag that a run of the "
-                                                        f"last {settings.retag_minutes} minutes saw stay watched"))
+            report.errors.append(JobError(error.reason, f"{error.message}; jobs whose tags were last read opted "
+                                                        f"in, at most {2 * settings.retag_minutes} minutes ago, "
+                                                        "stay watched"))
             opted = None
     if opted is not None:
         watched = [n for n in names if settings.watches(n, opted.get(n, {}))]
         return watched, store.load(watched), opted
-    # Search failed: the prefixes decide, and a job opted in when a recent run looked (a fresh cursor) stays.
+    # Search failed: the prefixes decide, and a job whose tags were last read opted in stays watched if that read is
+    # recent (a watched job's tags are read again every retag_minutes, so its cursor is never older than that + 1).
     cursors = store.load(names)
-    recent = settings.retag_minutes * 60
+    recent = 2 * settings.retag_minutes * 60
     watched = [n for n in names if settings.watches(n, {})
                or (n in cursors and report.now - cursors[n].checked_at < recent)]
     return watched, {n: cursors[n] for n in watched if n in cursors}, None
