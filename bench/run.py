@@ -10,8 +10,10 @@ Each benchmark prints its own figures and the ratios against the baseline its is
 - bench/report_bench.py: the HTML report of an 8-node, 8-GPU, one-hour job (render < 5 s, file < 5 MB)
 - bench/tensors_bench.py: reading 10,000 steps x 50 tensors from disk, ours (create_trial + frame) against
   smdebug's create_trial reading every value, side by side (target >= 20x; our peak memory < 3x the frame)
-- bench/evaluator_bench.py: one scheduled-evaluator run over 200 watched jobs x 4 hosts on the local AWS and the
-  run a minute later (each < 60 s; the second reads only the new minute: vs a non-incremental reader)
+- bench/evaluator_bench.py: the scheduled evaluator on a busy local account, 200 running jobs x 4 hosts (50 another
+  team's, 5 with poisoned profiler output, 5 throttled past the retries), and the run a minute later (every other
+  job evaluated, failures counted per job by reason, each run < 60 s; the second reads only the new minute: vs a
+  non-incremental reader)
 - bench/fleet_bench.py: each named fleet query over 100 node-hours of Parquet on DuckDB (< 2 s on 2 cores; rows
   scanned), and DuckDB over the raw JSON beside it
 

@@ -46,6 +46,7 @@ from smx_debug.config import DebugPlan, SmxDebugWarning  # noqa: E402
 from smx_debug.contracts import ISSUES_FOUND  # noqa: E402
 from smx_debug.errors import NotFoundError  # noqa: E402
 from smx_debug.local import LocalAws, deploy_stack  # noqa: E402
+from smx_debug.local.other_team import start_other_team  # noqa: E402
 
 PLAN = ROOT / "examples" / "plans" / "cpu_bottleneck_guard.yaml"
 STACK = "SmxDebugGuard"
@@ -222,6 +223,9 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
     bucket = deployed.output("OutputBucketName")
     inbox = subscribe_queue(aws, [deployed.output("TopicArn"), deployed.output("AlarmTopicArn")])
     say("inbox", "queue smx-demo-inbox subscribed to the notification and alarm topics")
+    # The account is not empty: another team's unwatched jobs, with bad metrics and damaged profiler output.
+    team = start_other_team(aws, bucket=bucket, start=datetime.now(UTC) - timedelta(minutes=minutes + 5),
+                            minutes=2 * minutes + 10)
 
     job = f"{JOB_PREFIX}resnet50-{datetime.now(UTC):%Y%m%d-%H%M%S}"
     plan = DebugPlan.from_file(PLAN).with_output_path(f"s3://{bucket}/debugger")
@@ -323,8 +327,11 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
         f"files; CPUBottleneck needs {plan_param(plan, 'CPUBottleneck', 'threshold')}% of the job's time in "
         f"bottleneck); {timeline.marks['stopped'] - timeline.marks['launched']:.1f} s wall clock from launch")
     print(f"\nReport: {out.resolve()}")
-    return _second_job(aws, bucket, inbox, minutes=minutes, onset_min=onset_min, speed=speed,
+    code = _second_job(aws, bucket, inbox, minutes=minutes, onset_min=onset_min, speed=speed,
                        first_onset_to_stop=(stopped_at_job_s - onset_s) / 60)
+    touched = team.touched(aws, ledger_table=deployed.output("LedgerTableName"))
+    say("account", team.summary(touched))
+    return code or int(bool(touched))
 
 
 def _second_job(aws: LocalAws, bucket: str, inbox: str, *, minutes: int, onset_min: float, speed: float,

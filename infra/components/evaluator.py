@@ -2,15 +2,18 @@
 
 It finds the running jobs this deployment watches, reads their new CloudWatch minutes, evaluates their rules
 and acts through the same action core as the Debugger-event handlers. Least privilege: list running jobs
-(``sagemaker:ListTrainingJobs`` has no resource type), describe / list tags / stop only watched jobs (the
-stack's statements: name prefix or opt-in tag), read metrics (``cloudwatch:GetMetricData`` has no resource
-type), its own cursor table (batch read/write, nothing else), read the watch specs under one prefix of the
+(``sagemaker:ListTrainingJobs`` has no resource type) and search them for the opt-in tag (``sagemaker:Search``,
+read only, no resource type), describe / list tags / stop only watched jobs (the stack's statements: name
+prefix or opt-in tag), read metrics (``cloudwatch:GetMetricData`` has no resource type), its own cursor table
+(batch read/write, and put/delete of its run lease), read the watch specs under one prefix of the
 stack's bucket (and the profiler output jobs write there), the ledger's four item actions, put the rule metric in our namespace only, publish to our topic.
 Failures: the schedule invokes asynchronously without retries (the next run is a minute away and resumes from
 the saved cursors), and an invocation not started within one rate period (throttled) is dropped rather than
 retried for Lambda's default 6 hours; a failed invocation goes to the stack's dead-letter queue and an alarm on
 the function's errors notifies people. No reserved concurrency: a new account's quota (10 executions, 10 kept
-unreserved) refuses any, which would fail ``cdk deploy``.
+unreserved) refuses any, which would fail ``cdk deploy``; overlapping runs are made safe by the run lease. A job's
+own failure never fails the invocation: it is put as ``EvaluatorJobErrors`` and an alarm notifies people when job
+errors persist for 15 minutes.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from infra.components.functions import handler_function, role_and_logs
 from infra.components.nag import acknowledge_wildcards
 from infra.components.storage import keyed_table
 from infra.evaluator_asset import LAMBDA_TARGET, build_layer, stage_evaluator_code
-from smx_debug.contracts import Env
+from smx_debug.contracts import JOB_ERRORS_METRIC, Env
 
 __all__ = ["EVALUATOR_MEMORY_MB", "EVALUATOR_TIMEOUT_SECONDS", "Evaluator"]
 
@@ -54,6 +57,7 @@ class Evaluator(Construct):
         cursors: the DynamoDB table of per-job cursors (TTL on ``expires_at``).
         schedule: the EventBridge rule invoking it every ``rate_minutes``.
         errors_alarm: alarm on the function's errors, to ``alarm_topic``.
+        job_errors_alarm: alarm on job errors that persist (``EvaluatorJobErrors``), to ``alarm_topic``.
     """
 
     def __init__(
@@ -147,6 +151,22 @@ class Evaluator(Construct):
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
         self.errors_alarm.add_alarm_action(cw_actions.SnsAction(alarm_topic))
+        # A job the evaluator fails on (denied, throttled, bad data or spec) is retried every run: alarm when
+        # job errors persist for three 5-minute periods, not on one transient error.
+        self.job_errors_alarm = cloudwatch.Alarm(
+            self,
+            "JobErrors",
+            alarm_description="smx-debug: the scheduled evaluator has failed on some watched job for 15 minutes "
+            "(dimension Reason of EvaluatorJobErrors says why; the run's log line names the jobs)",
+            metric=cloudwatch.Metric(namespace=metric_namespace, metric_name=JOB_ERRORS_METRIC,
+                                     period=cdk.Duration.minutes(5), statistic=cloudwatch.Stats.SUM),
+            threshold=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            evaluation_periods=3,
+            datapoints_to_alarm=3,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        self.job_errors_alarm.add_alarm_action(cw_actions.SnsAction(alarm_topic))
 
     def _grant(
         self,
@@ -162,10 +182,12 @@ class Evaluator(Construct):
     ) -> None:
         role = self.role
         role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData"], resources=["*"]))
+            actions=["sagemaker:ListTrainingJobs", "sagemaker:Search", "cloudwatch:GetMetricData"], resources=["*"]))
         for statement in job_statements:
             role.add_to_principal_policy(statement)
-        self.cursors.grant(role, "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem")
+        # batch reads and writes of the cursors; PutItem/DeleteItem for the run lease (smx_debug.watch.lease)
+        self.cursors.grant(role, "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:PutItem",
+                           "dynamodb:DeleteItem")
         ledger.grant(role, *ledger_actions)
         # The watch specs, and the profiler output jobs write to the stack's bucket (read with the one reader,
         # which lists the window's files). Output written to other buckets needs a grant of its own.
@@ -181,8 +203,9 @@ class Evaluator(Construct):
                                                          resources=[key.key_arn]))
         acknowledge_wildcards(
             role, resources=["*"],
-            reason="sagemaker:ListTrainingJobs, cloudwatch:GetMetricData and cloudwatch:PutMetricData have no resource "
-            "type; PutMetricData is limited to our namespace by the cloudwatch:namespace condition.",
+            reason="sagemaker:ListTrainingJobs, sagemaker:Search (read only: the opt-in tag of running jobs), "
+            "cloudwatch:GetMetricData and cloudwatch:PutMetricData have no resource type; PutMetricData is limited "
+            "to our namespace by the cloudwatch:namespace condition.",
         )
         acknowledge_wildcards(
             role, resources=[r for s in job_statements for r in s.resources],

@@ -1,12 +1,21 @@
-"""Lambda entry point: the scheduled evaluator (one run of smx_debug.watch per invocation)."""
+"""Lambda entry point: the scheduled evaluator (one run of smx_debug.watch per invocation).
+
+Settings and clients are built once per cold start and kept here, in the function's own module (as the action
+handlers keep theirs), so two functions run in one process (the local AWS) never share them.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from smx_debug.watch.handler import handle_scheduled
+from smx_debug.watch.handler import EvaluatorRuntime, handle_scheduled
+
+_runtime: EvaluatorRuntime | None = None
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """Find the watched running jobs, evaluate their new minutes, act on what fires (see docs/evaluator.md)."""
-    return handle_scheduled(event, context)
+    global _runtime
+    if _runtime is None:
+        _runtime = EvaluatorRuntime.from_env(context=context)
+    return handle_scheduled(event, context, runtime=_runtime)

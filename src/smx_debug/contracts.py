@@ -32,6 +32,8 @@ __all__ = [
     "FLEET_TEAM_TAG",
     "HANDLER_TAG",
     "ISSUES_FOUND",
+    "JOB_ERRORS_METRIC",
+    "JOB_ERROR_REASONS",
     "LEDGER_KEY_ATTRIBUTE",
     "LEDGER_RETENTION_SECONDS",
     "LEDGER_TTL_ATTRIBUTE",
@@ -39,6 +41,7 @@ __all__ = [
     "METRIC_NAME",
     "OPT_IN_VALUE",
     "PLAN_TAG",
+    "REASON_DIMENSION",
     "RETRAIN_RUN_TAG",
     "RULE_FIELDS",
     "RULE_KINDS",
@@ -230,6 +233,21 @@ def metric_dimensions(job_name: str, rule: str) -> list[list[dict[str, str]]]:
     """The ``Dimensions`` of the datapoints for one triggered rule, in :data:`DIMENSION_SETS` order."""
     values = {"TrainingJobName": job_name, "RuleName": rule}
     return [[{"Name": n, "Value": values[n]} for n in dims] for dims in DIMENSION_SETS]
+
+
+# The scheduled evaluator's per-job failures (issue 20): each run puts, in the deployment's namespace, the number
+# of watched jobs that failed for each reason (dimension ``Reason``) and in all (no dimension: the alarm's). A
+# failed job keeps its cursor and is tried again next run; only what breaks the whole run fails the invocation.
+JOB_ERRORS_METRIC: Final = "EvaluatorJobErrors"
+REASON_DIMENSION: Final = "Reason"
+JOB_ERROR_REASONS: Final = (
+    "access-denied",  # AWS refused a call for this job (its role's policy, a bucket or key policy)
+    "throttled",  # still throttled after botocore's retries
+    "aws-error",  # any other AWS error, or no answer (timeouts, connections)
+    "watch-spec",  # the job's watch spec is missing, unreadable or invalid: the default rules applied
+    "bad-data",  # the job's data could not be read or evaluated (e.g. poisoned profiler output)
+    "internal",  # anything else: a defect of ours, logged with its traceback
+)
 
 
 # ---------------------------------------------------------------------------------- Lambda environment

@@ -111,3 +111,11 @@ def test_retraining_workflow_example_reproduces_the_published_run(capsys: pytest
     assert text.count("fired: job stopped") == 6 and text.count("quiet: job completed") == 1
     assert "'num_retraining': 7, 'num_warmup_adjustments': 5, 'num_batch_layer_adjustments': 1" in text
 
+
+
+def test_demo_other_teams_jobs_run_beside_it_untouched(demo_run: tuple[int, str, Path]) -> None:
+    code, text, _ = demo_run
+    assert code == 0, text
+    assert re.search(r"\[account\] another team's 4 jobs \(ml-research-\*: not watched, bad metrics, damaged "
+                     r"profiler output\) ran beside the demo's the whole time: untouched \(0 stops, 0 messages, "
+                     r"0 metrics\)", text), text

@@ -9,7 +9,7 @@ import pytest
 from aws_cdk.assertions import Match, Template
 from helpers_infra import Synth
 
-from smx_debug.contracts import EVALUATOR_SPEC_PREFIX
+from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, JOB_ERRORS_METRIC
 
 
 def _evaluator(template: Template) -> tuple[str, dict[str, Any]]:
@@ -94,7 +94,8 @@ def test_evaluator_least_privilege(synth: Synth) -> None:
     assert not {"sagemaker:CreateTrainingJob", "sagemaker:AddTags", "iam:PassRole", "s3:PutObject",
                 "dynamodb:Scan", "dynamodb:Query"} & actions
     unscoped = set().union(*(_actions(s) for s in statements if s["Resource"] == "*"))
-    assert unscoped == {"sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData", "cloudwatch:PutMetricData"}
+    assert unscoped == {"sagemaker:ListTrainingJobs", "sagemaker:Search", "cloudwatch:GetMetricData",
+                        "cloudwatch:PutMetricData"}
     cursors = stack.get_logical_id(stack.evaluator.cursors.node.default_child)
     batch = [s for s in statements if _actions(s) & {"dynamodb:BatchWriteItem", "dynamodb:BatchGetItem"}]
     assert batch and all(cursors in json.dumps(s["Resource"]) and "Ledger" not in json.dumps(s["Resource"])
@@ -115,6 +116,27 @@ def test_evaluator_errors_alarm_notifies_people(synth: Synth) -> None:
         "MetricName": "Errors", "Namespace": "AWS/Lambda",
         "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": logical}}],
         "Threshold": 1, "AlarmActions": [Match.any_value()],
+    })
+
+
+def test_evaluator_may_search_running_jobs_for_the_opt_in_tag_and_hold_its_run_lease(synth: Synth) -> None:
+    template, stack = synth(watch_prefixes=["exp-"])
+    _, props = _evaluator(template)
+    statements = _statements(template, {"Ref": props["Role"]["Fn::GetAtt"][0]})
+    # Search has no resource type (Service Authorization Reference): its statement is on "*", read only
+    assert any("sagemaker:Search" in _actions(s) and s["Resource"] == "*" for s in statements)
+    cursors = stack.get_logical_id(stack.evaluator.cursors.node.default_child)
+    lease = [s for s in statements if _actions(s) & {"dynamodb:PutItem", "dynamodb:DeleteItem"}
+             and cursors in json.dumps(s["Resource"])]
+    assert lease and {"dynamodb:PutItem", "dynamodb:DeleteItem"} <= set().union(*(_actions(s) for s in lease))
+
+
+def test_evaluator_job_errors_alarm_notifies_people(synth: Synth) -> None:
+    template, _ = synth(metric_namespace="TeamA/Guard")
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": JOB_ERRORS_METRIC, "Namespace": "TeamA/Guard", "Statistic": "Sum",
+        "Threshold": 1, "EvaluationPeriods": 3, "DatapointsToAlarm": 3, "TreatMissingData": "notBreaching",
+        "AlarmActions": [Match.any_value()], "Dimensions": Match.absent(),
     })
 
 

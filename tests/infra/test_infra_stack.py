@@ -145,8 +145,9 @@ def test_wildcard_resources_only_where_aws_has_no_resource_scope(synth: Synth) -
                 "logs:PutResourcePolicy", "logs:DescribeResourcePolicies", "logs:DescribeLogGroups",
                 "xray:PutTraceSegments", "xray:PutTelemetryRecords", "xray:GetSamplingRules",
                 "xray:GetSamplingTargets",
-                # the evaluator's: listing running jobs and reading metrics have no resource type
-                "sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData"}
+                # the evaluator's: listing running jobs, searching them for the opt-in tag and reading metrics
+                # have no resource type
+                "sagemaker:ListTrainingJobs", "sagemaker:Search", "cloudwatch:GetMetricData"}
     for policy in template.find_resources("AWS::IAM::Policy").values():
         for statement in policy["Properties"]["PolicyDocument"]["Statement"]:
             if statement["Resource"] == "*" or "*" in statement["Resource"]:
@@ -326,7 +327,8 @@ def test_alarm_per_rule_sum_60s_threshold_1_not_breaching_to_alarm_topic(
 ) -> None:
     template, _ = synth(alarm_rules=alarm_rules)
     alarm_topic, _ = only(template, "AWS::SNS::Topic", DisplayName="smx-debug alarms")
-    alarms = template.find_resources("AWS::CloudWatch::Alarm", {"Properties": {"Namespace": "SmxDebug"}})
+    alarms = template.find_resources("AWS::CloudWatch::Alarm", {"Properties": {"Namespace": "SmxDebug",
+                                                                             "MetricName": "RuleTriggered"}})
     found = []
     for alarm in alarms.values():
         props = alarm["Properties"]

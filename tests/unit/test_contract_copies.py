@@ -37,6 +37,7 @@ ALLOWED = {
     ("infra/components/fleet.py", "true"): "a Glue table parameter (projection.enabled)",
     ("src/smx_debug/simulate/generator.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
     ("src/smx_debug/simulate/fleet.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
+    ("src/smx_debug/cli/evaluate.py", "Reason"): "a column header of the rules table, not the metric dimension",
 }
 
 

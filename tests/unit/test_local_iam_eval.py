@@ -319,6 +319,8 @@ CALL_EXAMPLES: list[tuple[str, str, str, dict[str, Any], list[tuple[str, str]]]]
     ("sagemaker", "sagemaker", "StopTrainingJob", {"TrainingJobName": "exp-1"}, [("sagemaker:StopTrainingJob", f"{J}exp-1")]),
     ("sagemaker", "sagemaker", "ListTags", {"ResourceArn": f"{J}exp-1"}, [("sagemaker:ListTags", f"{J}exp-1")]),
     ("sagemaker", "sagemaker", "ListTrainingJobs", {"StatusEquals": "InProgress"}, [("sagemaker:ListTrainingJobs", "*")]),
+    ("sagemaker", "sagemaker", "Search", {"Resource": "TrainingJob", "SearchExpression": {"Filters": [
+        {"Name": "Tags.smx-debug:managed", "Operator": "Exists"}]}}, [("sagemaker:Search", "*")]),
     ("sagemaker", "sagemaker", "CreateTrainingJob", {
         "TrainingJobName": "exp-2", "RoleArn": "arn:aws:iam::111122223333:role/SageMakerRole",
         "AlgorithmSpecification": {"TrainingImage": "i", "TrainingInputMode": "File"},

@@ -72,7 +72,7 @@ PUBLIC = {
         "reduction_tensor_name"
     ],
     "smx_debug.watch": [
-        "Clients", "EVALUATOR_RULES", "EvaluatorRunError", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",
+        "Clients", "EVALUATOR_RULES", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",
         "Responder", "RunReport", "Trigger", "WatchSpec", "WatchedRule", "run_once",
     ],
 }

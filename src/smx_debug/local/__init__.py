@@ -5,6 +5,8 @@ each through moto's public backend objects:
 
 - :mod:`~smx_debug.local.training_jobs`: StopTrainingJob (InProgress -> Stopping -> Stopped, calls counted),
   job statuses, and the ProfilerConfig / ProfilerRuleConfigurations moto drops;
+- :mod:`~smx_debug.local.search`: SageMaker Search over training jobs with the API's operators, pages and
+  result shape (moto's skips filters and ignores pages);
 - :mod:`~smx_debug.local.rule_statuses`: rule evaluation statuses and the job's state-change event;
 - :mod:`~smx_debug.local.delivery`: EventBridge -> Lambda and SNS -> Lambda, handlers run in-process;
 - :mod:`~smx_debug.local.iam`: every call a deployed function makes, and every delivery edge, authorized
@@ -15,13 +17,13 @@ each through moto's public backend objects:
 - and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
   :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`.
 
-:func:`install` installs training_jobs, bucket_policy, iam (its server guard) and delivery at once;
+:func:`install` installs training_jobs, search, bucket_policy, iam (its server guard) and delivery at once;
 :func:`deploy_stack` installs concurrency; the rest act when called.
 """
 
 from __future__ import annotations
 
-from smx_debug.local import bucket_policy, delivery, iam, training_jobs
+from smx_debug.local import bucket_policy, delivery, iam, search, training_jobs
 from smx_debug.local.alarms import AlarmTransition, evaluate_alarms
 from smx_debug.local.delivery import (
     Delivery,
@@ -65,10 +67,11 @@ __all__ = [
 
 
 def install(aws: LocalAws | None = None) -> None:
-    """Install what moto lacks for the local AWS: the training-job lifecycle, evaluated bucket policies, the
-    local IAM's server guard, and in-process SNS -> Lambda delivery on ``aws`` (patched once per process).
-    Idempotent."""
+    """Install what moto lacks for the local AWS: the training-job lifecycle, Search over training jobs,
+    evaluated bucket policies, the local IAM's server guard, and in-process SNS -> Lambda delivery on ``aws``
+    (patched once per process). Idempotent."""
     training_jobs.install()
+    search.install()
     bucket_policy.install()
     iam.install()
     delivery.install(aws)

@@ -720,6 +720,7 @@ CALLS: dict[tuple[str, str], Mapper] = {
         "sagemaker:StopTrainingJob", lambda p, r, a: _job_arn(p["TrainingJobName"], r, a)),
     ("sagemaker", "ListTags"): _one("sagemaker:ListTags", lambda p, r, a: str(p["ResourceArn"])),
     ("sagemaker", "ListTrainingJobs"): _star("sagemaker:ListTrainingJobs"),
+    ("sagemaker", "Search"): _star("sagemaker:Search"),
     ("sagemaker", "CreateTrainingJob"): _create_training_job,
     ("sagemaker", "AddTags"): lambda p, r, a: [Access("sagemaker:AddTags", str(p["ResourceArn"]),
                                                       _request_tags(p.get("Tags")))],

@@ -11,9 +11,20 @@ import pandas as pd
 
 from smx_debug.errors import ConfigError
 
-__all__ = ["Progress", "to_epoch_ns"]
+__all__ = ["Progress", "is_utf8", "to_epoch_ns"]
 
 TimeLike = datetime | pd.Timestamp | str | int | float | None
+
+
+def is_utf8(text: str) -> bool:
+    """False for a string with a lone surrogate (from a JSON escape such as ``"\\ud800"``): valid JSON, no UTF-8."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def to_epoch_ns(value: TimeLike, field: str) -> int | None:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.reports._util import Progress, TimeLike, to_epoch_ns
+from smx_debug.reports._util import Progress, TimeLike, is_utf8, to_epoch_ns
 from smx_debug.reports.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 from smx_debug.reports.system import TIMESTAMP_RANGE_S
 
@@ -73,10 +73,11 @@ def trace_file(info: ObjectInfo) -> TraceFile | None:
 
 
 def _load_events(data: bytes) -> tuple[list[Any], int]:
-    """The events of a JSON array; a truncated array keeps the complete events (1 skip counted)."""
+    """The events of a JSON array; a truncated array, or an event nested deeper than the parser goes, keeps the
+    complete events before it (1 skip counted)."""
     try:
         events = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     else:
         if isinstance(events, list):
@@ -98,7 +99,7 @@ def _load_events(data: bytes) -> tuple[list[Any], int]:
             return out, 0
         try:
             obj, pos = decoder.raw_decode(text, pos)
-        except ValueError:
+        except (ValueError, RecursionError):
             return out, 1
         out.append(obj)
 
@@ -122,7 +123,7 @@ def parse_trace(data: bytes, *, node: str = "", pid: int = -1, kind: str = "") -
         if ev.get("ph") == "M":
             if "start_time_since_epoch_in_micros" in args and base_us is None:
                 base_us = int(args["start_time_since_epoch_in_micros"])
-            elif ev.get("name") == "process_name" and isinstance(args.get("name"), str):
+            elif ev.get("name") == "process_name" and isinstance(args.get("name"), str) and is_utf8(args["name"]):
                 names[ev.get("pid")] = args["name"]
             continue
         ts, dur = ev.get("ts"), ev.get("dur")
@@ -138,7 +139,11 @@ def parse_trace(data: bytes, *, node: str = "", pid: int = -1, kind: str = "") -
             step = int(step_num) if step_num is not None else None
         except (TypeError, ValueError):
             step = None
-        rows.append((ev.get("pid"), str(ev.get("name", "")), str(ev.get("ph", "")), ts, dur, step, args))
+        event_name, event_phase = str(ev.get("name", "")), str(ev.get("ph", ""))
+        if not (is_utf8(event_name) and is_utf8(event_phase)):  # a lone surrogate escape: no string column holds it
+            skipped += 1
+            continue
+        rows.append((ev.get("pid"), event_name, event_phase, ts, dur, step, args))
     if not rows:
         return _empty_events(), skipped
     # Horovod's raw timeline carries absolute microseconds and no start event.

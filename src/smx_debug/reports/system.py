@@ -8,9 +8,13 @@ File names say when and where, so files outside the time window or nodes are nev
 Speed: whole files are read as bytes and split by pyarrow's CSV tokenizer (canonical records) or parsed by
 ``pyarrow.json`` with an explicit schema, in worker threads; only a file neither can read goes through a
 per-line path. Bad records never fail a read: they are skipped and counted by reason (:data:`SKIP_REASONS`):
-lines that are not records (garbage, a truncated last line), lines with bytes that are not UTF-8, and
+lines that are not records (garbage, a truncated last line, nesting of any depth), lines with bytes that are
+not UTF-8, strings with lone surrogates (``"\\ud800"``: valid JSON, not representable in UTF-8), ``NaN``,
+``Infinity``/``-Infinity`` and numbers beyond float range (``1e400``) in ``Value`` or ``Timestamp``, and
 timestamps outside :data:`TIMESTAMP_RANGE_S` (epoch seconds 2000-01-01 .. 2100-01-01), counted apart when
-they are epoch milliseconds, microseconds or nanoseconds written where Debugger writes seconds. A few
+they are epoch milliseconds, microseconds or nanoseconds written where Debugger writes seconds. Every path
+(CSV tokenizer, ``pyarrow.json``, per line) skips and counts the same records under the same reasons, so the
+result never depends on the rest of the file. Exact duplicate records are kept (as smdebug keeps them). A few
 garbage lines in a canonical file keep it on the fast path.
 """
 
@@ -32,7 +36,7 @@ import pyarrow.csv as pcsv
 import pyarrow.json as pj
 
 from smx_debug.errors import ConfigError, NoDataYetError, NotFoundError
-from smx_debug.reports._util import Progress, TimeLike, to_epoch_ns
+from smx_debug.reports._util import Progress, TimeLike, is_utf8, to_epoch_ns
 from smx_debug.reports.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 
 __all__ = [
@@ -57,7 +61,11 @@ MALFORMED = "malformed lines"
 BAD_BYTES = "lines with bytes that are not UTF-8"
 OUT_OF_RANGE = "timestamps out of range"
 WRONG_SCALE = "timestamps in ms/us/ns, not seconds"
-SKIP_REASONS = (MALFORMED, BAD_BYTES, OUT_OF_RANGE, WRONG_SCALE)
+LONE_SURROGATE = "strings with lone surrogates"
+NAN = "NaN numbers"
+INFINITY = "Infinity numbers"
+OVERFLOW = "numbers beyond float range"
+SKIP_REASONS = (MALFORMED, BAD_BYTES, LONE_SURROGATE, NAN, INFINITY, OVERFLOW, OUT_OF_RANGE, WRONG_SCALE)
 # A canonical file with more odd-but-valid records than this is parsed by the general JSON path instead.
 _MAX_ODD_RECORDS = 64
 # Up to this many lines with bytes that are not UTF-8, the parts between them are parsed as they are (no copy);
@@ -80,6 +88,7 @@ _SCHEMA = pa.schema(
 _PARSE = pj.ParseOptions(explicit_schema=_SCHEMA, unexpected_field_behavior="ignore")
 _READ = pj.ReadOptions(use_threads=False, block_size=1 << 22)
 _REQUIRED = ("Type", "Dimension", "Value", "NodeId", "Timestamp")
+_NUMBERS = ("Value", "Timestamp")
 _TS_TYPE = pa.timestamp("ns", tz="UTC")
 _DICT = pa.dictionary(pa.int32(), pa.string())
 _DICT8 = pa.dictionary(pa.int8(), pa.string())
@@ -112,37 +121,90 @@ def _add(skips: Skips, reason: str, n: int) -> None:
         skips[reason] = skips.get(reason, 0) + n
 
 
+class _Rejected:
+    """A number JSON can write but a record cannot hold: the reason it is skipped under."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+_CONSTANTS = {"NaN": _Rejected(NAN), "Infinity": _Rejected(INFINITY), "-Infinity": _Rejected(INFINITY)}
+_TOO_BIG = _Rejected(OVERFLOW)
+
+
+def _json_float(text: str) -> float | _Rejected:
+    value = float(text)
+    return value if math.isfinite(value) else _TOO_BIG
+
+
+def _json_int(text: str) -> int | _Rejected:
+    value = int(text)
+    try:
+        float(value)
+    except OverflowError:
+        return _TOO_BIG
+    return value
+
+
+def _load(line: bytes | str) -> Any:
+    """``json.loads`` of one line, with ``NaN``/``Infinity`` and out-of-range numbers marked as :class:`_Rejected`;
+    :data:`MALFORMED` (a string) when the line is not JSON or nests deeper than the parser goes."""
+    try:
+        return json.loads(line, parse_constant=_CONSTANTS.__getitem__, parse_float=_json_float,
+                          parse_int=_json_int)
+    except (ValueError, RecursionError):  # RecursionError: e.g. a 5,000-deep array, whatever the rest says
+        return MALFORMED
+
+
+def _record_problem(rec: Any) -> str | None:
+    """Why a parsed line cannot be a record (a :data:`SKIP_REASONS` entry), or None when it is one.
+
+    The order is the same on every path: structure and types, then strings, then numbers (Value before
+    Timestamp), so one bad record is counted once and under the same reason wherever it is parsed.
+    """
+    if not isinstance(rec, dict):
+        return MALFORMED
+    strings = [rec.get(key) for key in ("Type", "Dimension", "NodeId")]
+    name = rec.get("Name")
+    if not all(isinstance(v, str) for v in strings) or (name is not None and not isinstance(name, str)):
+        return MALFORMED
+    numbers = [rec.get(key) for key in _NUMBERS]
+    if any(isinstance(v, bool) or not isinstance(v, int | float | _Rejected) for v in numbers):
+        return MALFORMED
+    if not all(is_utf8(v) for v in (*strings, name) if v is not None):
+        return LONE_SURROGATE
+    for v in numbers:
+        if isinstance(v, _Rejected):
+            return v.reason
+    return None
+
+
+def _numbers_problem(value: str, stamp: str) -> str:
+    """Why a record the CSV path read with a NaN or infinite Value or Timestamp is skipped, decided from the
+    numbers' text as the per-line path decides (arrow also reads "nan" and "inf", which are not JSON)."""
+    parsed = [_load(value), _load(stamp)]
+    if any(isinstance(p, bool) or not isinstance(p, int | float | _Rejected) for p in parsed):
+        return MALFORMED
+    return next((p.reason for p in parsed if isinstance(p, _Rejected)), MALFORMED)
+
+
 def _parse_lines(data: bytes, skips: Skips) -> pa.Table:
     """The per-line path: every line through ``json.loads``; bad lines skipped and counted."""
     cols: dict[str, list[Any]] = {name: [] for name in _SCHEMA.names}
     for line in data.splitlines():
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            _add(skips, MALFORMED, 1)
-            continue
-        if not isinstance(rec, dict) or not _record_ok(rec):
-            _add(skips, MALFORMED, 1)
+        rec = _load(line)
+        problem = _record_problem(rec)
+        if problem is not None:
+            _add(skips, problem, 1)
             continue
         for name in _SCHEMA.names:
-            cols[name].append(rec.get(name))
+            value = rec.get(name)
+            cols[name].append(float(value) if name in _NUMBERS else value)  # a 300-digit int is no int64
     return pa.table(cols, schema=_SCHEMA)
-
-
-def _record_ok(rec: dict[str, Any]) -> bool:
-    for key in ("Type", "Dimension", "NodeId"):
-        if not isinstance(rec.get(key), str):
-            return False
-    name = rec.get("Name")
-    if name is not None and not isinstance(name, str):
-        return False
-    for key in ("Value", "Timestamp"):
-        v = rec.get(key)
-        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v):
-            return False
-    return True
 
 
 def _bad_byte_lines(data: bytes) -> list[tuple[int, int]] | None:
@@ -232,15 +294,10 @@ def _odd_rows(rows: list[str], skips: Skips) -> pa.Table | None:
     """Lines the tokenizer rejected: garbage is counted; valid records of another shape are parsed here."""
     records = []
     for text in rows:
-        try:
-            rec = json.loads(text)
-        except ValueError:
+        if not isinstance(_load(text), dict):
             _add(skips, MALFORMED, 1)
             continue
         records.append(text.encode())
-        if not isinstance(rec, dict):
-            records.pop()
-            _add(skips, MALFORMED, 1)
     if not records:
         return None
     if len(records) > _MAX_ODD_RECORDS:
@@ -275,11 +332,18 @@ def _parse_fast(data: pa.Buffer | bytes) -> tuple[pa.Table, Skips]:
     if not pc.all(complete).as_py():
         _add(skips, MALFORMED, t.num_rows - int(pc.sum(complete).as_py() or 0))
         t, tail = t.filter(complete), tail.filter(complete)
+    value_text, stamp_text = pc.utf8_trim(t.column("c14"), ": ,\t"), pc.utf8_trim(tail, ": }\t")
     try:
-        value = pc.cast(pc.utf8_trim(t.column("c14"), ": ,\t"), pa.float64())
-        stamp = pc.cast(pc.utf8_trim(tail, ": }\t"), pa.float64())
+        value = pc.cast(value_text, pa.float64())
+        stamp = pc.cast(stamp_text, pa.float64())
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise _NotCanonical from exc
+    finite = pc.and_(pc.is_finite(value), pc.is_finite(stamp))
+    if not pc.all(finite).as_py():  # NaN, Infinity, 1e400: counted by what the text says, as per line
+        bad = pc.invert(finite)
+        for v, ts in zip(value_text.filter(bad).to_pylist(), stamp_text.filter(bad).to_pylist(), strict=True):
+            _add(skips, _numbers_problem(v, ts), 1)
+        t, value, stamp = t.filter(finite), value.filter(finite), stamp.filter(finite)
     keep = _plausible(stamp, skips)
     if keep is not None:
         t, value, stamp = t.filter(keep), value.filter(keep), stamp.filter(keep)
@@ -351,17 +415,20 @@ def _parse_clean(data: bytes, start: int, end: int, skips: Skips) -> pa.Table:
             return table
     try:
         raw = pj.read_json(buf, read_options=_READ, parse_options=_PARSE)
-        valid = None
-        for key in _REQUIRED:
-            col = raw.column(key)
-            if col.null_count:
-                ok = pc.is_valid(col)
-                valid = ok if valid is None else pc.and_(valid, ok)
-        if valid is not None:
-            _add(skips, MALFORMED, raw.num_rows - int(pc.sum(valid).as_py() or 0))
-            raw = raw.filter(valid)
-    except (pa.ArrowInvalid, pa.ArrowTypeError):
-        raw = _parse_lines(data[start:end], skips)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):  # e.g. a lone surrogate, 1e400, a line that is not JSON
+        raw = None
+    if raw is None or not all(pc.all(pc.is_finite(raw.column(k))).as_py() for k in _NUMBERS):
+        # pyarrow.json reads NaN and Infinity: the per-line path counts them as it counts every bad record
+        return _narrow(_compact_wide(_parse_lines(data[start:end], skips), skips))
+    valid = None
+    for key in _REQUIRED:
+        col = raw.column(key)
+        if col.null_count:
+            ok = pc.is_valid(col)
+            valid = ok if valid is None else pc.and_(valid, ok)
+    if valid is not None:
+        _add(skips, MALFORMED, raw.num_rows - int(pc.sum(valid).as_py() or 0))
+        raw = raw.filter(valid)
     return _narrow(_compact_wide(raw, skips))
 
 

@@ -18,7 +18,6 @@ __all__ = [
     "EVALUATOR_RULES",
     "MINUTE_DEFAULTS",
     "Clients",
-    "EvaluatorRunError",
     "EvaluatorSettings",
     "JobOutcome",
     "Responder",
@@ -29,7 +28,7 @@ __all__ = [
     "run_once",
 ]
 
-_LAZY = {"Clients", "EvaluatorRunError", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once"}
+_LAZY = {"Clients", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once"}
 
 
 def __getattr__(name: str) -> Any:

@@ -8,7 +8,8 @@ its whole window; a known job: the minutes since its cursor plus an overlap) and
 into calls of at most 500 queries. GetMetricData is billed per metric requested, whatever the range.
 
 A call that still fails after botocore's retries (throttling that does not stop, a denied request) fails only
-the jobs in that call: they keep their cursors and are read again by the next run, while the others go on.
+the jobs in that call, each with a :class:`~smx_debug.watch.isolation.JobError` of the call's reason: they keep
+their cursors and are read again by the next run, while the others go on.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS as INSTANCE_METRIC_MAP
 from smx_debug.evaluate.cloudwatch import NAMESPACE
+from smx_debug.watch.isolation import JobError, job_error
 
 __all__ = ["INSTANCE_METRICS", "MAX_QUERIES", "NAMESPACE", "MetricRead", "ReadResult", "read_metrics"]
 
@@ -51,7 +53,7 @@ class ReadResult:
     """Per job, ``series key -> metric -> {epoch minute: value}``; failures by job; calls and metrics requested."""
 
     data: dict[str, dict[str, dict[str, dict[int, float]]]] = field(default_factory=dict)
-    failed: dict[str, str] = field(default_factory=dict)
+    failed: dict[str, JobError] = field(default_factory=dict)
     calls: int = 0
     metrics_requested: int = 0
     datapoints: int = 0
@@ -128,10 +130,9 @@ def read_metrics(cloudwatch: Any, reads: Iterable[MetricRead], *, workers: int =
         try:
             _call(cloudwatch, call, part)
         except (ClientError, BotoCoreError) as exc:
-            code = exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else ""
-            reason = f"GetMetricData failed after retries: {code or type(exc).__name__}: {exc}"
+            error = job_error(exc, job=f"{len(call)} jobs", doing=f"GetMetricData for {len(call)} jobs")
             part.data = {}
-            part.failed = {read.job: reason for read in call}
+            part.failed = {read.job: error for read in call}
         return part
 
     result = ReadResult()

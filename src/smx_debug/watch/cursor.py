@@ -1,11 +1,12 @@
 """Per-job cursors in DynamoDB: what the evaluator knows about a job and the data it has read so far.
 
-One item per training job (partition key ``pk`` = job name). It holds the job's facts read once (hosts,
-instance type, metric definitions, the rules it gets, whether it is watched), ``through`` (epoch seconds: data
+One item per watched training job (partition key ``pk`` = job name; an unwatched job has none). It holds the
+job's facts read once (hosts, instance type, metric definitions, the rules it gets), ``through`` (epoch seconds: data
 before it has been read), the last ``window_minutes`` of datapoints (compressed JSON, a few kB) and the rule
 configurations that already fired. Each run reads all cursors with BatchGetItem (100 a call) and writes the
 changed ones with BatchWriteItem (25 a call), so the cost of a run does not grow with a job's length. Items
-expire (DynamoDB TTL on ``expires_at``) a week after their job was last seen running.
+expire (DynamoDB TTL on ``expires_at``) a week after their job was last seen running. The same table holds the
+run lease (:data:`smx_debug.watch.run.RUN_LEASE_KEY`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE
 __all__ = ["CURSOR_RETENTION_SECONDS", "Cursor", "CursorStore"]
 
 CURSOR_RETENTION_SECONDS = 7 * 24 * 3600
-_FORMAT = 1
+_FORMAT = 2  # 2: cursors of watched jobs only (1 kept unwatched jobs too): a format-1 item starts over
 # epoch minute -> value, per host and metric (instance data) or per metric name (training data)
 Window = dict[str, dict[str, dict[int, float]]]
 
@@ -32,8 +33,7 @@ class Cursor:
     """What the evaluator keeps per job between runs."""
 
     job: str
-    watched: bool
-    checked_at: float  # when tags (watched, spec) were last read
+    checked_at: float  # when its tags (opt-in, spec) were last read
     info: Mapping[str, Any] = field(default_factory=dict)  # hosts, instance_type, metrics, spec, ...
     through: int | None = None  # epoch seconds, a minute boundary: data before it was read
     data: Window = field(default_factory=dict)  # {"host:algo-1": {"CPUUtilization": {minute: value}}, "train": ...}
@@ -57,7 +57,6 @@ def _to_item(cursor: Cursor, now: float) -> dict[str, Any]:
     item: dict[str, Any] = {
         LEDGER_KEY_ATTRIBUTE: {"S": cursor.job},
         "format": {"N": str(_FORMAT)},
-        "watched": {"BOOL": cursor.watched},
         "checked_at": {"N": repr(float(cursor.checked_at))},
         "info": {"S": json.dumps(dict(cursor.info), sort_keys=True, separators=(",", ":"))},
         "fired": {"S": json.dumps(dict(cursor.fired), sort_keys=True)},
@@ -76,7 +75,6 @@ def _from_item(item: Mapping[str, Any]) -> Cursor | None:
         return None  # written by another version: start over for this job
     return Cursor(
         job=item[LEDGER_KEY_ATTRIBUTE]["S"],
-        watched=bool(item["watched"]["BOOL"]),
         checked_at=float(item["checked_at"]["N"]),
         info=json.loads(item["info"]["S"]),
         through=int(item["through"]["N"]) if "through" in item else None,

@@ -1,30 +1,39 @@
 """Which training jobs a run evaluates: the running ones this deployment watches, with the rules each gets.
 
-ListTrainingJobs (status InProgress, 100 a page, paginated) gives the running jobs. A job seen for the first
-time, or whose facts are older than ``retag_minutes``, is read again: ListTags decides whether the deployment
-watches it (:func:`smx_debug.contracts.is_watched`, by prefix or opt-in tag, as the event handlers decide) and
-names its watch spec (``smx-debug:evaluator``); only a watched job is described (hosts, instance type, metric
-definitions, profiler output, its own Debugger rules) and its spec read from the stack's bucket. Everything
-read is kept in the job's cursor, so a steady-state run makes no per-job SageMaker call.
+ListTrainingJobs (status InProgress, 100 a page, paginated) gives the running jobs. Which of them the
+deployment watches (:func:`smx_debug.contracts.is_watched`, as the event handlers decide) is known without a
+call per job, because the evaluator's role may call ListTags and DescribeTrainingJob on watched jobs only (a
+real account refuses the others with AccessDenied): a name prefix decides from the name alone, and the opt-in
+tag from one read-only query over all jobs, SageMaker ``Search`` over running training jobs that carry the tag
+(:func:`search_opted_in`; 100 a page, its results carry their tags; its IAM action has no resource type). A
+watched job met for the first time, or whose facts are older than ``retag_minutes``, is read again: its tags
+(from the search, or ListTags for a job watched by prefix) name its watch spec (``smx-debug:evaluator``); it is
+described once (hosts, instance type, metric definitions, profiler output, its own Debugger rules) and its spec
+read from the stack's bucket. Everything read is kept in the job's cursor, so a steady-state run makes no
+per-job SageMaker call.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, EVALUATOR_TAG, RULE_FIELDS
 from smx_debug.errors import ConfigError
 from smx_debug.tags import tags_as_dict
 from smx_debug.watch.cursor import Cursor
+from smx_debug.watch.isolation import WATCH_SPEC, JobError, job_error
 from smx_debug.watch.settings import EvaluatorSettings
 from smx_debug.watch.spec import WatchSpec
 
-__all__ = ["job_facts", "list_running", "refresh"]
+__all__ = ["Refreshed", "job_facts", "list_running", "refresh", "search_opted_in", "search_request"]
+
+SEARCH_PAGE = 100  # Search's MaxResults limit (its default is 10)
 
 
 def list_running(sagemaker: Any) -> list[dict[str, Any]]:
@@ -33,6 +42,34 @@ def list_running(sagemaker: Any) -> list[dict[str, Any]]:
     pages = sagemaker.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress", MaxResults=100)
     for page in pages:
         out.extend(s for s in page.get("TrainingJobSummaries", []) if s.get("TrainingJobStatus") == "InProgress")
+    return out
+
+
+def search_request(tag_key: str) -> dict[str, Any]:
+    """Search's arguments: running training jobs that carry ``tag_key`` (whatever its value)."""
+    return {
+        "Resource": "TrainingJob",
+        "SearchExpression": {"Filters": [
+            {"Name": "TrainingJobStatus", "Operator": "Equals", "Value": "InProgress"},
+            {"Name": f"Tags.{tag_key}", "Operator": "Exists"},
+        ]},
+    }
+
+
+def search_opted_in(sagemaker: Any, tag_key: str) -> dict[str, dict[str, str]]:
+    """The tags of every running job that carries ``tag_key``, by job name (Search, paginated).
+
+    The tag's value is not filtered here: the opt-in rule (``true`` in any case) is
+    :func:`smx_debug.contracts.is_opted_in`'s, applied by the caller to these tags.
+    """
+    out: dict[str, dict[str, str]] = {}
+    pages = sagemaker.get_paginator("search").paginate(
+        **search_request(tag_key), PaginationConfig={"PageSize": SEARCH_PAGE})
+    for page in pages:
+        for result in page.get("Results", []):
+            job = result.get("TrainingJob") or {}
+            if "TrainingJobName" in job:
+                out[job["TrainingJobName"]] = tags_as_dict(job.get("Tags", []))
     return out
 
 
@@ -71,27 +108,37 @@ def _tags(sagemaker: Any, arn: str) -> dict[str, str]:
     return tags
 
 
-def _spec(s3: Any, settings: EvaluatorSettings, key: str, notes: list[str]) -> WatchSpec | None:
-    """The spec the tag names, or None (with a note) when it cannot be used; None is tried again next time."""
+def _spec(s3: Any, settings: EvaluatorSettings, key: str, job: str) -> tuple[WatchSpec | None, JobError | None]:
+    """The spec the tag names, or None and why it cannot be used (the default rules apply; tried again)."""
     if not key.startswith(EVALUATOR_SPEC_PREFIX) or ".." in key:
-        notes.append(f"tag {EVALUATOR_TAG}={key!r} is not a key under {EVALUATOR_SPEC_PREFIX}: ignored")
-        return None
+        return None, JobError(WATCH_SPEC, f"tag {EVALUATOR_TAG}={key!r} is not a key under {EVALUATOR_SPEC_PREFIX}: "
+                                          "ignored, the default rules apply")
     if not settings.spec_bucket:
-        notes.append(f"tag {EVALUATOR_TAG} names {key!r} but the deployment has no spec bucket: ignored")
-        return None
+        return None, JobError(WATCH_SPEC, f"tag {EVALUATOR_TAG} names {key!r} but the deployment has no spec bucket: "
+                                          "ignored, the default rules apply")
+    where = f"s3://{settings.spec_bucket}/{key}"
     try:
         body = s3.get_object(Bucket=settings.spec_bucket, Key=key)["Body"].read()
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        if code not in {"NoSuchKey", "404", "AccessDenied", "403"}:
-            raise
-        notes.append(f"watch spec s3://{settings.spec_bucket}/{key} cannot be read ({code}): job's own rules skipped")
-        return None
+    except (ClientError, BotoCoreError) as exc:
+        code = exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else ""
+        if code in {"NoSuchKey", "404"}:
+            return None, JobError(WATCH_SPEC, f"watch spec {where} cannot be read ({code}): job's own rules skipped, "
+                                              "the default rules apply")
+        error = job_error(exc, job=job, doing=f"reading watch spec {where}")
+        return None, JobError(error.reason, f"{error.message}; the default rules apply")
     try:
-        return WatchSpec.from_json(body, source=f"s3://{settings.spec_bucket}/{key}")
+        return WatchSpec.from_json(body, source=where), None
     except ConfigError as exc:
-        notes.append(str(exc))
-        return None
+        return None, JobError(WATCH_SPEC, f"{exc}; the default rules apply")
+
+
+@dataclass
+class Refreshed:
+    """A watched job's cursor after discovery, with its notes and the watch spec's problem if it has one."""
+
+    cursor: Cursor
+    notes: list[str] = field(default_factory=list)
+    spec_error: JobError | None = None
 
 
 def refresh(
@@ -99,29 +146,38 @@ def refresh(
     cursor: Cursor | None,
     settings: EvaluatorSettings,
     *,
+    tags: Mapping[str, str] | None,
     sagemaker: Any,
     s3: Any,
     now: float,
-) -> tuple[Cursor, list[str]]:
-    """The job's cursor with facts no older than ``retag_minutes`` (reading SageMaker and S3 only if needed)."""
+) -> Refreshed:
+    """A watched job's cursor with facts no older than ``retag_minutes`` (reading SageMaker and S3 only if needed).
+
+    ``tags`` are the job's tags when the run already has them (from :func:`search_opted_in`), else None: then
+    a stale or new job's tags are read with ListTags (a job watched by prefix, which the role may read).
+    A spec that cannot be used is reported in ``spec_error``; the job gets the default rules and its spec is read
+    again next run (its facts are not marked fresh). AWS errors of ListTags or DescribeTrainingJob propagate:
+    the run records them for this job only.
+    """
     name = summary["TrainingJobName"]
-    if cursor is not None and now - cursor.checked_at < settings.retag_minutes * 60:
-        return cursor, []
-    notes: list[str] = []
-    tags = _tags(sagemaker, summary["TrainingJobArn"])
-    watched = settings.watches(name, tags)
-    if not watched:
-        return Cursor(job=name, watched=False, checked_at=now), notes
+    stale = cursor is None or now - cursor.checked_at >= settings.retag_minutes * 60
+    key_changed = tags is not None and cursor is not None and tags.get(EVALUATOR_TAG) != cursor.info.get("spec_key")
+    if cursor is not None and not stale and not key_changed:
+        return Refreshed(cursor)
+    if tags is None:
+        tags = _tags(sagemaker, summary["TrainingJobArn"])
     info = dict(cursor.info) if cursor is not None else {}
     if "hosts" not in info:
         info.update(job_facts(sagemaker.describe_training_job(TrainingJobName=name)))
     key = tags.get(EVALUATOR_TAG)
-    if key != info.get("spec_key"):
-        spec = _spec(s3, settings, key, notes) if key else WatchSpec()
+    problem = None
+    if key != info.get("spec_key") or info.get("spec") is None:
+        spec, problem = _spec(s3, settings, key, name) if key else (WatchSpec(), None)
         info["spec_key"] = key if spec is not None else None
         info["spec"] = (spec or WatchSpec()).to_json()
     own = WatchSpec.from_json(info.get("spec") or WatchSpec().to_json())
     rules = own.merged_with(settings.default_rules, skip=frozenset(info.get("debugger_rules", [])))
     info["rules"] = json.loads(rules.to_json())["rules"]
-    base = cursor if cursor is not None and cursor.watched else Cursor(job=name, watched=True, checked_at=now)
-    return base.with_changes(watched=True, checked_at=now, info=info), notes
+    checked = now if problem is None else (cursor.checked_at if cursor is not None else 0.0)  # retried next run
+    base = cursor if cursor is not None else Cursor(job=name, checked_at=checked)
+    return Refreshed(base.with_changes(checked_at=checked, info=info), spec_error=problem)

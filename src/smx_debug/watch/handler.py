@@ -2,9 +2,10 @@
 
 ``lambdas/evaluator/handler.py`` calls :func:`handle_scheduled`. The event (EventBridge Scheduler's or a
 ``rate()`` rule's) carries nothing the run needs: the run's "now" is the clock. One JSON line is logged with the
-run's summary. An action failure (:class:`~smx_debug.watch.run.EvaluatorRunError`) or any other error
-propagates, so the invocation fails and the function's error alarm sees it; the next scheduled run, a minute
-later, reads the cursors the failed one saved and retries the triggers it could not act on.
+run's summary (jobs evaluated, failed by reason, triggers). A job's failure, an action's included, is that
+job's: counted in ``EvaluatorJobErrors`` (the stack alarms on it) and tried again next run, never the
+invocation's. What breaks the whole run (jobs or cursors cannot be read) propagates, so the invocation fails and
+the function's error alarm sees it; the next scheduled run, a minute later, resumes from the saved cursors.
 """
 
 from __future__ import annotations
@@ -20,9 +21,6 @@ from smx_debug.watch.run import Clients, Responder, run_once
 from smx_debug.watch.settings import EvaluatorSettings
 
 __all__ = ["EvaluatorRuntime", "handle_scheduled"]
-
-_runtime: EvaluatorRuntime | None = None
-
 
 @dataclass(frozen=True)
 class EvaluatorRuntime:
@@ -50,14 +48,12 @@ class EvaluatorRuntime:
 
 
 def handle_scheduled(event: object, context: Any = None, *, runtime: EvaluatorRuntime | None = None) -> dict[str, Any]:
-    """Run the evaluator once; returns (and logs) the run's summary."""
-    global _runtime
+    """Run the evaluator once; returns (and logs) the run's summary. ``runtime`` is the cold start's (the Lambda
+    module keeps it); without one, it is built from the environment for this run."""
     from smx_debug.actions.runtime import log_json
 
     if runtime is None:
-        if _runtime is None:
-            _runtime = EvaluatorRuntime.from_env(context=context)
-        runtime = _runtime
+        runtime = EvaluatorRuntime.from_env(context=context)
     started = time.monotonic()
     report = run_once(runtime.settings, runtime.clients, runtime.responder)
     summary = {"handler": "evaluator", **report.summary(), "seconds": round(time.monotonic() - started, 3)}

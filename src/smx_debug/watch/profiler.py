@@ -5,6 +5,10 @@ A job whose ``ProfilerConfig`` is enabled writes system metrics every 100 ms .. 
 only (their names carry their time span, so the reader skips the rest: the cost is the window's, not the job's)
 and the per-device rules (CPUBottleneck, LowGPUUtilization, GPUMemoryIncrease) judge that per-core, per-GPU
 frame instead of CloudWatch's host averages. Nothing is kept between runs: the window is read again each minute.
+
+Output that cannot be used is that job's :class:`~smx_debug.watch.isolation.JobError` (AWS refused or failed
+the read: by its code; output the reader could not survive: ``bad-data``), and the job is judged on CloudWatch's
+host averages instead. Damaged lines are not errors: the reader skips and counts them.
 """
 
 from __future__ import annotations
@@ -13,14 +17,13 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from smx_debug.errors import NoDataYetError, NotFoundError, SmxDebugError
+from smx_debug.errors import NoDataYetError, NotFoundError
+from smx_debug.watch.isolation import BAD_DATA, JobError, job_error
 
 __all__ = ["profiler_frames"]
 
 
-def _one(job: str, output_path: str, s3: Any, start_s: int, end_s: int) -> tuple[Any, str | None]:
+def _one(job: str, output_path: str, s3: Any, start_s: int, end_s: int) -> tuple[Any, JobError | None]:
     from smx_debug.reports import S3Source, SystemMetricsReader
     from smx_debug.reports.sources import job_paths, split_s3_uri
 
@@ -34,25 +37,23 @@ def _one(job: str, output_path: str, s3: Any, start_s: int, end_s: int) -> tuple
         frame = reader.refresh(release=True)
     except (NoDataYetError, NotFoundError):
         return None, None  # no system metrics written yet
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        return None, f"profiler output {prefix} cannot be read ({code}): CloudWatch host averages used instead"
-    except SmxDebugError as exc:
-        return None, f"profiler output {prefix}: {exc}; CloudWatch host averages used instead"
+    except Exception as exc:  # isolation: this job's output only (smx_debug.watch.isolation)
+        error = job_error(exc, job=job, doing=f"reading profiler output {prefix}", otherwise=BAD_DATA)
+        return None, JobError(error.reason, f"{error.message}; CloudWatch host averages used instead")
     return (frame if len(frame) else None), None
 
 
 def profiler_frames(
     jobs: Sequence[tuple[str, str]], *, s3: Any, start_s: int, end_s: int, workers: int = 4
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """System-metric frames of ``[start_s, end_s)`` for ``(job, profiler S3OutputPath)`` pairs, and notes by job."""
+) -> tuple[dict[str, Any], dict[str, JobError]]:
+    """System-metric frames of ``[start_s, end_s)`` for ``(job, profiler S3OutputPath)`` pairs, and errors by job."""
     frames: dict[str, Any] = {}
-    notes: dict[str, str] = {}
+    errors: dict[str, JobError] = {}
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
         results = list(pool.map(lambda j: _one(j[0], j[1], s3, start_s, end_s), jobs))
-    for (job, _), (frame, note) in zip(jobs, results, strict=True):
+    for (job, _), (frame, error) in zip(jobs, results, strict=True):
         if frame is not None:
             frames[job] = frame
-        if note:
-            notes[job] = note
-    return frames, notes
+        if error is not None:
+            errors[job] = error
+    return frames, errors

@@ -3,23 +3,38 @@
 The scheduled Lambda calls :func:`run_once` every minute (``lambdas/evaluator/handler.py``); the demo, the tests
 and the benchmark call it in process on the local AWS. A run:
 
-1. lists the running training jobs and loads their cursors (:mod:`smx_debug.watch.cursor`);
-2. refreshes what it knows about new or stale jobs (:mod:`smx_debug.watch.discovery`);
-3. reads each watched job's minutes since its cursor, all jobs batched (:mod:`smx_debug.watch.cloudwatch`),
+1. takes the run lease (below): if another run holds it, this one does nothing;
+2. lists the running training jobs, decides which are watched (:mod:`smx_debug.watch.discovery`: prefixes, and
+   the opt-in tag through one Search) and loads their cursors (:mod:`smx_debug.watch.cursor`);
+3. refreshes what it knows about new or stale watched jobs;
+4. reads each watched job's minutes since its cursor, all jobs batched (:mod:`smx_debug.watch.cloudwatch`),
    and merges them into the job's window;
-4. evaluates each rule configuration on its last ``window`` minutes (the same rule code as ``smx-debug rules
+5. evaluates each rule configuration on its last ``window`` minutes (the same rule code as ``smx-debug rules
    evaluate``, keyed by configuration name) and hands every newly triggered configuration to the responder,
    which acts through the same path as a Debugger rule event (ledger, metric, message, exactly-once stop);
-5. saves the cursors.
+6. saves the cursors, releases the lease and puts the run's job errors (``EvaluatorJobErrors`` by reason).
 
-A job whose data cannot be read is reported and keeps its cursor; a job without data is reported, never
-stopped. A responder failure is re-raised at the end of the run, after the other jobs were handled and the
-cursors saved, so the invocation fails visibly (the function's error alarm) and the trigger is tried again.
+Each job is isolated (:mod:`smx_debug.watch.isolation`): what fails for one job (access denied, throttling
+past the retries, poisoned data, a bad watch spec, an action that failed) is recorded for that job, which keeps
+its cursor and is tried again next run; the run goes on for the others and the invocation succeeds. Only what
+breaks the whole run fails it: the running jobs cannot be listed, the cursors cannot be read or written, the
+job errors cannot be put. A job without data is reported, never stopped.
+
+Overlapping runs (one still going when the next schedule fires, a delayed or manual invoke) would both evaluate
+every job and act before either saved its cursors. So a run first claims the run lease, item
+:data:`RUN_LEASE_KEY` of the cursor table (no job name can be it: SageMaker names are letters, digits and
+hyphens), with the action ledger's lease claim (:class:`smx_debug.actions.ledger.Ledger`: a conditional PutItem
+that succeeds only when no claim is live), held ``lease_seconds`` (longer than the function's timeout, so a run
+Lambda killed blocks the next one for at most that long) and released when the run ends. A run that finds the
+lease live does nothing. A lease rather than conditional cursor writes: with conditions, the second run would still
+evaluate and act before its writes were refused, each cursor would cost a PutItem instead of a 25-item
+BatchWriteItem, and BatchWriteItem takes no conditions.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -32,13 +47,16 @@ from smx_debug.contracts import RuleKind
 from smx_debug.errors import SmxDebugError
 from smx_debug.watch.cloudwatch import MetricRead, ReadResult, read_metrics
 from smx_debug.watch.cursor import Cursor, CursorStore
-from smx_debug.watch.discovery import list_running, refresh
+from smx_debug.watch.discovery import Refreshed, list_running, refresh, search_opted_in
+from smx_debug.watch.isolation import AWS_ERROR, BAD_DATA, JobError, job_error, publish_job_errors, reason_of
 from smx_debug.watch.settings import EvaluatorSettings
 from smx_debug.watch.spec import WatchedRule
 
 _DEVICE_WINDOW = 10  # minutes of profiler output read per run: the longest device-rule window
 
-__all__ = ["Clients", "EvaluatorRunError", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once"]
+__all__ = ["RUN_LEASE_KEY", "Clients", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once"]
+
+RUN_LEASE_KEY = "#evaluator-run"  # the run lease's item in the cursor table
 
 
 @dataclass(frozen=True)
@@ -65,33 +83,42 @@ class Trigger:
 
 
 class Responder(Protocol):
-    """Acts on a job's new triggers through the action path; returns a JSON-able summary."""
+    """Acts on a job's new triggers through the action path; returns a JSON-able summary. What it raises is
+    recorded for that job, whose triggers are tried again next run."""
 
     def __call__(self, job: str, triggers: Sequence[Trigger]) -> Mapping[str, Any]: ...
 
 
-class EvaluatorRunError(SmxDebugError, RuntimeError):
-    """Raised when a run finished but acting on some triggers failed (they are tried again next run)."""
-
-    def __init__(self, message: str, report: RunReport) -> None:
-        super().__init__(message)
-        self.report = report
-
-
 @dataclass
 class JobOutcome:
-    """What a run did for one watched job."""
+    """What a run did for one watched job: status ``evaluated``, ``no data`` or ``failed`` (an error stopped it;
+    its cursor did not advance), its triggers, notes, the action core's answer and the errors met."""
 
     job: str
-    status: str  # evaluated | no data | read failed | skipped
+    status: str = "skipped"
     triggers: list[Trigger] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     response: Mapping[str, Any] | None = None
+    errors: list[JobError] = field(default_factory=list)
+
+    def fail(self, error: JobError) -> None:
+        """Record an error that ends this job's run (its cursor keeps its data and ``through``)."""
+        self.status = "failed"
+        self.record(error)
+
+    def record(self, error: JobError) -> None:
+        """Record an error the job survived (a bad watch spec: the default rules applied)."""
+        self.errors.append(error)
+        self.notes.append(error.message)
 
 
 @dataclass
 class RunReport:
-    """A run's summary: jobs seen, evaluated and triggered, and what it asked AWS for."""
+    """A run's summary: jobs seen, evaluated, failed and triggered, and what it asked AWS for.
+
+    ``errors`` are the run's own problems that did not fail it (the opt-in Search, the lease release);
+    ``skipped`` says why the run did nothing (another run held the lease).
+    """
 
     now: float
     running: int = 0
@@ -100,11 +127,17 @@ class RunReport:
     metrics_requested: int = 0
     datapoints: int = 0
     get_metric_data_calls: int = 0
-    errors: list[str] = field(default_factory=list)
+    errors: list[JobError] = field(default_factory=list)
+    skipped: str | None = None
 
     @property
     def triggers(self) -> list[Trigger]:
         return [t for o in self.outcomes.values() for t in o.triggers]
+
+    def error_counts(self) -> dict[str, int]:
+        """This run's errors by reason: each job counted once per reason, plus the run's own."""
+        reasons = [r for o in self.outcomes.values() for r in dict.fromkeys(e.reason for e in o.errors)]
+        return dict(Counter(reasons + [e.reason for e in self.errors]))
 
     def summary(self) -> dict[str, Any]:
         """JSON-able, for the Lambda's log line and return value."""
@@ -112,11 +145,14 @@ class RunReport:
             "running": self.running,
             "watched": self.watched,
             "evaluated": sum(o.status == "evaluated" for o in self.outcomes.values()),
+            "failed": {j: [e.reason for e in o.errors] for j, o in self.outcomes.items() if o.status == "failed"},
+            "job_errors": self.error_counts(),
             "triggers": [{"job": t.job, "rule": t.name, "step": t.step} for t in self.triggers],
             "problems": {j: o.notes for j, o in self.outcomes.items() if o.notes},
             "metrics_requested": self.metrics_requested,
             "get_metric_data_calls": self.get_metric_data_calls,
-            "errors": self.errors,
+            "errors": [e.message for e in self.errors],
+            "skipped": self.skipped,
         }
 
 
@@ -215,6 +251,32 @@ def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tu
     return triggers, notes
 
 
+def _watched(
+    settings: EvaluatorSettings, clients: Clients, store: CursorStore, names: Sequence[str], report: RunReport,
+) -> tuple[list[str], dict[str, Cursor], dict[str, dict[str, str]] | None]:
+    """The watched running jobs, their cursors, and the opt-in candidates' tags (None when Search failed)."""
+    opted: dict[str, dict[str, str]] | None = {}
+    if settings.opt_in_tag:
+        try:
+            opted = search_opted_in(clients.sagemaker, settings.opt_in_tag)
+        except (ClientError, BotoCoreError) as exc:
+            error = job_error(exc, job="(opted-in jobs)", doing="Search for opted-in running jobs")
+            report.errors.append(JobError(error.reason, f"{error.message}; jobs whose tags were last read opted "
+                                                        f"in, at most {2 * settings.retag_minutes} minutes ago, "
+                                                        "stay watched"))
+            opted = None
+    if opted is not None:
+        watched = [n for n in names if settings.watches(n, opted.get(n, {}))]
+        return watched, store.load(watched), opted
+    # Search failed: the prefixes decide, and a job whose tags were last read opted in stays watched if that read is
+    # recent (a watched job's tags are read again every retag_minutes, so its cursor is never older than that + 1).
+    cursors = store.load(names)
+    recent = 2 * settings.retag_minutes * 60
+    watched = [n for n in names if settings.watches(n, {})
+               or (n in cursors and report.now - cursors[n].checked_at < recent)]
+    return watched, {n: cursors[n] for n in watched if n in cursors}, None
+
+
 def run_once(
     settings: EvaluatorSettings,
     clients: Clients,
@@ -224,31 +286,61 @@ def run_once(
     clock: Callable[[], float] = time.time,
 ) -> RunReport:
     """One evaluation of every watched running job (see the module docstring)."""
+    from smx_debug.actions.ledger import Ledger
+
     now = clock() if now is None else now
     report = RunReport(now=now)
-    store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
-    running = list_running(clients.sagemaker)
-    report.running = len(running)
-    cursors = store.load(s["TrainingJobName"] for s in running)
-    changed: dict[str, Cursor] = {}
-    watched: list[Cursor] = []
+    lease = Ledger(clients.dynamodb, settings.cursor_table, clock=lambda: now, lease_seconds=settings.lease_seconds,
+                   retention_seconds=86_400)
+    if not lease.claim(RUN_LEASE_KEY, {"run_at": now}):
+        report.skipped = ("another evaluator run holds the run lease: this run did nothing; the next one resumes "
+                          "from the saved cursors")
+        return report
+    try:
+        _run(settings, clients, responder, report)
+    finally:
+        try:
+            lease.release(RUN_LEASE_KEY)
+        except (ClientError, BotoCoreError) as exc:
+            report.errors.append(JobError(reason_of(exc, AWS_ERROR), f"releasing the run lease failed ({exc}); it "
+                                                                      f"expires after {settings.lease_seconds} s"))
+    publish_job_errors(clients.cloudwatch, settings.metric_namespace, report.error_counts(), now=now)
+    return report
 
-    def fresh(summary: Mapping[str, Any]) -> tuple[Cursor, list[str]]:
-        old = cursors.get(summary["TrainingJobName"])
-        return refresh(summary, old, settings, sagemaker=clients.sagemaker, s3=clients.s3, now=now)
+
+def _run(settings: EvaluatorSettings, clients: Clients, responder: Responder, report: RunReport) -> None:
+    now = report.now
+    store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
+    running = {s["TrainingJobName"]: s for s in list_running(clients.sagemaker)}
+    report.running = len(running)
+    names, cursors, opted = _watched(settings, clients, store, list(running), report)
+    report.watched = len(names)
+    report.outcomes = {n: JobOutcome(job=n) for n in names}
+    changed: dict[str, Cursor] = {}
+
+    def fresh(name: str) -> Refreshed | JobError:
+        tags = opted.get(name) if opted is not None else None
+        try:
+            return refresh(running[name], cursors.get(name), settings, tags=tags, sagemaker=clients.sagemaker,
+                           s3=clients.s3, now=now)
+        except Exception as exc:  # isolation: one job's failure is that job's (smx_debug.watch.isolation)
+            return job_error(exc, job=name, doing="discovery (ListTags, DescribeTrainingJob)")
 
     # New or stale jobs cost ListTags (+ DescribeTrainingJob): overlap those calls; clients are thread-safe.
     with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
-        refreshed = list(pool.map(fresh, running))
-    for summary, (cursor, notes) in zip(running, refreshed, strict=True):
-        name = summary["TrainingJobName"]
-        old = cursors.get(name)
-        if cursor is not old:
-            changed[name] = cursor
-        if cursor.watched:
-            watched.append(cursor)
-            report.outcomes[name] = JobOutcome(job=name, status="skipped", notes=list(notes))
-    report.watched = len(watched)
+        refreshed = list(pool.map(fresh, names))
+    watched: list[Cursor] = []
+    for name, found in zip(names, refreshed, strict=True):
+        outcome = report.outcomes[name]
+        if isinstance(found, JobError):
+            outcome.fail(found)
+            continue
+        outcome.notes.extend(found.notes)
+        if found.spec_error is not None:
+            outcome.record(found.spec_error)
+        if found.cursor is not cursors.get(name):
+            changed[name] = found.cursor  # its facts; its data and ``through`` move once it is evaluated
+        watched.append(found.cursor)
 
     end = (int(now) - settings.settle_seconds) // 60 * 60  # complete, settled minutes only
     reads = []
@@ -266,8 +358,6 @@ def run_once(
     report.metrics_requested, report.datapoints = result.metrics_requested, result.datapoints
     report.get_metric_data_calls = result.calls
 
-    failures: list[str] = []
-    last = end // 60 - 1
     # Debugger profiler output (per core, per GPU) for the jobs that write it: their device rules' window only.
     with_profiler = [(c.job, str(c.info["profiler_s3"])) for c in watched
                      if c.info.get("profiler_s3") and c.job not in result.failed]
@@ -275,45 +365,58 @@ def run_once(
     if with_profiler:
         from smx_debug.watch.profiler import profiler_frames
 
-        profiler, profiler_notes = profiler_frames(
+        profiler, profiler_errors = profiler_frames(
             with_profiler, s3=clients.s3, start_s=end - _DEVICE_WINDOW * 60, end_s=end, workers=settings.workers)
-        for job, note in profiler_notes.items():
-            report.outcomes[job].notes.append(note)
+        for job, error in profiler_errors.items():
+            report.outcomes[job].record(error)  # CloudWatch's host averages are used instead
+        for job, frame in profiler.items():
+            skipped = frame.attrs.get("skipped_by_reason") or {}
+            if skipped:  # damaged lines are not errors: the reader skipped and counted them
+                reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(skipped.items()))
+                report.outcomes[job].notes.append(
+                    f"profiler output: {sum(skipped.values())} damaged lines skipped ({reasons})")
     for cursor in watched:
         outcome = report.outcomes[cursor.job]
         if cursor.job in result.failed:
-            outcome.status = "read failed"
-            outcome.notes.append(result.failed[cursor.job])
+            outcome.fail(result.failed[cursor.job])
             continue
-        keep_from = last - _keep_minutes(cursor, settings) + 1
-        cursor = _merge(cursor, result.data.get(cursor.job, {}), keep_from=keep_from)
-        cursor = cursor.with_changes(through=end)
-        if not any(s.startswith("host:") for s in cursor.data) and cursor.job not in profiler:
-            running_for = now - float(cursor.info.get("start") or now)
-            if running_for >= settings.missing_after_minutes * 60:
-                outcome.notes.append(
-                    f"no CloudWatch instance metrics for {cursor.job} in the last {settings.window_minutes} minutes "
-                    f"(namespace /aws/sagemaker/TrainingJobs, dimension Host={cursor.job}/algo-1): not evaluated, "
-                    "not stopped"
-                )
-                outcome.status = "no data"
-                changed[cursor.job] = cursor
-                continue
-        triggers, notes = _evaluate(cursor, last, now, profiler.get(cursor.job))
-        outcome.status = "evaluated"
-        outcome.notes.extend(notes)
+        try:
+            cursor, triggers = _evaluate_job(cursor, settings, outcome, result, profiler.get(cursor.job), end=end,
+                                             now=now)
+        except Exception as exc:  # isolation: data that breaks the evaluation fails this job only
+            outcome.fail(job_error(exc, job=cursor.job, doing="evaluating its rules", otherwise=BAD_DATA))
+            continue
         if triggers:
             try:
                 outcome.response = responder(cursor.job, triggers)
-            except (ClientError, BotoCoreError) as exc:
-                failures.append(f"{cursor.job}: acting on {[t.name for t in triggers]} failed: {exc}")
-                changed[cursor.job] = cursor
+            except Exception as exc:  # isolation: acted on again next run (the ledger acts once)
+                outcome.fail(job_error(exc, job=cursor.job, doing=f"acting on {[t.name for t in triggers]}"))
                 continue
             outcome.triggers = triggers
             cursor = cursor.with_changes(fired={**cursor.fired, **{t.name: t.step for t in triggers}})
         changed[cursor.job] = cursor
     store.save(changed.values())
-    report.errors = failures
-    if failures:
-        raise EvaluatorRunError("; ".join(failures), report)
-    return report
+
+
+def _evaluate_job(
+    cursor: Cursor, settings: EvaluatorSettings, outcome: JobOutcome, result: ReadResult, profiler: Any, *,
+    end: int, now: float,
+) -> tuple[Cursor, list[Trigger]]:
+    """The job's cursor with its new minutes merged and ``through`` moved to ``end``, and its new triggers."""
+    last = end // 60 - 1
+    keep_from = last - _keep_minutes(cursor, settings) + 1
+    cursor = _merge(cursor, result.data.get(cursor.job, {}), keep_from=keep_from).with_changes(through=end)
+    if not any(s.startswith("host:") for s in cursor.data) and profiler is None:
+        running_for = now - float(cursor.info.get("start") or now)
+        if running_for >= settings.missing_after_minutes * 60:
+            outcome.notes.append(
+                f"no CloudWatch instance metrics for {cursor.job} in the last {settings.window_minutes} minutes "
+                f"(namespace /aws/sagemaker/TrainingJobs, dimension Host={cursor.job}/algo-1): not evaluated, "
+                "not stopped"
+            )
+            outcome.status = "no data"
+            return cursor, []
+    triggers, notes = _evaluate(cursor, last, now, profiler)
+    outcome.status = "evaluated"
+    outcome.notes.extend(notes)
+    return cursor, triggers

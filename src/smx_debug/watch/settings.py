@@ -6,7 +6,14 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from smx_debug.contracts import MANAGED_TAG, Env, is_watched
+from smx_debug.contracts import (
+    DEFAULT_FUNCTION_TIMEOUT_SECONDS,
+    DEFAULT_LEASE_SECONDS,
+    DEFAULT_NAMESPACE,
+    MANAGED_TAG,
+    Env,
+    is_watched,
+)
 from smx_debug.errors import ConfigError
 from smx_debug.watch.spec import WatchSpec
 
@@ -39,6 +46,9 @@ class EvaluatorSettings:
         missing_after_minutes: a job running this long without any instance metric is reported as missing data.
         retag_minutes: how often a job's tags (watched or not, which spec) are read again.
         workers: concurrent SageMaker / CloudWatch calls of one run (well under their default request rates).
+        metric_namespace: where the run puts its job errors (``EvaluatorJobErrors``): the deployment's namespace.
+        lease_seconds: how long a run holds the run lease (:mod:`smx_debug.watch.run`); must outlast
+            ``function_timeout``, the function's timeout.
     """
 
     watch_prefixes: tuple[str, ...] = ()
@@ -53,6 +63,17 @@ class EvaluatorSettings:
     retag_minutes: int = 10
     workers: int = 8
     region: str | None = None
+    metric_namespace: str = DEFAULT_NAMESPACE
+    function_timeout: int = DEFAULT_FUNCTION_TIMEOUT_SECONDS
+    lease_seconds: int = DEFAULT_LEASE_SECONDS
+
+    def __post_init__(self) -> None:
+        if self.lease_seconds <= self.function_timeout:
+            raise ConfigError(
+                f"{Env.LEASE_SECONDS}: a {self.lease_seconds} s run lease must outlast the function timeout "
+                f"({self.function_timeout} s, {Env.FUNCTION_TIMEOUT})",
+                field=Env.LEASE_SECONDS, value=self.lease_seconds,
+            )
 
     def watches(self, job_name: str, tags: Mapping[str, str]) -> bool:
         """The deployment's opt-in rule, the same function the event handlers use."""
@@ -74,4 +95,7 @@ class EvaluatorSettings:
             default_rules=WatchSpec.from_json(rules, source=Env.DEFAULT_RULES) if rules else WatchSpec(),
             window_minutes=_int(env, Env.WINDOW_MINUTES, 10, 3, 60),
             region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
+            metric_namespace=env.get(Env.NAMESPACE) or DEFAULT_NAMESPACE,
+            function_timeout=_int(env, Env.FUNCTION_TIMEOUT, DEFAULT_FUNCTION_TIMEOUT_SECONDS, 3, 900),
+            lease_seconds=_int(env, Env.LEASE_SECONDS, DEFAULT_LEASE_SECONDS, 4, 86_400),
         )

@@ -165,3 +165,35 @@ def test_evaluate_plan_two_configurations_live_two_statuses(job_dir, tmp_path, c
     assert [s["RuleConfigurationName"] for s in statuses] == ["LowGPU-strict", "LowGPU-lax", "CPUBottleneck"]
     assert statuses[0]["RuleEvaluationStatus"] == "IssuesFound"
     assert statuses[1]["RuleEvaluationStatus"] == "InProgress"
+
+
+POISON = [b'{"Type": "cpu", "Name": "\\ud800", "Dimension": "CPUUtilization", "Value": 1.0, "NodeId": "algo-1", '
+          b'"Timestamp": 1700000000.0}',
+          b"[" * 5000 + b"]" * 5000,
+          b'{"Type": "cpu", "Name": "cpu0", "Dimension": "CPUUtilization", "Value": NaN, "NodeId": "algo-1", '
+          b'"Timestamp": 1700000000.0}']
+
+
+@pytest.fixture(scope="module")
+def poisoned_dir(job_dir, tmp_path_factory):
+    import shutil
+
+    root = tmp_path_factory.mktemp("poisoned") / "cpu-job"
+    shutil.copytree(job_dir, root)
+    first = sorted((root / "profiler-output" / "system").rglob("*.json"))[0]
+    first.write_bytes(first.read_bytes() + b"\n".join(POISON) + b"\n")
+    trace = sorted((root / "profiler-output" / "framework").rglob("*.json"))[0]  # and a poisoned trace
+    events = trace.read_bytes().rstrip()
+    assert events.endswith(b"]")
+    trace.write_bytes(events[:-1] + b', {"ph": "X", "name": "\\ud800", "ts": 1, "dur": 1}, '
+                      + b"[" * 5000 + b"]" * 5000 + b"]")
+    return root
+
+
+def test_evaluate_and_report_poisoned_profiler_lines_skipped_exit_0(poisoned_dir, tmp_path, capsys):
+    assert main(["rules", "evaluate", str(poisoned_dir), "--rule", "CPUBottleneck", "--json", "-"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["CPUBottleneck"]["status"] == "IssuesFound"
+    assert main(["report", str(poisoned_dir), "--out", str(tmp_path / "r.html")]) == 0
+    assert (tmp_path / "r.html").stat().st_size > 0
+    assert "Traceback" not in capsys.readouterr().err

@@ -133,8 +133,6 @@ def test_iam_calls_doc_lists_every_call_of_the_functional_flows_and_its_statemen
 
 
 @pytest.mark.iam_denials
-@pytest.mark.xfail(strict=True, reason="issue 20 defect 2 (branch `isolation`): discovery calls ListTags on every "
-                   "running job; the evaluator's role may list tags of watched jobs only, so the run fails")
 def test_evaluator_in_an_account_with_an_unwatched_running_job_is_not_denied(local_aws: LocalAws,
                                                                              tmp_path: Path) -> None:
     """Reproduces defect 2 through the local IAM: the deployed evaluator, one watched and one other team's job."""

@@ -72,10 +72,10 @@ def test_deploy_alarms_match_template(aws: LocalAws, deployed: DeployedStack, sy
     template = _template(synthesized)
     alarms = {a["AlarmName"]: a for a in aws.client("cloudwatch").describe_alarms()["MetricAlarms"]}
     # Two rule alarms, plus the guard's health: DLQ, each of the four functions, retraining executions, and the
-    # scheduled evaluator's errors.
-    assert len(alarms) == 2 + 1 + 4 + 1 + 1
+    # scheduled evaluator's errors and job errors.
+    assert len(alarms) == 2 + 1 + 4 + 1 + 1 + 1
     rule_alarms = {k: v for k, v in _of_type(template, "AWS::CloudWatch::Alarm").items()
-                   if v["Properties"].get("Namespace") == "SmxDebug"}
+                   if v["Properties"].get("MetricName") == "RuleTriggered"}
     assert len(rule_alarms) == 2
     for logical, resource in rule_alarms.items():
         props = resource["Properties"]

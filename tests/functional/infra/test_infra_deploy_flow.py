@@ -55,7 +55,7 @@ def test_default_all_rules_alarm_fires_on_any_rule_trigger(local_aws: LocalAws, 
     build_app({"local": True, "watch_prefixes": ["guarded-"]}, outdir=str(tmp_path), nag=False).synth()
     deployed = deploy_stack(local_aws, tmp_path / f"{STACK}.template.json", stack_name=STACK)
     (alarm,) = [a for a in local_aws.client("cloudwatch").describe_alarms()["MetricAlarms"]
-                if a.get("Namespace") == "SmxDebug"]
+                if a.get("Namespace") == "SmxDebug" and a.get("MetricName") == "RuleTriggered"]
     assert (alarm["MetricName"], alarm["Dimensions"]) == ("RuleTriggered", [])
     job = "guarded-bert-1"
     local_aws.client("sagemaker").create_training_job(

@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 
 from smx_debug.errors import ConfigError
 from smx_debug.local import LocalAws, metric_data
+from smx_debug.local.clients import client
 from smx_debug.local.job_metrics import Scenario
 from smx_debug.local.throttling import throttle
 
@@ -76,6 +77,29 @@ def test_throttle_fails_the_next_calls_with_throttling_then_lets_them_through(lo
         assert retried.get_metric_data(**kwargs)["ResponseMetadata"]["RetryAttempts"] == 2
     with pytest.raises(ConfigError), throttle("cloudwatch", "GetMetricData", times=0):
         pass
+
+
+def test_throttle_jobs_only_throttles_calls_about_those_jobs(local_aws: LocalAws) -> None:
+    from smx_debug import local
+
+    local.install(local_aws)
+    for name in ("hot-1", "cold-1"):
+        client(local_aws, "sagemaker").create_training_job(
+            TrainingJobName=name, RoleArn="arn:aws:iam::123456789012:role/r",
+            AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
+                                    "TrainingInputMode": "File"},
+            OutputDataConfig={"S3OutputPath": "s3://b/o"}, StoppingCondition={"MaxRuntimeInSeconds": 60},
+            ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5})
+    once = local_aws.client("sagemaker", config=Config(retries={"mode": "standard", "total_max_attempts": 1}))
+    arn = once.describe_training_job(TrainingJobName="hot-1")["TrainingJobArn"]
+    with throttle("sagemaker", "DescribeTrainingJob", times=100, jobs={"hot-1"}) as hot, \
+            throttle("sagemaker", "ListTags", times=100, jobs={"hot-1"}):
+        assert once.describe_training_job(TrainingJobName="cold-1")["TrainingJobName"] == "cold-1"
+        with pytest.raises(ClientError, match="ThrottlingException"):
+            once.describe_training_job(TrainingJobName="hot-1")
+        with pytest.raises(ClientError, match="ThrottlingException"):
+            once.list_tags(ResourceArn=arn)
+    assert hot.count == 1
 
 
 def test_scenario_cpu_bottleneck_from_onset_in_cloudwatch_units() -> None:

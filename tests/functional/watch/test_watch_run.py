@@ -91,7 +91,7 @@ def test_run_job_that_finished_between_runs_is_not_evaluated(aws: LocalAws) -> N
     publish(aws, "guarded-a", 10, 20, CPU)  # bad data arriving late must not act on a finished job
     later = _runs(aws, range(10, 20), recorder)
     assert recorder.calls == []
-    assert all(r.running == 0 and not r.outcomes for r in later)
+    assert all(r.watched == 0 and not r.outcomes for r in later)  # another team's jobs still run (conftest)
 
 
 def test_run_job_without_metrics_reports_missing_data_and_does_not_stop(aws: LocalAws) -> None:
@@ -132,7 +132,8 @@ def test_run_throttling_beyond_retries_fails_one_call_and_the_run_completes_for_
     )
     with throttle("cloudwatch", "GetMetricData", times=2):  # both attempts of the first call (the new job's)
         report = run_once(settings(workers=1), tight, recorder, now=at(14) + 5)  # one call at a time: in order
-    assert report.outcomes["guarded-new"].status == "read failed"
+    assert report.outcomes["guarded-new"].status == "failed"
+    assert [e.reason for e in report.outcomes["guarded-new"].errors] == ["throttled"]
     assert "Throttling" in report.outcomes["guarded-new"].notes[0]
     assert report.outcomes["guarded-known"].status == "evaluated"
     assert recorder.jobs() == ["guarded-known"]
@@ -190,10 +191,8 @@ def test_run_second_run_reads_only_the_new_minutes(aws: LocalAws) -> None:
     assert json.loads(item["info"]["S"])["hosts"] == 4
 
 
-def test_run_action_failure_finishes_the_run_then_fails_it_and_retries_next_minute(aws: LocalAws) -> None:
+def test_run_action_failure_costs_that_job_only_and_is_tried_again_next_minute(aws: LocalAws) -> None:
     from botocore.exceptions import ClientError
-
-    from smx_debug.watch import EvaluatorRunError
 
     create_job(aws, "guarded-a")
     create_job(aws, "guarded-b")
@@ -209,9 +208,12 @@ def test_run_action_failure_finishes_the_run_then_fails_it_and_retries_next_minu
         return recorder(job, triggers)  # type: ignore[arg-type]
 
     _runs(aws, range(8, 14), recorder)  # nothing fires before minute 14
-    with pytest.raises(EvaluatorRunError, match="guarded-a: acting on \\['CPUBottleneck'\\] failed") as info:
-        run_once(settings(), clients(aws), flaky, now=at(14) + 5)
-    assert info.value.report.outcomes["guarded-b"].triggers  # the other job was handled in the same run
+    report = run_once(settings(), clients(aws), flaky, now=at(14) + 5)  # the invocation does not fail
+    failed = report.outcomes["guarded-a"]
+    assert (failed.status, [e.reason for e in failed.errors]) == ("failed", ["throttled"])
+    assert "acting on ['CPUBottleneck'] failed (throttled)" in failed.notes[-1]
+    assert report.outcomes["guarded-b"].triggers  # the other job was handled in the same run
+    assert report.summary()["job_errors"] == {"throttled": 1}
     assert recorder.jobs() == ["guarded-b"]
     again = run_once(settings(), clients(aws), flaky, now=at(15) + 5)  # the failed trigger is tried again
     assert [t.job for t in again.triggers] == ["guarded-a"]

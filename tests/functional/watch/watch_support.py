@@ -8,7 +8,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from smx_debug import local
-from smx_debug.local import LocalAws, job_metrics, metric_data
+from smx_debug.contracts import MANAGED_TAG, is_watched
+from smx_debug.local import LocalAws, job_metrics, metric_data, training_jobs
 from smx_debug.local.clients import client as cached_client
 from smx_debug.local.job_metrics import Scenario, publish_minutes
 from smx_debug.watch import Clients, EvaluatorSettings, Trigger
@@ -31,6 +32,7 @@ def clients(aws: LocalAws) -> Clients:
 def make_table(aws: LocalAws, table: str = TABLE) -> None:
     metric_data.install()
     job_metrics.install()
+    local.install(aws)  # the training-job lifecycle and Search (the evaluator finds opted-in jobs with it)
     aws.client("dynamodb").create_table(
         TableName=table,
         KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
@@ -142,3 +144,56 @@ def messages(aws: LocalAws, env: Mapping[str, str]) -> list[dict[str, Any]]:
         for message in batch:
             out.append(json.loads(message["Body"]))
             sqs.delete_message(QueueUrl=env["SMX_INBOX"], ReceiptHandle=message["ReceiptHandle"])
+
+
+class WatchedJobsOnly:
+    """A SageMaker client that refuses, as the evaluator role's policy does, ListTags, DescribeTrainingJob and
+    StopTrainingJob on a job the deployment does not watch (no watched prefix, opt-in tag not ``true``):
+    AccessDeniedException, HTTP 400, AWS's message. Every refusal is recorded in ``denied``.
+
+    It stands in for the IAM enforcement the local AWS gains on the ``iam`` branch; the decision is the
+    policy's (name prefix or ``aws:ResourceTag`` condition), read from the job's tags at call time.
+    """
+
+    ACTIONS = frozenset({"ListTags", "DescribeTrainingJob", "StopTrainingJob"})
+
+    def __init__(self, aws: LocalAws, prefixes: Sequence[str] = ("guarded-",), tag_key: str = MANAGED_TAG) -> None:
+        self.aws, self.prefixes, self.tag_key = aws, tuple(prefixes), tag_key
+        self.denied: list[tuple[str, str]] = []
+        self.client = aws.client("sagemaker")  # its own client: the hook must not reach the cached one
+        self.client.meta.events.register("before-call.sagemaker.*", self._authorize)
+
+    def _authorize(self, model: Any, params: Mapping[str, Any], **_: Any) -> Any:
+        import json
+
+        from botocore.awsrequest import AWSResponse
+
+        if model.name not in self.ACTIONS:
+            return None
+        body = json.loads(params.get("body") or b"{}")
+        name = body.get("TrainingJobName") or str(body.get("ResourceArn", "")).rsplit("/", 1)[-1]
+        tags = {t["Key"]: t["Value"] for t in training_jobs.training_job(self.aws, name).tags}
+        if is_watched(name, tags, self.prefixes, self.tag_key):
+            return None
+        self.denied.append((model.name, name))
+        arn = f"arn:aws:sagemaker:{self.aws.region}:123456789012:training-job/{name.lower()}"
+        message = (f"User: arn:aws:sts::123456789012:assumed-role/SmxDebugGuard-Evaluator/evaluator is not authorized "
+                   f"to perform: sagemaker:{model.name} on resource: {arn} because no identity-based policy allows "
+                   f"the sagemaker:{model.name} action")
+        error = {"Error": {"Code": "AccessDeniedException", "Message": message},
+                 "ResponseMetadata": {"HTTPStatusCode": 400}}
+        return AWSResponse(self.aws.endpoint_url, 400, {}, None), error
+
+
+def with_clients(aws: LocalAws, **changes: Any) -> Clients:
+    """The local AWS's clients with some replaced (a client with fewer retries, or a refusing one)."""
+    from dataclasses import replace
+
+    return replace(clients(aws), **changes)
+
+
+def tight(aws: LocalAws, service: str) -> Any:
+    """A client of ``service`` that gives up after 2 attempts (a call throttled twice fails)."""
+    from botocore.config import Config
+
+    return aws.client(service, config=Config(retries={"mode": "standard", "total_max_attempts": 2}))

@@ -103,8 +103,14 @@ def test_parse_trace_truncated_file_keeps_complete_events(data_dir: Path) -> Non
         (b"{}", 0, 1),
         (b'[{"ph": "X", "name": "a", "ts": "soon"}, 7, {"ph": "X", "name": "b", "ts": 5, "dur": 1}]', 1, 2),
         (b'{"traceEvents": [{"ph": "i", "name": "a", "ts": 1}]}', 1, 0),
+        # issue 20 defect 3's poison in a trace: counted, never a RecursionError or UnicodeEncodeError
+        (b"[" * 5000 + b"]" * 5000, 0, 1),
+        (b'[{"ph": "X", "name": "a", "ts": 1, "dur": 1}, ' + b"[" * 5000 + b"]" * 5000 + b"]", 1, 1),
+        (b'[{"ph": "X", "name": "\\ud800", "ts": 1, "dur": 1}, {"ph": "X", "name": "b", "ts": 2, "dur": 1}]', 1, 1),
+        (b'[{"ph": "X\\udc00", "name": "a", "ts": 1, "dur": 1}]', 0, 1),
     ],
-    ids=["empty", "object", "bad-events", "trace-viewer-object"],
+    ids=["empty", "object", "bad-events", "trace-viewer-object", "deep-array", "deep-event", "lone-surrogate-name",
+         "lone-surrogate-phase"],
 )
 def test_parse_trace_bad_input_counted_not_raised(content: bytes, rows: int, skipped: int) -> None:
     df, n = parse_trace(content)

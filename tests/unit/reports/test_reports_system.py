@@ -283,6 +283,23 @@ BAD_LINES = {
     "ts-nanoseconds": (CANON.replace(b"1591160699.25", b"1591160699250000000"), "timestamps in ms/us/ns, not seconds"),
 }
 
+# One bad line, and the reason it is counted under, whatever path the rest of the file sends it down.
+POISONED = {
+    "lone-surrogate": (CANON.replace(b'"cpu0"', b'"cpu\\ud800"'), "strings with lone surrogates"),
+    "lone-low-surrogate": (CANON.replace(b'"cpu0"', b'"\\udc00"'), "strings with lone surrogates"),
+    "deep-array-line": (b"[" * 5000 + b"]" * 5000 + b"\n", "malformed lines"),
+    "deep-array-value": (CANON.replace(b"4.5", b"[" * 5000 + b"]" * 5000), "malformed lines"),
+    "value-nan": (CANON.replace(b"4.5", b"NaN"), "NaN numbers"),
+    "value-infinity": (CANON.replace(b"4.5", b"Infinity"), "Infinity numbers"),
+    "value-minus-infinity": (CANON.replace(b"4.5", b"-Infinity"), "Infinity numbers"),
+    "value-1e400": (CANON.replace(b"4.5", b"1e400"), "numbers beyond float range"),
+    "value-minus-1e400": (CANON.replace(b"4.5", b"-1e400"), "numbers beyond float range"),
+    "value-400-digit-int": (CANON.replace(b"4.5", b"1" + b"0" * 400), "numbers beyond float range"),
+    "timestamp-nan": (CANON.replace(b"1591160699.25", b"NaN"), "NaN numbers"),
+    "timestamp-infinity": (CANON.replace(b"1591160699.25", b"Infinity"), "Infinity numbers"),
+    "timestamp-1e400": (CANON.replace(b"1591160699.25", b"1e400"), "numbers beyond float range"),
+}
+
 
 @pytest.mark.parametrize("path", ["fast", "general"])
 @pytest.mark.parametrize("case", list(BAD_LINES))
@@ -294,9 +311,9 @@ def test_parse_system_file_bad_record_skipped_and_counted_by_reason(case: str, p
     assert table.to_pandas()["timestamp"].dt.year.tolist() == [2020, 2020, 2020]
 
 
-@pytest.mark.parametrize("case", list(BAD_LINES))
+@pytest.mark.parametrize("case", [*BAD_LINES, *POISONED])
 def test_system_metrics_bad_record_counted_in_attrs_not_raised(case: str, tmp_path: Path) -> None:
-    bad, reason = BAD_LINES[case]
+    bad, reason = {**BAD_LINES, **POISONED}[case]
     target = tmp_path / "system" / "incremental" / "2020060305" / "1591160640.algo-1.json"
     target.parent.mkdir(parents=True)
     target.write_bytes(CANON * 5 + bad + CANON * 5)
@@ -344,3 +361,36 @@ def test_parse_system_file_utf8_check_across_chunk_boundaries(monkeypatch: pytes
     table, skips = parse_system_file(good * 3 + bad + good * 2 + bad + good)
     assert (table.num_rows, skips) == (6, {"lines with bytes that are not UTF-8": 2})
     assert set(table.column("name").to_pylist()) == {"caf\u00e9\u20ac"}
+
+
+# --- issue 20 defects 3 and 10: poisoned lines and non-finite numbers, the same on every parsing path ----------
+
+ESCAPED = CANON.replace(b'"cpu0"', b'"\\u0063pu0"')  # a JSON escape: the pyarrow.json path, not the CSV one
+GARBAGE = b"not a record at all\n"  # pyarrow.json refuses the part: the per-line path
+PATHS = {
+    "fast": (CANON, {}),
+    "json": (ESCAPED, {}),
+    "per-line": (GARBAGE + ESCAPED, {"malformed lines": 1}),
+}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("case", list(POISONED))
+def test_parse_system_file_poisoned_or_non_finite_line_skipped_and_counted_on_every_path(case: str, path: str) -> None:
+    bad, reason = POISONED[case]
+    head, head_skips = PATHS[path]
+    table, skips = parse_system_file(head + CANON + bad + CANON)
+    expected = dict(head_skips)
+    expected[reason] = expected.get(reason, 0) + 1
+    assert (table.num_rows, skips) == (3, expected)
+    assert table.column("value").to_pylist() == [4.5, 4.5, 4.5]
+    assert table.to_pandas()["timestamp"].dt.year.tolist() == [2020, 2020, 2020]
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_parse_system_file_exact_duplicate_records_kept_on_every_path(path: str) -> None:
+    # Decision (docs/reports.md): exact duplicates are kept, as smdebug keeps them; never counted or merged.
+    head, head_skips = PATHS[path]
+    table, skips = parse_system_file(head + CANON + CANON + CANON)
+    assert (table.num_rows, skips) == (4, head_skips)
+    assert table.to_pandas().iloc[1:].duplicated(keep=False).all()

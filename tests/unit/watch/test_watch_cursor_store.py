@@ -31,7 +31,7 @@ class _Unprocessing:
 
 
 def _cursor(job: str) -> Cursor:
-    return Cursor(job=job, watched=True, checked_at=0.0)
+    return Cursor(job=job, checked_at=0.0)
 
 
 @pytest.mark.parametrize("operation", ["load", "save"])
