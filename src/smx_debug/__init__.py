@@ -19,6 +19,8 @@ from smx_debug.errors import (
     NotFoundError,
     RegionError,
     SmxDebugError,
+    TensorUnavailableError,
+    UnknownDtypeError,
     UnknownNameError,
 )
 
@@ -42,6 +44,8 @@ __all__ = [
     "RegionError",
     "SmxDebugError",
     "SmxDebugWarning",
+    "TensorUnavailableError",
+    "UnknownDtypeError",
     "UnknownNameError",
     "__version__",
 ]

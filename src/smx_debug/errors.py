@@ -20,6 +20,8 @@ __all__ = [
     "NotFoundError",
     "RegionError",
     "SmxDebugError",
+    "TensorUnavailableError",
+    "UnknownDtypeError",
     "UnknownNameError",
     "translate_client_error",
 ]
@@ -54,6 +56,28 @@ class NotFoundError(SmxDebugError, LookupError):
 
 class DataError(SmxDebugError, ValueError):
     """Raised when data read from S3 or disk cannot be used at all (partial records are skipped, not raised)."""
+
+
+class UnknownDtypeError(DataError):
+    """Raised when a tensor record holds a TensorProto dtype with no numpy form (resource, variant, float8...)."""
+
+    def __init__(self, code: int, *, tensor: str = "") -> None:
+        self.code = code
+        self.tensor = tensor
+        where = f" of tensor {tensor!r}" if tensor else ""
+        super().__init__(f"dtype {code}{where} is not a numeric, bool or string TensorProto dtype this reader knows")
+
+
+class TensorUnavailableError(NotFoundError):
+    """Raised when a trial holds no tensor of that name, or not at the step, mode or worker asked for."""
+
+    def __init__(self, message: str, *, tensor: str = "", step: int | None = None, mode: str | None = None,
+                 worker: str | None = None) -> None:
+        self.tensor = tensor
+        self.step = step
+        self.mode = mode
+        self.worker = worker
+        super().__init__(message)
 
 
 class AwsError(SmxDebugError, RuntimeError):

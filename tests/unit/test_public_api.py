@@ -12,8 +12,8 @@ import pytest
 PUBLIC = {
     "smx_debug": [
         "AccessDeniedError", "AwsError", "ConfigError", "DataError", "DebugPlan", "JobNotFoundError",
-        "NoDataYetError", "NotFoundError", "RegionError", "SmxDebugError", "SmxDebugWarning", "UnknownNameError",
-        "__version__",
+        "NoDataYetError", "NotFoundError", "RegionError", "SmxDebugError", "SmxDebugWarning",
+        "TensorUnavailableError", "UnknownDtypeError", "UnknownNameError", "__version__",
     ],
     "smx_debug.actions": [
         "ACTIONS", "ActionSpec", "AlarmChange", "ClaimInProgressError", "DEFAULT_NAMESPACE",
@@ -57,6 +57,12 @@ PUBLIC = {
         "LocalAws", "deliver_event", "deploy_stack", "evaluate_alarms", "install", "invoke_handler", "publish_assets",
         "reset_handlers", "rule_status", "set_rule_statuses", "set_training_job_status", "sns_lambda_deliveries",
         "state_change_event", "stop_calls", "tick",
+    ],
+    "smx_debug.tensors": [
+        "Collection", "CollectionsFile", "END_OF_JOB", "ModeKeys", "NORMS", "REDUCTIONS", "REDUCTIONS_PREFIX",
+        "RawTensor", "ReductionConfig", "ReductionName", "SaveConfig", "SaveConfigMode", "TENSOR_COLUMNS", "Tensor",
+        "Trial", "TrialWriter", "compute_reduction", "create_trial", "modes", "parse_mode", "parse_reduction_name",
+        "reduction_tensor_name"
     ],
     "smx_debug.watch": [
         "Clients", "EVALUATOR_RULES", "EvaluatorRunError", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",

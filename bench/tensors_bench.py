@@ -1,0 +1,132 @@
+"""Benchmark: reading tensors from disk, ours (create_trial + frame) against smdebug 1.0.34's create_trial.
+
+Writes a trial of --steps steps x 50 tensors (10 scalars, 10 tensors x 4 saved reductions; our writer, which
+smdebug reads) and times, side by side in one run:
+
+- ours: ``create_trial(path).frame()`` (every scalar and reduction of every step into one tidy DataFrame), in a
+  fresh subprocess that also reports tracemalloc's peak against the frame's own size (target < 3x);
+- smdebug: ``create_trial(path)`` then every value (``value`` for the scalars, ``reduction_value`` for the
+  reductions), in bench/.venv-smdebug (bench/smdebug_env.sh), with SMDEBUG_TRAINING_END_DELAY_REFRESH=0 so its
+  deliberate sleep is not counted; its values are checked against ours.
+
+Target: ours >= 20x faster. Usage: python bench/tensors_bench.py [--steps 10000] [--quick] [--no-smdebug]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SMDEBUG_PY = ROOT / "bench" / ".venv-smdebug" / "bin" / "python"
+SCALARS = [f"metric_{i}" for i in range(10)]
+REDUCED = [f"layer{i}.weight" for i in range(10)]
+REDUCTIONS = [("mean", False), ("max", True), ("l2", False), ("variance", False)]
+
+_OURS = r"""
+import gc, json, sys, time, tracemalloc
+from smx_debug.tensors import create_trial
+import smx_debug.tensors.trial  # imports are not timed (nor are smdebug's)
+t = time.perf_counter()
+trial = create_trial(sys.argv[1])
+df = trial.frame()
+seconds = time.perf_counter() - t
+rows, checksum, skipped = len(df), float(df["value"].sum()), trial.skipped
+del df, trial
+gc.collect()
+tracemalloc.start()  # a second read, traced: tracemalloc slows allocation, so it is not timed
+df = create_trial(sys.argv[1]).frame()
+peak = tracemalloc.get_traced_memory()[1]
+size = int(df.memory_usage(deep=True).sum())
+print(json.dumps({"seconds": seconds, "rows": rows, "peak": peak, "frame_bytes": size, "checksum": checksum,
+                  "skipped": skipped}))
+"""
+
+_SMDEBUG = r"""
+import json, logging, os, sys, time
+logging.disable(logging.WARNING)
+from smdebug.trials import create_trial
+t = time.perf_counter()
+trial = create_trial(sys.argv[1])
+reductions = json.loads(sys.argv[2])
+total, n = 0.0, 0
+for name in trial.tensor_names():
+    tensor = trial.tensor(name)
+    for step in tensor.steps():
+        if name.startswith("metric_"):
+            total += float(tensor.value(step)[0]); n += 1
+        else:
+            for red, is_abs in reductions:
+                total += float(tensor.reduction_value(step, red, abs=is_abs)[0]); n += 1
+print(json.dumps({"seconds": time.perf_counter() - t, "rows": n, "checksum": total}))
+"""
+
+
+def write_trial(root: Path, steps: int) -> None:
+    from smx_debug.tensors import Collection, TrialWriter, reduction_tensor_name
+
+    rng = np.random.default_rng(0)
+    names = list(SCALARS) + [reduction_tensor_name(t, r, abs=a) for t in REDUCED for r, a in REDUCTIONS]
+    with TrialWriter(root, worker="worker_0") as w:
+        w.write_collections([Collection(name="metrics", include_regex=("metric_",)),
+                             Collection(name="weights", include_regex=("weight",))])
+        for step in range(steps):
+            values = rng.standard_normal(len(names)).astype(np.float32)
+            w.write_step(step, mode="train", mode_step=step, wall_time=1.7e9 + step,
+                         tensors={n: values[i:i + 1] for i, n in enumerate(names)})
+        w.training_end()
+
+
+def _run(python: Path | str, script: str, *args: str, env: dict[str, str] | None = None) -> dict[str, object]:
+    out = subprocess.run([str(python), "-c", script, *args], capture_output=True, text=True, check=True,
+                         env={**os.environ, **(env or {})})
+    result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
+    return result
+
+
+def main(argv: Sequence[str] = ()) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=10_000)
+    parser.add_argument("--quick", action="store_true", help="500 steps")
+    parser.add_argument("--no-smdebug", action="store_true")
+    args, _ = parser.parse_known_args(list(argv))
+    steps = 500 if args.quick else args.steps
+    tmp = Path(tempfile.mkdtemp(prefix="smx-tensors-bench-"))
+    try:
+        t = time.perf_counter()
+        write_trial(tmp, steps)
+        print(f"wrote {steps} steps x 50 tensors with TrialWriter in {time.perf_counter() - t:.1f} s", flush=True)
+        ours = _run(sys.executable, _OURS, str(tmp))
+        ratio_mem = float(ours["peak"]) / float(ours["frame_bytes"])  # type: ignore[arg-type]
+        print(f"ours    create_trial + frame : {ours['seconds']:.2f} s, {ours['rows']} rows; peak traced memory (after imports) "
+              f"{float(ours['peak']) / 1e6:.1f} MB = {ratio_mem:.2f}x the frame ({float(ours['frame_bytes']) / 1e6:.1f} MB) "  # type: ignore[arg-type]
+              f"(target < 3x)", flush=True)
+        status = int(ratio_mem >= 3)
+        if args.no_smdebug:
+            return status
+        if not SMDEBUG_PY.exists():
+            subprocess.run(["bash", str(ROOT / "bench" / "smdebug_env.sh")], check=True)
+        theirs = _run(SMDEBUG_PY, _SMDEBUG, str(tmp), json.dumps(REDUCTIONS),
+                      env={"SMDEBUG_TRAINING_END_DELAY_REFRESH": "0", "SMDEBUG_LOG_LEVEL": "error"})
+        ratio = float(theirs["seconds"]) / float(ours["seconds"])  # type: ignore[arg-type]
+        same = theirs["rows"] == ours["rows"] and abs(float(theirs["checksum"]) - float(ours["checksum"])) < 1e-3 * steps  # type: ignore[arg-type]
+        print(f"smdebug create_trial + values: {theirs['seconds']:.2f} s, {theirs['rows']} values "
+              f"({'same values' if same else 'VALUES DIFFER'})")
+        print(f"ratio smdebug / ours: {ratio:.1f}x (target >= 20x)")
+        return status | int(ratio < 20) | int(not same)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
