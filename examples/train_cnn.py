@@ -13,8 +13,6 @@ import argparse
 import torch
 from torch import nn
 
-import smx_debug.hook as smd
-
 
 class SmallCNN(nn.Module):
     def __init__(self) -> None:
@@ -41,6 +39,8 @@ def batch(gen: torch.Generator, size: int = 32) -> tuple[torch.Tensor, torch.Ten
 
 
 def main() -> None:
+    import smx_debug.hook as smd  # here, so the model and data are importable without smx-debug (bench/hook_bench.py)
+
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=60)
     args = parser.parse_args()
