@@ -13,9 +13,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-import torch
-from hook_support import Net
-from torch import nn
 
 import smx_debug.hook as smd
 from smx_debug.tensors import TrialWriter, create_trial
@@ -59,13 +56,18 @@ class _Tee:
         self.writer.close()
 
 
-@pytest.fixture(scope="module")
-def trial_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, smd.MemorySink]]:
-    out = tmp_path_factory.mktemp("hooked") / "trial"
-    tee = _Tee(TrialWriter(out, worker="worker_0"))
-    hook = smd.Hook(out_dir=out, save_config=smd.SaveConfig(save_interval=2),
-                    include_collections=["weights", "gradients", "losses", "relu_output"], sink=tee,
-                    reduction_config=smd.ReductionConfig(reductions=["mean"], abs_norms=["l2"], save_raw_tensor=True))
+# One training run for both hooks: executed here with smx_debug.hook, and in the side env with smdebug.pytorch.
+_TRAIN = r"""
+import torch
+from torch import nn
+from hook_support import Net
+
+
+def train(smd, out_dir, *, scalars=False, **hook_kwargs):
+    hook = smd.Hook(out_dir=out_dir, save_config=smd.SaveConfig(save_interval=2),
+                    include_collections=["weights", "gradients", "losses", "relu_output"],
+                    reduction_config=smd.ReductionConfig(reductions=["mean"], abs_norms=["l2"], save_raw_tensor=True),
+                    **hook_kwargs)
     hook.get_collection("relu_output").include(".*relu_output")
     torch.manual_seed(0)
     model, loss_fn = Net(), nn.CrossEntropyLoss()
@@ -78,12 +80,31 @@ def trial_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, 
         opt.zero_grad()
         loss_fn(model(torch.randn(6, 4, generator=gen)), torch.randint(0, 3, (6,), generator=gen)).backward()
         opt.step()
-        hook.save_scalar("lr", 0.1)
+        if scalars:
+            hook.save_scalar("lr", 0.1)
     hook.set_mode(smd.modes.EVAL)
     with torch.no_grad():
         for _ in range(3):
             loss_fn(model(torch.randn(6, 4, generator=gen)), torch.randint(0, 3, (6,), generator=gen))
     hook.close()
+"""
+_SMDEBUG_HOOK = r"""
+import logging, sys
+logging.disable(logging.WARNING)
+sys.path.insert(0, sys.argv[2])
+import smdebug.pytorch as smd
+""" + _TRAIN + """
+train(smd, sys.argv[1])
+"""
+
+
+@pytest.fixture(scope="module")
+def trial_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, smd.MemorySink]]:
+    out = tmp_path_factory.mktemp("hooked") / "trial"
+    tee = _Tee(TrialWriter(out, worker="worker_0"))
+    namespace: dict[str, Any] = {}
+    exec(_TRAIN, namespace)
+    namespace["train"](smd, str(out), scalars=True, sink=tee)
     smd.del_hook()
     yield out, tee.memory
 
@@ -128,36 +149,6 @@ def test_hook_trial_read_identically_by_smdebug(trial_dir: tuple[Path, smd.Memor
     hooked = create_trial(trial_dir[0])
     print(sorted(set(hooked.tensor_names()) ^ set(ours.tensor_names())), hooked.steps(), ours.steps())
 
-
-_SMDEBUG_HOOK = r"""
-import logging, sys
-logging.disable(logging.WARNING)
-sys.path.insert(0, sys.argv[2])
-import torch
-from torch import nn
-import smdebug.pytorch as smd
-from hook_support import Net
-torch.manual_seed(0)
-model, loss_fn = Net(), nn.CrossEntropyLoss()
-hook = smd.Hook(out_dir=sys.argv[1], save_config=smd.SaveConfig(save_interval=2),
-                include_collections=["weights", "gradients", "losses", "relu_output"],
-                reduction_config=smd.ReductionConfig(reductions=["mean"], abs_norms=["l2"], save_raw_tensor=True))
-hook.get_collection("relu_output").include(".*relu_output")
-hook.register_module(model)
-hook.register_loss(loss_fn)
-opt = torch.optim.SGD(model.parameters(), lr=0.1)
-gen = torch.Generator().manual_seed(0)
-hook.set_mode(smd.modes.TRAIN)
-for _ in range(5):
-    opt.zero_grad()
-    loss_fn(model(torch.randn(6, 4, generator=gen)), torch.randint(0, 3, (6,), generator=gen)).backward()
-    opt.step()
-hook.set_mode(smd.modes.EVAL)
-with torch.no_grad():
-    for _ in range(3):
-        loss_fn(model(torch.randn(6, 4, generator=gen)), torch.randint(0, 3, (6,), generator=gen))
-hook.close()
-"""
 
 
 def test_smdebug_hook_trial_read_identically_by_our_reader(tmp_path: Path,
