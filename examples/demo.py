@@ -329,6 +329,10 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
     print(f"\nReport: {out.resolve()}")
     code = _second_job(aws, bucket, inbox, minutes=minutes, onset_min=onset_min, speed=speed,
                        first_onset_to_stop=(stopped_at_job_s - onset_s) / 60)
+    from examples.demo_tensors import tensor_job
+
+    # 8: a real PyTorch run with smx_debug.hook, when torch is installed
+    code = code or tensor_job(aws, bucket, job=f"{JOB_PREFIX}cnn-{datetime.now(UTC):%Y%m%d-%H%M%S}", say=say)
     touched = team.touched(aws, ledger_table=deployed.output("LedgerTableName"))
     say("account", team.summary(touched))
     return code or int(bool(touched))

@@ -119,3 +119,13 @@ def test_demo_other_teams_jobs_run_beside_it_untouched(demo_run: tuple[int, str,
     assert re.search(r"\[account\] another team's 4 jobs \(ml-research-\*: not watched, bad metrics, damaged "
                      r"profiler output\) ran beside the demo's the whole time: untouched \(0 stops, 0 messages, "
                      r"0 metrics\)", text), text
+
+
+def test_demo_trains_the_tensor_job_with_the_hook_and_reads_it_back(demo_run: tuple[int, str, Path]) -> None:
+    code, text, _ = demo_run
+    assert code == 0, text
+    assert re.search(r"\[tensors\] trained 60 steps, last loss [\d.]+; \d+ files uploaded to "
+                     r"s3://\S+/debugger/smx-demo-cnn-\S+/debug-output/", text), text
+    assert "read back: steps [0, 10, 20, 30, 40, 50, 60]" in text
+    for name in ("CrossEntropyLoss_output_0", "gradient/SmallCNN_fc.weight", "relu2_relu_output_0"):
+        assert re.search(rf"\[tensor\] {re.escape(name)}\s+\d+ steps", text), name

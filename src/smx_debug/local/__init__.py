@@ -15,7 +15,8 @@ each through moto's public backend objects:
 - :mod:`~smx_debug.local.bucket_policy`: whole bucket policies, conditions included, evaluated by the local IAM;
 - :mod:`~smx_debug.local.concurrency`: reserved concurrency a new account refuses (quota 10), refused;
 - and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
-  :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`.
+  :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`,
+  :mod:`~smx_debug.local.training_run` (a job's entry point run as in its container, tensors uploaded).
 
 :func:`install` installs training_jobs, search, bucket_policy, iam (its server guard) and delivery at once;
 :func:`deploy_stack` installs concurrency; the rest act when called.

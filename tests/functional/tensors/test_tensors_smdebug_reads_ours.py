@@ -84,7 +84,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def smdebug_view(written: Path) -> dict[str, object]:
-    if not (SMDEBUG_PY.parents[1] / ".ready-v2").exists():  # the marker bench/smdebug_env.sh leaves when done
+    if not (SMDEBUG_PY.parents[1] / ".ready-v3").exists():  # the marker bench/smdebug_env.sh leaves when done
         pytest.skip("smdebug's side environment is not built: run `bash bench/smdebug_env.sh` (make test does)")
     out = subprocess.run([str(SMDEBUG_PY), "-c", _DUMP, str(written)], capture_output=True, text=True, check=True,
                          env={**os.environ, "SMDEBUG_TRAINING_END_DELAY_REFRESH": "0", "SMDEBUG_LOG_LEVEL": "error"})
