@@ -171,7 +171,7 @@ def overtraining(data: JobData, params: dict[str, Any]) -> RuleResult:
     as a new optimum".
     """
     rp = encode_parameters({k: v for k, v in params.items() if v is not None})
-    sc = _losses(data, None)
+    sc = _losses(data, params.get("tensor_regex"))  # None: names containing "loss" (the tensor rule passes its own)
     count, first, reasons = 0, None, []
     details: dict[str, Any] = {}
     if not sc.empty:
