@@ -160,6 +160,8 @@ class TensorVariance(TensorRule):
 
 def _allclose_rows(a: np.ndarray, b: np.ndarray, rtol: float, atol: float, equal_nan: bool) -> np.ndarray:
     """``numpy.allclose(a[k], b[k])`` for each row k (``b`` is the reference: |a-b| <= atol + rtol*|b|)."""
+    if not len(a):
+        return np.zeros(0, bool)
     with np.errstate(invalid="ignore"):
         close = np.abs(a - b) <= atol + rtol * np.abs(b)
     close |= a == b  # equal infinities
