@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install test lint typecheck pytest validate demo synth bench browser clean
+.PHONY: install test lint typecheck pytest validate demo synth bench browser smdebug-env clean
 
 install: $(STAMP) $(NPM_STAMP)
 
@@ -32,13 +32,19 @@ browser:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; \
 	else echo "chromium not found: browser tests will be skipped (apt-get install chromium)"; fi
 
+# smdebug 1.0.34 in a side environment of its own (never a project dependency; bench/smdebug_env.sh, about 20 s
+# the first time): the tensor compatibility tests run smdebug's reader on what we write, and the rule parity tests
+# the 2020 rule code. Where it cannot be built, those tests skip and say why.
+smdebug-env:
+	@bash bench/smdebug_env.sh >/dev/null 2>&1 || echo "smdebug side env (bench/smdebug_env.sh) could not be built: the smdebug compatibility and parity tests will skip"
+
 lint: install
 	$(VENV)/bin/ruff check src tests infra lambdas examples bench
 
 typecheck: install
 	$(VENV)/bin/mypy src infra
 
-pytest: install browser
+pytest: install browser smdebug-env
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck pytest

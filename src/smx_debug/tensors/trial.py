@@ -323,6 +323,10 @@ class Trial:
         want = set(wanted)
         cat = self._catalog
         wanted_ids = np.array([cat.base_of[i] in want for i in range(len(cat.names))], bool)
+        # A record of one element is small (its name twice, 16 content bytes, a few dozen of framing): without
+        # reductions to compute, larger records of raw tensors cannot give a row and are not read.
+        longest = np.array([np.iinfo(np.int64).max if cat.reduction_of[i] or reds else
+                            2 * len(cat.names[i].encode()) + 256 for i in range(len(cat.names))], np.int64)
         plan: list[tuple[EventFile, np.ndarray]] = []
         every: dict[int, np.ndarray] = {}
         for f in sorted(cat.order, key=lambda f: (f.step, f.worker)):
@@ -332,7 +336,7 @@ class Trial:
             if (mode_set is not None and f.mode not in mode_set) or (worker_set is not None and
                                                                      f.worker not in worker_set):
                 continue
-            sel = np.flatnonzero(wanted_ids[f.ids])
+            sel = np.flatnonzero(wanted_ids[f.ids] & (f.lengths <= longest[f.ids]))
             if len(sel) == len(f.ids):  # every record: one shared index array (a large plan's memory)
                 sel = every.setdefault(len(sel), sel)
             if len(sel):

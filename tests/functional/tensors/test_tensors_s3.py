@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from smx_debug.errors import NotFoundError
@@ -41,3 +42,72 @@ def test_writer_s3_writes_the_same_keys_and_bytes_as_on_disk(s3: Any, tmp_path: 
 def test_writer_s3_missing_bucket_raises_not_found_naming_it(s3: Any) -> None:
     with pytest.raises(NotFoundError, match="s3://no-such-bucket/p/"):
         TrialWriter("s3://no-such-bucket/p", s3_client=s3).write_step(0, tensors={"x": 1})
+
+
+class CountingS3:
+    """Delegates to a boto3 S3 client and records every GetObject's key and range."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.gets: list[tuple[str, str]] = []
+
+    def get_object(self, **kwargs: Any) -> Any:
+        self.gets.append((kwargs["Key"], kwargs.get("Range", "")))
+        return self._client.get_object(**kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def _trial(root: Any, s3: Any = None) -> None:
+    from smx_debug.tensors import reduction_tensor_name
+
+    for worker in ("worker_0", "worker_1"):
+        with TrialWriter(root, worker=worker, s3_client=s3) as w:
+            w.write_collections([Collection(name="weights", include_regex=("weight",))], num_workers=2)
+            for step in range(3):
+                w.write_step(step, mode="train", wall_time=1.0, tensors={
+                    "loss": np.float32(step), "fc.weight": np.full((64, 64), step, np.float32),
+                    reduction_tensor_name("fc.weight", "l2"): np.float32(step * 64)})
+            w.training_end()
+
+
+def test_reader_s3_and_disk_give_the_same_frames_and_values(s3: Any, tmp_path: Any) -> None:
+    from smx_debug.tensors import create_trial
+
+    _trial(tmp_path)
+    _trial(f"s3://{BUCKET}/job/debug-output", s3)
+    disk = create_trial(tmp_path)
+    remote = create_trial(f"s3://{BUCKET}/job/debug-output", s3_client=s3)
+    for kwargs in ({}, {"reductions": ["mean", "abs_max"]}, {"names": ["loss"], "start_step": 1}):
+        a, b = disk.frame(**kwargs), remote.frame(**kwargs)  # type: ignore[arg-type]
+        pd.testing.assert_frame_equal(a, b)
+        assert len(a) > 0
+    assert remote.tensor_names() == disk.tensor_names() and remote.steps() == disk.steps()
+    assert remote.tensor("fc.weight").value(2, worker="worker_1").tobytes() == disk.tensor("fc.weight").value(
+        2, worker="worker_1").tobytes()
+    assert remote.skipped == disk.skipped == {}
+
+
+def test_reader_s3_reads_only_the_records_it_needs(s3: Any) -> None:
+    from smx_debug.tensors import create_trial
+
+    _trial(f"s3://{BUCKET}/job/debug-output", s3)
+    counting = CountingS3(s3)
+    trial = create_trial(f"s3://{BUCKET}/job/debug-output", s3_client=counting)
+    counting.gets.clear()
+    df = trial.frame(["loss", "fc.weight"])  # the scalars and the saved l2, not the 16 KB weights
+    assert len(df) == 2 * 3 * 2
+    event_gets = [(k, r) for k, r in counting.gets if k.endswith(".tfevents")]
+    # Two ranges per file (the loss before the weights, the l2 after them); the 16 KB weights are never read.
+    assert len(event_gets) == 12 and all(r.startswith("bytes=") for _, r in event_gets)
+    spans = [tuple(int(x) for x in r.removeprefix("bytes=").split("-")) for _, r in event_gets]
+    assert all(b - a < 200 for a, b in spans)
+
+
+def test_reader_s3_missing_prefix_raises_no_data_yet(s3: Any) -> None:
+    from smx_debug.errors import NoDataYetError
+    from smx_debug.tensors import create_trial
+
+    with pytest.raises(NoDataYetError, match=f"no tensors under s3://{BUCKET}/nothing/"):
+        create_trial(f"s3://{BUCKET}/nothing", s3_client=s3)

@@ -114,3 +114,15 @@ def test_writer_unwritable_out_dir_raises_config_error_naming_it(tmp_path: Path)
 def test_writer_bad_out_dir_raises_config_error(out_dir: object) -> None:
     with pytest.raises(ConfigError, match="out_dir"):
         TrialWriter(out_dir)  # type: ignore[arg-type]
+
+
+def test_writer_imports_neither_pandas_nor_the_reader() -> None:
+    """A training hook imports the writer: numpy, protobuf and google-crc32c only (plus pydantic's models)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from smx_debug.tensors import TrialWriter, RawTensor, reduction_tensor_name, modes; "
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'smx_debug.tensors.trial', 'smx_debug.reports', "
+            "'boto3') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
