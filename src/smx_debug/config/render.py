@@ -12,7 +12,7 @@ from smx_debug.rules.images import rule_evaluator_image
 if TYPE_CHECKING:
     from smx_debug.config.plan import DebugPlan
 
-__all__ = ["profiling_parameters", "request_dict", "rule_parameters"]
+__all__ = ["debug_hook_config", "profiling_parameters", "request_dict", "rule_parameters"]
 
 # sagemaker/debugger/profiler_constants.py: config names and default start steps
 _METRICS: tuple[tuple[str, str, int, int], ...] = (
@@ -118,11 +118,8 @@ def profiling_parameters(fw: FrameworkProfiling) -> dict[str, str]:
     return params
 
 
-def request_dict(plan: DebugPlan, *, job_name: str | None) -> dict[str, Any]:
-    """All debugger-related CreateTrainingJob fields of ``plan``."""
-    image = rule_evaluator_image(plan.region)
-    out: dict[str, Any] = {}
-
+def debug_hook_config(plan: DebugPlan) -> dict[str, Any]:
+    """``DebugHookConfig``: where the hook writes and what it saves (what SageMaker hands the container)."""
     hook: dict[str, Any] = {"S3OutputPath": plan.s3_output_path}
     if plan.hook.local_path is not None:
         hook["LocalPath"] = plan.hook.local_path
@@ -138,8 +135,16 @@ def request_dict(plan: DebugPlan, *, job_name: str | None) -> dict[str, Any]:
         collections.append(entry)
     # always present, possibly empty, as the SDK sends it
     hook["CollectionConfigurations"] = collections
+    return hook
+
+
+def request_dict(plan: DebugPlan, *, job_name: str | None) -> dict[str, Any]:
+    """All debugger-related CreateTrainingJob fields of ``plan``."""
+    image = rule_evaluator_image(plan.region)
+    out: dict[str, Any] = {}
+
     if plan.guard != "evaluator":  # the evaluator needs no Debugger hook
-        out["DebugHookConfig"] = hook
+        out["DebugHookConfig"] = debug_hook_config(plan)
 
     if plan.debugger_rules:
         out["DebugRuleConfigurations"] = [

@@ -1,0 +1,149 @@
+"""Collections: named groups of tensors with their own save and reduction configuration (smdebug's API).
+
+A collection is hook state that scripts change in place (``hook.get_collection("weights").include(...)``), as
+in smdebug, so it is a small mutable class whose setters check what they are given; the configuration it is
+built from (SaveConfig, ReductionConfig) is frozen.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from smx_debug.errors import ConfigError
+from smx_debug.hook.reduction_config import ReductionConfig
+from smx_debug.hook.save_config import SaveConfig
+
+__all__ = [
+    "BUILTIN_REGEXES",
+    "DEFAULT_COLLECTIONS",
+    "SCALAR_COLLECTIONS",
+    "Collection",
+    "CollectionKeys",
+]
+
+
+class CollectionKeys:
+    """The names of smdebug's collections (``smd.CollectionKeys``)."""
+
+    DEFAULT = "default"
+    ALL = "all"
+    WEIGHTS = "weights"
+    BIASES = "biases"
+    GRADIENTS = "gradients"
+    LOSSES = "losses"
+    METRICS = "metrics"
+    SM_METRICS = "sm_metrics"
+    OPTIMIZER_VARIABLES = "optimizer_variables"
+
+
+# smdebug.pytorch.collection.CollectionManager._register_default_collections
+BUILTIN_REGEXES: dict[str, tuple[str, ...]] = {
+    CollectionKeys.ALL: (),
+    CollectionKeys.DEFAULT: (),
+    CollectionKeys.WEIGHTS: ("^(?!gradient).*weight",),
+    CollectionKeys.BIASES: ("^(?!gradient).*bias",),
+    CollectionKeys.GRADIENTS: ("^gradient",),
+    CollectionKeys.LOSSES: ("[Ll]oss_(?!input).*output",),
+}
+DEFAULT_COLLECTIONS = frozenset(BUILTIN_REGEXES)
+# saved as raw values, never reduced (smdebug.core.collection.SCALAR_COLLECTIONS)
+SCALAR_COLLECTIONS = frozenset({CollectionKeys.LOSSES, CollectionKeys.METRICS, CollectionKeys.SM_METRICS})
+
+
+class Collection:
+    """A named group of tensors: the regexes that select them, and when and how they are saved.
+
+    ``save_config``/``reduction_config`` None take the hook's. Regexes match anywhere in a tensor name
+    (``re.search``), as smdebug's do.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        include_regex: Iterable[str] | None = None,
+        tensor_names: Iterable[str] | None = None,
+        reduction_config: ReductionConfig | None = None,
+        save_config: SaveConfig | None = None,
+        save_histogram: bool = True,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"collection name must be a non-empty string, got {name!r}", field="name", value=name)
+        self.name = name
+        self.include_regex: list[str] = []
+        self._compiled: list[re.Pattern[str]] = []
+        self.include(list(include_regex or ()))
+        self.tensor_names: set[str] = set(tensor_names or ())
+        self.reduction_config = reduction_config
+        self.save_config = save_config
+        self.save_histogram = save_histogram
+        self.modules: dict[Any, tuple[bool, bool]] = {}
+        """Modules whose inputs/outputs belong to the collection: module -> (inputs, outputs)."""
+
+    # smdebug's setters type-check; ours name the collection and the value too
+    @property
+    def reduction_config(self) -> ReductionConfig | None:
+        """The collection's reductions (None: the hook's)."""
+        return self._reduction_config
+
+    @reduction_config.setter
+    def reduction_config(self, value: ReductionConfig | None) -> None:
+        if value is not None and not isinstance(value, ReductionConfig):
+            raise ConfigError(f"collection {self.name!r}: reduction_config must be a ReductionConfig, got "
+                              f"{type(value).__name__}", field="reduction_config", value=value)
+        self._reduction_config = value
+
+    @property
+    def save_config(self) -> SaveConfig | None:
+        """The collection's save configuration (None: the hook's)."""
+        return self._save_config
+
+    @save_config.setter
+    def save_config(self, value: object) -> None:
+        self._save_config = None if value is None else SaveConfig.parse(value)
+
+    def include(self, regex: str | Iterable[str]) -> None:
+        """Add one regex or a list of them."""
+        items = [regex] if isinstance(regex, str) else list(regex)
+        for item in items:
+            if not isinstance(item, str):
+                raise ConfigError(f"collection {self.name!r}: include_regex entries are strings, got {item!r}",
+                                  field="include_regex", value=item)
+            try:
+                compiled = re.compile(item)
+            except re.error as exc:
+                raise ConfigError(f"collection {self.name!r}: include_regex {item!r} is not a regular expression "
+                                  f"({exc})", field="include_regex", value=item) from None
+            self.include_regex.append(item)
+            self._compiled.append(compiled)
+
+    def add_module_tensors(self, module: Any, inputs: bool = False, outputs: bool = True) -> None:
+        """Save a registered module's inputs and/or outputs in this collection (smdebug's PyTorch API)."""
+        self.modules[module] = (inputs, outputs)
+
+    def add_tensor_name(self, name: str) -> None:
+        """Add a tensor to the collection by name."""
+        self.tensor_names.add(name)
+
+    def has_tensor_name(self, name: str) -> bool:
+        """True when ``name`` was added by name."""
+        return name in self.tensor_names
+
+    def matches(self, tensor_name: str) -> bool:
+        """True when ``tensor_name`` belongs to the collection (by name or by one of its regexes)."""
+        return tensor_name in self.tensor_names or any(p.search(tensor_name) for p in self._compiled)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        """The entry smdebug's collections file holds for this collection."""
+        return {
+            "name": self.name,
+            "include_regex": list(self.include_regex),
+            "tensor_names": sorted(self.tensor_names),
+            "reduction_config": self.reduction_config.to_json_dict() if self.reduction_config else None,
+            "save_config": self.save_config.to_json_dict() if self.save_config else None,
+            "save_histogram": self.save_histogram,
+        }
+
+    def __repr__(self) -> str:
+        return f"<Collection {self.name!r} include_regex={self.include_regex}>"
