@@ -14,6 +14,8 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -89,10 +91,11 @@ class TensorEvaluator:
             wanted.update(sel.names)
         return wanted
 
-    def refresh(self) -> dict[str, RuleResult]:
-        """Read the steps saved since the last refresh, fold them into every rule, and return the verdicts."""
+    def refresh(self, *, until: int | None = None) -> dict[str, RuleResult]:
+        """Read the steps saved since the last refresh (before global step ``until``, when given: replaying a
+        finished trial step by step), fold them into every rule, and return the verdicts."""
         self._selections = {}
-        batch = self.feed.read(self._select, now=self.clock() if self.clock else None)
+        batch = self.feed.read(self._select, now=self.clock() if self.clock else None, until=until)
         self.update(batch)
         return self.results()
 
@@ -106,7 +109,8 @@ class TensorEvaluator:
             tally = getattr(state, "tally", state)
             if hasattr(tally, "hint"):  # what to add to the plan, shown while the rule has no data
                 tally.hint = sel.hint
-            rule.update(state, batch, c.parameters, sel)
+            with np.errstate(all="ignore"):  # NaN and infinity are data here (ExplodingTensor reports them)
+                rule.update(state, batch, c.parameters, sel)
 
     def results(self) -> dict[str, RuleResult]:
         """The verdict of every configuration so far, keyed by configuration name."""

@@ -176,16 +176,16 @@ class TrialFeed:
         return {name: coll.matches for name, coll in self.trial.collections().items()}
 
     def read(self, select: Callable[[list[str], Mapping[str, Callable[[str], bool]]], set[str]], *,
-             now: float | None = None) -> TensorBatch:
+             now: float | None = None, until: int | None = None) -> TensorBatch:
         """Refresh the trial, ask ``select(names, collections)`` which tensors to read, and read them at the
-        steps completed since the last call."""
+        steps completed since the last call (and before global step ``until``, when given: a replay)."""
         self.trial.refresh()
         ended = bool(self.trial.loaded_all_steps)
         names, collections = self.names(), self.collections()
         empty = TensorBatch(names=names, collections=collections, ended=ended, now=now)
         if not collections and not ended:
             return empty
-        complete = [s for s in self.trial.steps() if s >= self.cursor]
+        complete = [s for s in self.trial.steps() if s >= self.cursor and (until is None or s < until)]
         if not complete:
             return empty
         end = max(complete) + 1

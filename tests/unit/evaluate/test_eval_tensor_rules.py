@@ -4,6 +4,8 @@ docs/rules.md; the cases marked [2019-test] are the series of smdebug's own rule
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -268,3 +270,16 @@ def test_tensor_rule_defaults_come_from_the_rule_catalog(rule):
 def test_xgboost_rule_asked_for_raises_config_error_naming_it(rule):
     with pytest.raises(ConfigError, match=f"rule {rule} cannot be evaluated by smx-debug: .*no XGBoost hook"):
         configured_rule(rule)
+
+
+def test_tensor_rules_on_diverged_values_are_quiet_no_numpy_warning():
+    w = np.full((8, 8), np.inf)
+    w[0, 0] = -np.inf
+    w[1, 1] = np.nan
+    b = batch(series("gradient/fc.weight", [w, w]), series("fc.weight", [w, w]), series("fc_relu_input_0", [w, w]),
+              series("fc_relu_output_0", [w, w]), series("CrossEntropyLoss_output_0", [np.array([np.nan])] * 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        results = {rule: run(rule, b, **({"max_threshold": 1.0} if rule == "TensorVariance" else {}))
+                   for rule in TENSOR_RULES}
+    assert results["ExplodingTensor"].trigger_step == 0
