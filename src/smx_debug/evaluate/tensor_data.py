@@ -55,27 +55,46 @@ class Stat:
 
 @dataclass(frozen=True)
 class TensorSeries:
-    """The raw values of one tensor in a batch, one array per saved record, ordered by global step then worker."""
+    """The raw values of one tensor in a batch, one per saved record, ordered by global step then worker: as one
+    ``(records, *shape)`` array (``block``) when they share a shape and dtype, else one array per record."""
 
     name: str
     steps: np.ndarray  # int64
     modes: np.ndarray  # object
     mode_steps: np.ndarray  # int64
     workers: np.ndarray  # object
-    values: tuple[np.ndarray, ...]
+    records: tuple[np.ndarray, ...] = ()
+    block: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.steps)
 
+    @classmethod
+    def of(cls, name: str, steps: Any, modes: Any, mode_steps: Any, workers: Any,
+           values: Sequence[np.ndarray]) -> TensorSeries:
+        """A series from per-record values (stacked into ``block`` when they share a shape and dtype)."""
+        arrays = [np.asarray(v) for v in values]
+        same = bool(arrays) and all(v.shape == arrays[0].shape and v.dtype == arrays[0].dtype for v in arrays)
+        return cls(name, np.asarray(steps, np.int64), np.asarray(modes, object), np.asarray(mode_steps, np.int64),
+                   np.asarray(workers, object), () if same else tuple(arrays),
+                   np.stack(arrays) if same else None)
+
+    @cached_property
+    def values(self) -> tuple[np.ndarray, ...]:
+        """One array per record."""
+        return tuple(self.block) if self.block is not None else self.records
+
     @cached_property
     def stacked(self) -> np.ndarray | None:
         """All values as one ``(records, *shape)`` float64 array when they share a shape, else None."""
-        if not self.values:
+        if self.block is not None:
+            return self.block.astype(np.float64) if self.block.dtype.kind in "fiub" else None
+        if not self.records:
             return None
-        shape = self.values[0].shape
-        if any(v.shape != shape for v in self.values) or any(v.dtype.kind not in "fiub" for v in self.values):
+        shape = self.records[0].shape
+        if any(v.shape != shape or v.dtype.kind not in "fiub" for v in self.records):
             return None
-        return np.stack([np.asarray(v, dtype=np.float64) for v in self.values])
+        return np.stack([np.asarray(v, dtype=np.float64) for v in self.records])
 
     def stat(self, fn: Callable[[np.ndarray], np.ndarray]) -> Stat:
         """One number per record: ``fn`` maps ``(records, *shape)`` values to one number per record; it runs once
@@ -88,7 +107,6 @@ class TensorSeries:
             out = np.array([float(np.asarray(fn(np.asarray(v, dtype=np.float64)[None])).reshape(-1)[0])
                             if v.dtype.kind in "fiub" and v.size else np.nan for v in self.values], dtype=np.float64)
         return Stat(self.name, self.steps, self.modes, self.mode_steps, self.workers, out)
-
 
 def _flat(x: np.ndarray) -> np.ndarray:
     return x.reshape(len(x), -1)

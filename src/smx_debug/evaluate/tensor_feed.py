@@ -70,6 +70,34 @@ def _plan(trial: Any, wanted: set[str], start: int, end: int) -> tuple[Any, list
     return cat, plan
 
 
+@dataclass
+class _Chunk:
+    """Records of one tensor read from one batch: where they are, and their values (a block or one by one)."""
+
+    steps: np.ndarray
+    modes: np.ndarray
+    mode_steps: np.ndarray
+    workers: np.ndarray
+    block: np.ndarray | None = None
+    records: list[np.ndarray] = field(default_factory=list)
+
+
+def _series(name: str, chunks: list[_Chunk]) -> TensorSeries:
+    """One tensor's chunks as a series in (step, worker) order; one block when every chunk is a block of one shape
+    and dtype."""
+    steps = np.concatenate([c.steps for c in chunks])
+    workers = np.concatenate([c.workers for c in chunks])
+    order = np.lexsort((workers.astype(str), steps))
+    modes = np.concatenate([c.modes for c in chunks])[order]
+    mode_steps = np.concatenate([c.mode_steps for c in chunks])[order]
+    blocks = [c.block for c in chunks]
+    if all(b is not None for b in blocks) and len({(b.shape[1:], b.dtype) for b in blocks if b is not None}) == 1:
+        block = np.concatenate([b for b in blocks if b is not None])[order]
+        return TensorSeries(name, steps[order], modes, mode_steps, workers[order], block=block)
+    values = [v for c in chunks for v in (list(c.block) if c.block is not None else c.records)]
+    return TensorSeries.of(name, steps[order], modes, mode_steps, workers[order], [values[i] for i in order])
+
+
 def read_records(trial: Any, wanted: Iterable[str], start: int, end: int) -> Records:
     """The records of the ``wanted`` tensors (and their saved reductions) at global steps [start, end)."""
     from smx_debug.tensors.dtypes import NUMPY_DTYPES
@@ -80,66 +108,59 @@ def read_records(trial: Any, wanted: Iterable[str], start: int, end: int) -> Rec
     out = Records()
     if not plan:
         return out
-    raw: dict[str, list[tuple[int, int, int, str, np.ndarray]]] = {}  # name -> (step, mode, mode_step, worker, v)
-    red_rows: list[tuple[int, int, int, str, str, str, float]] = []
+    is_reduction = np.array([bool(r) for r in cat.reduction_of], bool)
+    mode_names = np.array(MODE_NAMES, object)
+    known = np.array(sorted(NUMPY_DTYPES), np.int64)
+    chunks: dict[str, list[_Chunk]] = {}
+    red_parts: list[pd.DataFrame] = []
     for batch in read_batches(cat, plan, verify=trial.verify_checksums):
         if not len(batch.ids):
             continue
         files = batch.files
         step = np.array([f.step for f in files], np.int64)[batch.file_of]
-        mode = np.array([int(f.mode) for f in files], np.int64)[batch.file_of]
+        mode = mode_names[np.array([int(f.mode) for f in files], np.int64)[batch.file_of] - 1]
         mode_step = np.array([f.mode_step for f in files], np.int64)[batch.file_of]
         worker = np.array([f.worker for f in files], object)[batch.file_of]
         _wall_times(batch, out.wall_times, step)
         w = walk(batch.buf, batch.start + 12, batch.start + batch.length - 4)
-        is_red = np.array([bool(cat.reduction_of[i]) for i in batch.ids.tolist()], bool)
+        red = is_reduction[batch.ids]
         scalar_ok, scalar = scalar_values(batch.buf, w)
-        for r in np.flatnonzero(is_red & scalar_ok).tolist():
-            nid = int(batch.ids[r])
-            red_rows.append((int(step[r]), int(mode[r]), int(mode_step[r]), str(worker[r]), cat.base_of[nid],
-                             cat.reduction_of[nid], float(scalar[r])))
-        # Raw records: grouped by (name, dtype, size); a group is cut out of the buffer in one numpy gather.
-        raw_rows = np.flatnonzero(~is_red)
-        fast = w.ok[raw_rows] & np.isin(w.dtype[raw_rows], list(NUMPY_DTYPES))
-        slow: list[int] = raw_rows[~fast].tolist()
-        rows = raw_rows[fast]
-        keys = np.stack([batch.ids[rows].astype(np.int64), w.dtype[rows].astype(np.int64),
-                         w.content_len[rows].astype(np.int64)], axis=1) if len(rows) else np.zeros((0, 3), np.int64)
-        groups: dict[tuple[int, int, int], list[int]] = {}
-        for k, r in zip(map(tuple, keys.tolist()), rows.tolist(), strict=True):
-            groups.setdefault(k, []).append(r)
-        decoded: dict[int, np.ndarray] = {}
-        for (_, code, nbytes), members in groups.items():
-            first = dict(decode_values(cat, batch, np.array(members[:1])))
-            if members[0] not in first:
-                continue  # damaged: counted by decode_values
-            shape = first[members[0]].shape
+        rows = np.flatnonzero(red & scalar_ok)
+        if len(rows):
+            ids = batch.ids[rows]
+            red_parts.append(pd.DataFrame({
+                "step": step[rows], "mode": mode[rows], "mode_step": mode_step[rows], "worker": worker[rows],
+                "tensor": np.array([cat.base_of[i] for i in ids.tolist()], object),
+                "reduction": np.array([cat.reduction_of[i] for i in ids.tolist()], object), "value": scalar[rows]}))
+        # Raw records, grouped by (name, dtype, bytes): each group is cut out of the buffer in one numpy gather
+        # (its shape from one protobuf parse); what the fast path cannot read goes through protobuf one by one.
+        raw = np.flatnonzero(~red)
+        fast = raw[w.ok[raw] & np.isin(w.dtype[raw], known)]
+        slow = set(raw.tolist()) - set(fast.tolist())
+        keys = np.stack([batch.ids[fast].astype(np.int64), w.dtype[fast].astype(np.int64),
+                         w.content_len[fast].astype(np.int64)], axis=1)
+        uniq, group_of = np.unique(keys, axis=0, return_inverse=True) if len(fast) else (keys, np.zeros(0, int))
+        for g, (nid, code, nbytes) in enumerate(uniq.tolist()):
+            members = fast[group_of.reshape(-1) == g]
+            first = dict(decode_values(cat, batch, members[:1]))
+            if int(members[0]) not in first:
+                slow.update(members[1:].tolist())  # damaged: counted by decode_values; the others go one by one
+                continue
+            shape = first[int(members[0])].shape
             dtype = NUMPY_DTYPES[code]
             if int(np.prod(shape)) * dtype.itemsize != nbytes:
-                slow.extend(members[1:])
-                decoded.update(first)
+                slow.update(members.tolist())
                 continue
             idx = np.asarray(w.content_start[members], np.int64)[:, None] + np.arange(nbytes)
-            block = batch.buf[idx].view(dtype).reshape(len(members), *shape) if nbytes else np.zeros(
-                (len(members), *shape), dtype)
-            decoded.update(zip(members, block, strict=True))
-        decoded.update(decode_values(cat, batch, np.array(slow, np.int64)))
-        for r in sorted(decoded):
-            raw.setdefault(cat.base_of[int(batch.ids[r])], []).append(
-                (int(step[r]), int(mode[r]), int(mode_step[r]), str(worker[r]), decoded[r]))
-    for name, recs in raw.items():
-        recs.sort(key=lambda t: (t[0], t[3]))
-        out.arrays[name] = TensorSeries(
-            name, np.array([t[0] for t in recs], np.int64), np.array([MODE_NAMES[t[1] - 1] for t in recs], object),
-            np.array([t[2] for t in recs], np.int64), np.array([t[3] for t in recs], object),
-            tuple(t[4] for t in recs))
-    if red_rows:
-        cols = list(zip(*red_rows, strict=True))
-        out.reductions = pd.DataFrame({
-            "step": np.array(cols[0], np.int64), "mode": np.array([MODE_NAMES[m - 1] for m in cols[1]], object),
-            "mode_step": np.array(cols[2], np.int64), "worker": np.array(cols[3], object),
-            "tensor": np.array(cols[4], object), "reduction": np.array(cols[5], object),
-            "value": np.array(cols[6], np.float64)})
+            block = batch.buf[idx].view(dtype).reshape(len(members), *shape)
+            chunks.setdefault(cat.base_of[nid], []).append(
+                _Chunk(step[members], mode[members], mode_step[members], worker[members], block=block))
+        for r, value in decode_values(cat, batch, np.array(sorted(slow), np.int64)):
+            chunks.setdefault(cat.base_of[int(batch.ids[r])], []).append(
+                _Chunk(step[[r]], mode[[r]], mode_step[[r]], worker[[r]], records=[value]))
+    out.arrays = {name: _series(name, parts) for name, parts in chunks.items()}
+    if red_parts:
+        out.reductions = pd.concat(red_parts, ignore_index=True)
     return out
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from smx_debug.errors import ConfigError
 from smx_debug.evaluate.result import RuleResult
-from smx_debug.evaluate.tensor_data import TensorBatch, TensorSeries
+from smx_debug.evaluate.tensor_data import Stat, TensorBatch, TensorSeries
 from smx_debug.evaluate.tensor_rules import Collections, TensorRule
 from smx_debug.evaluate.tensor_verdict import Selection, Tally, by_collection, by_regex, split_list
 
@@ -63,11 +63,15 @@ def _pairs(batch: TensorBatch, labels: Sequence[str], predictions: Sequence[str]
 @dataclass
 class _Counts:
     tally: Tally
-    labels: dict[int, int] = field(default_factory=dict)
-    compared: dict[int, int] = field(default_factory=dict)
-    wrong: dict[int, int] = field(default_factory=dict)
+    labels: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per class: labels seen
+    compared: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # ... with a prediction
+    wrong: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # ... mispredicted
     samples: int = 0
     unpaired: int = 0
+
+
+def _grow(a: np.ndarray, k: int) -> np.ndarray:
+    return np.concatenate([a, np.zeros(k - len(a), np.int64)]) if len(a) < k else a
 
 
 class ClassImbalance(TensorRule):
@@ -87,8 +91,9 @@ class ClassImbalance(TensorRule):
 
     def result(self, state: _Counts, params: Mapping[str, Any]) -> RuleResult:
         return state.tally.result(params, details={
-            "samples": state.samples, "class_counts": {str(k): v for k, v in sorted(state.labels.items())},
-            "mispredicted": {str(k): state.wrong.get(k, 0) for k in sorted(state.compared)},
+            "samples": state.samples,
+            "class_counts": {str(c): int(n) for c, n in enumerate(state.labels.tolist()) if n},
+            "mispredicted": {str(c): int(state.wrong[c]) for c in range(len(state.compared)) if state.compared[c]},
             "steps_without_matching_predictions": state.unpaired})
 
     def update(self, state: _Counts, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
@@ -97,30 +102,46 @@ class ClassImbalance(TensorRule):
                                           selection.names, what="").names if n not in label_names]
         imb, mis, need = float(params["threshold_imbalance"]), float(params["threshold_misprediction"]), int(
             params["samples"])
-        for step, worker, y, p in _pairs(batch, label_names, pred_names, argmax=bool(params["argmax"])):
-            classes, counts = np.unique(y, return_counts=True)
-            for c, n in zip(classes.tolist(), counts.tolist(), strict=True):
-                state.labels[c] = state.labels.get(c, 0) + n
-            state.samples += len(y)
-            if p is None:
-                state.unpaired += 1
-            else:
-                for c in classes.tolist():
-                    mine = y == c
-                    state.compared[c] = state.compared.get(c, 0) + int(mine.sum())
-                    state.wrong[c] = state.wrong.get(c, 0) + int((p[mine] != c).sum())
-            if state.samples < need:
-                continue
-            counts_now = np.array(list(state.labels.values()), np.float64)
-            ratio = float(counts_now.max() / counts_now.min()) if len(counts_now) > 1 else 1.0
-            state.tally.add_one("labels", step, ratio, ratio > imb,
-                                f"largest/smallest class count {{v:.4g}} > threshold_imbalance {imb:g} "
-                                          f"(after {state.samples} labels)", worker=worker)
-            for c in sorted(state.compared):
-                share = state.wrong.get(c, 0) / state.compared[c]
-                state.tally.add_one(f"class {c}", step, share, share > mis,
-                                    f"{{v:.3g}} of class {c}'s samples mispredicted > "
-                                                   f"threshold_misprediction {mis:g}", worker=worker)
+        pairs = [(s, w, y, p) for s, w, y, p in _pairs(batch, label_names, pred_names, argmax=bool(params["argmax"]))
+                 if len(y) and y.min() >= 0]
+        if not pairs:
+            return
+        n = len(pairs)
+        k = max(len(state.labels), max(int(y.max()) for _, _, y, _ in pairs) + 1)
+        rec = np.repeat(np.arange(n), [len(y) for _, _, y, _ in pairs])
+        y_all = np.concatenate([y for _, _, y, _ in pairs])
+        per = np.bincount(rec * k + y_all, minlength=n * k).reshape(n, k)
+        paired = np.array([p is not None for _, _, _, p in pairs])
+        state.unpaired += int((~paired).sum())
+        ok = paired[rec]
+        p_all = np.concatenate([p if p is not None else np.full(len(y), -1) for _, _, y, p in pairs])
+        wrong = np.bincount(rec[ok] * k + y_all[ok], weights=(p_all[ok] != y_all[ok]), minlength=n * k).reshape(n, k)
+        compared = np.bincount(rec[ok] * k + y_all[ok], minlength=n * k).reshape(n, k)
+        labels = _grow(state.labels, k) + np.cumsum(per, axis=0)
+        wrong_c = _grow(state.wrong, k) + np.cumsum(wrong, axis=0).astype(np.int64)
+        compared_c = _grow(state.compared, k) + np.cumsum(compared, axis=0)
+        samples = state.samples + np.cumsum(per.sum(axis=1))
+        state.labels, state.wrong, state.compared, state.samples = labels[-1], wrong_c[-1], compared_c[-1], int(
+            samples[-1])
+        if state.samples < need:
+            state.tally.hint = f"{state.samples} labels seen so far; the rule judges once {need} (samples) were seen"
+        judged = samples >= need
+        steps = np.array([s for s, _, _, _ in pairs], np.int64)
+        workers = np.array([w for _, w, _, _ in pairs], object)
+        modes = np.full(n, "GLOBAL", object)
+        seen = np.where(labels > 0, labels, np.nan)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ratio = np.where((labels > 0).sum(axis=1) > 1, np.nanmax(seen, axis=1) / np.nanmin(seen, axis=1), 1.0)
+        state.tally.add(Stat("labels", steps, modes, steps, workers, ratio), ratio > imb,
+                        f"largest/smallest class count {{v:.4g}} > threshold_imbalance {imb:g}", judged=judged)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = wrong_c / compared_c
+        for c in range(k):
+            has = judged & (compared_c[:, c] > 0)
+            if has.any():
+                state.tally.add(Stat(f"class {c}", steps, modes, steps, workers, share[:, c]), share[:, c] > mis,
+                                f"{{v:.3g}} of class {c}'s samples mispredicted > threshold_misprediction {mis:g}",
+                                judged=has)
 
 
 def _named_or_collection(name: str, collection: str, names: Sequence[str], collections: Collections) -> Selection:
@@ -154,6 +175,7 @@ class Confusion(TensorRule):
         preds = [n for n in _named_or_collection(str(params["predictions"]), str(params["predictions_collection"]),
                                                  selection.names, batch.collections).names if n not in labels]
         lo, hi = float(params["min_diag"]), float(params["max_off_diag"])
+        rows: list[tuple[int, str, float, bool]] = []
         for step, worker, y, p in _pairs(batch, labels, preds, argmax=False):
             if p is None or not len(y) or min(y.min(), p.min()) < 0:
                 continue
@@ -161,25 +183,22 @@ class Confusion(TensorRule):
             if max(y.max(), p.max()) >= k:
                 raise ConfigError(f"Confusion.category_no is {k} but step {step} holds class "
                                   f"{int(max(y.max(), p.max()))}", field="category_no", value=k)
-            m = np.zeros((k, k), np.int64)
-            np.add.at(m, (y, p), 1)
+            m = np.bincount(y * k + p, minlength=k * k).reshape(k, k)
             cols = m.sum(axis=0)
             seen = np.flatnonzero(cols)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                norm = m[:, seen] / cols[seen]
+            norm = m[:, seen] / cols[seen]
             diag = norm[seen, np.arange(len(seen))]
             off = norm.copy()
             off[seen, np.arange(len(seen))] = 0
-            bad_diag = diag < lo
-            bad_off = off.max(axis=0) > hi
             worst = float(diag.min()) if len(diag) else 1.0
-            bad = bool(bad_diag.any() or bad_off.any())
-            column = int(seen[np.argmax(bad_diag | bad_off)]) if bad else -1
-            pairs = len(y)
-            state.add_one("confusion", step, worst, bad,
-                          f"predicted class {column}: diagonal share {{v:.3g}} (min_diag "
-                                                       f"{lo:g}) or an off-diagonal share above max_off_diag {hi:g} "
-                                                       f"({pairs} pairs)", worker=worker)
+            rows.append((step, worker, worst, bool((diag < lo).any() or (off.max(axis=0) > hi).any())))
+        if rows:
+            steps = np.array([r[0] for r in rows], np.int64)
+            stat = Stat(f"{'+'.join(labels)} vs {'+'.join(preds)}", steps, np.full(len(rows), "GLOBAL", object), steps,
+                        np.array([r[1] for r in rows], object), np.array([r[2] for r in rows], np.float64))
+            state.add(stat, np.array([r[3] for r in rows]),
+                      f"the smallest share of a predicted class on the diagonal is {{v:.3g}} (min_diag {lo:g}), or a "
+                      f"share off it is above max_off_diag {hi:g}")
 
 
 @dataclass
@@ -211,24 +230,22 @@ class CheckInputImages(TensorRule):
         ch, need, thr = int(params["channel"]), int(params["threshold_samples"]), float(params["threshold_mean"])
         for name in selection.names:
             series = batch.arrays.get(name)
-            if series is None:
+            if series is None or not len(series):
                 continue
-            for step, worker, value in zip(series.steps, series.workers, series.values, strict=True):
-                v = np.asarray(value)
-                if v.dtype.kind not in "fiub" or v.ndim <= max(ch, 1):
-                    state.tally.extra.setdefault("not_images", {})[name] = list(v.shape)
-                    continue
-                moved = np.moveaxis(v.astype(np.float64), ch, -1).reshape(-1, v.shape[ch])
-                state.sums[name] = state.sums.get(name, 0) + moved.sum(axis=0)
-                state.counts[name] = state.counts.get(name, 0) + len(moved)
-                state.samples[name] = state.samples.get(name, 0) + v.shape[0]
-                if state.samples[name] < need:
-                    continue
-                worst = float(np.abs(state.sums[name] / state.counts[name]).max())
-                state.tally.add_one(name, int(step), worst, worst > thr,
-                                    f"a channel's mean is {{v:.4g}} (|mean| > "
-                                                                     f"threshold_mean {thr:g}, over {state.samples[name]} images)",
-                                    worker=str(worker))
+            x = series.stacked
+            if x is None or x.ndim <= max(ch, 1) + 1:  # records x batch x ... with the channel axis
+                state.tally.extra.setdefault("not_images", {})[name] = [list(v.shape) for v in series.values[:1]]
+                continue
+            moved = np.moveaxis(x, ch + 1, -1)
+            per_record = moved.reshape(len(x), -1, x.shape[ch + 1])
+            sums = np.cumsum(per_record.sum(axis=1), axis=0) + state.sums.get(name, 0)
+            counts = np.cumsum(np.full(len(x), per_record.shape[1])) + state.counts.get(name, 0)
+            samples = np.cumsum(np.full(len(x), x.shape[1])) + state.samples.get(name, 0)
+            state.sums[name], state.counts[name], state.samples[name] = sums[-1], int(counts[-1]), int(samples[-1])
+            worst = np.abs(sums / counts[:, None]).max(axis=1)
+            stat = Stat(name, series.steps, series.modes, series.mode_steps, series.workers, worst)
+            state.tally.add(stat, worst > thr, f"a channel's mean is {{v:.4g}} (|mean| > threshold_mean {thr:g})",
+                            judged=samples >= need)
 
 
 class NLPSequenceRatio(TensorRule):

@@ -54,6 +54,10 @@ class _Series:
 def _scalar_records(batch: TensorBatch, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     """(global steps, modes, values) of the one-element records of ``name`` (losses must be scalars)."""
     series = batch.arrays.get(name)
+    if series is not None and series.block is not None:
+        if series.block[0].size != 1 or series.block.dtype.kind not in "fiub":
+            return None
+        return series.steps, series.modes, series.block.reshape(len(series)).astype(np.float64)
     if series is not None and len(series):
         keep = np.array([v.size == 1 and v.dtype.kind in "fiub" for v in series.values], bool)
         values = np.array([float(v.reshape(-1)[0]) for v, k in zip(series.values, keep, strict=True) if k])

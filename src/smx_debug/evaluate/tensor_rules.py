@@ -189,10 +189,16 @@ def _groups(series: TensorSeries, modes: Sequence[str]) -> list[tuple[tuple[str,
     return out
 
 
-def _stack(values: Sequence[np.ndarray]) -> np.ndarray | None:
-    if not values or any(v.shape != values[0].shape or v.dtype.kind not in "fiub" for v in values):
-        return None
-    return np.stack([np.asarray(v, np.float64) for v in values])
+def _with_history(series: TensorSeries, idx: np.ndarray, prev: list[tuple[int, np.ndarray]]
+                  ) -> tuple[np.ndarray, np.ndarray | None, list[np.ndarray]]:
+    """The group's steps with the carried-over previous records first, and its values: stacked (float64) when
+    they share a shape, else one array per record."""
+    steps = np.concatenate([np.array([s for s, _ in prev], np.int64), series.steps[idx]])
+    base = series.stacked
+    if base is not None and all(v.shape == base.shape[1:] for _, v in prev):
+        head = np.array([v for _, v in prev], np.float64).reshape(len(prev), *base.shape[1:])
+        return steps, np.concatenate([head, base[idx]]), []
+    return steps, None, [v for _, v in prev] + [series.values[i] for i in idx]
 
 
 class UnchangedTensor(TensorRule):
@@ -210,6 +216,7 @@ class UnchangedTensor(TensorRule):
     def update(self, state: _History, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
         n = int(params["num_steps"])
         rtol, atol, equal_nan = float(params["rtol"]), float(params["atol"]), bool(params["equal_nan"])
+        describe = f"unchanged (numpy.allclose, rtol {rtol:g}, atol {atol:g}) over its last {n} saved steps"
         for name in selection.names:
             series = batch.arrays.get(name)
             if series is None or not len(series):
@@ -217,30 +224,25 @@ class UnchangedTensor(TensorRule):
             for (worker, mode), idx in _groups(series, _LEARNING_MODES):
                 key = (name, worker, mode)
                 prev = state.last.get(key, [])
-                values = [v for _, v in prev] + [series.values[i] for i in idx]
-                steps = np.array([s for s, _ in prev] + [int(series.steps[i]) for i in idx], np.int64)
-                stacked = _stack(values)
-                k0 = len(prev)
-                same = np.ones(len(values) - k0, bool)
-                judged = np.arange(k0, len(values)) >= n - 1
+                steps, stacked, values = _with_history(series, idx, prev)
+                k0, total = len(prev), len(steps)
+                rows = np.arange(k0, total)
+                same = np.ones(len(rows), bool)
                 for lag in range(1, n):
+                    have = same & (rows - lag >= 0)  # a row that changed at a smaller lag is not compared again
+                    same &= have
                     if stacked is not None:
-                        ok = np.zeros(len(values) - k0, bool)
-                        rows = np.arange(k0, len(values))
-                        have = rows - lag >= 0
-                        ok[have] = _allclose_rows(stacked[rows[have] - lag], stacked[rows[have]], rtol, atol,
-                                                  equal_nan)
+                        same[have] = _allclose_rows(stacked[rows[have] - lag], stacked[rows[have]], rtol, atol,
+                                                    equal_nan)
                     else:
-                        ok = np.array([i - lag >= 0 and values[i - lag].shape == values[i].shape and bool(
-                            np.allclose(values[i - lag], values[i], rtol=rtol, atol=atol, equal_nan=equal_nan))
-                                       for i in range(k0, len(values))])
-                    same &= ok
+                        same[have] = [values[i - lag].shape == values[i].shape and bool(np.allclose(
+                            values[i - lag], values[i], rtol=rtol, atol=atol, equal_nan=equal_nan))
+                            for i in rows[have].tolist()]
                 stat = Stat(name, steps[k0:], np.full(len(same), mode, object), series.mode_steps[idx],
                             np.full(len(same), worker, object), same.astype(np.float64))
-                state.tally.add(stat, same, f"unchanged (numpy.allclose, rtol {rtol:g}, atol {atol:g}) "
-                                                      f"over its last {n} saved steps", judged=judged)
-                state.last[key] = [(int(s), v) for s, v in zip(steps[-(n - 1):], values[-(n - 1):], strict=True)] \
-                    if n > 1 else []
+                state.tally.add(stat, same, describe, judged=rows >= n - 1)
+                keep = range(max(total - (n - 1), 0), total) if n > 1 else range(0)
+                state.last[key] = [(int(steps[i]), stacked[i] if stacked is not None else values[i]) for i in keep]
 
 
 class WeightUpdateRatio(TensorRule):
@@ -272,24 +274,29 @@ class WeightUpdateRatio(TensorRule):
             for (worker, mode), idx in _groups(series, _LEARNING_MODES):
                 key = (name, worker, mode)
                 prev = state.last.get(key, [])
-                values = [v for _, v in prev] + [series.values[i] for i in idx]
-                steps = np.array([s for s, _ in prev] + [int(series.steps[i]) for i in idx], np.int64)
+                steps, stacked, values = _with_history(series, idx, prev)
                 k0 = len(prev)
-                ratios = np.full(len(values) - k0, np.nan)
-                for j, i in enumerate(range(k0, len(values))):
-                    if i == 0 or values[i].shape != values[i - 1].shape:
-                        continue
-                    if window is not None and steps[i - 1] < steps[i] - int(window):
-                        continue
-                    w, p = np.asarray(values[i], np.float64), np.asarray(values[i - 1], np.float64)
-                    ratios[j] = np.linalg.norm(w - p) / (np.linalg.norm(p) + eps)
+                ratios = np.full(len(steps), np.nan)
+                if stacked is not None and len(stacked) > 1:
+                    flat = stacked.reshape(len(stacked), -1)
+                    ratios[1:] = (np.sqrt(((flat[1:] - flat[:-1]) ** 2).sum(axis=1))
+                                  / (np.sqrt((flat[:-1] ** 2).sum(axis=1)) + eps))
+                elif stacked is None:
+                    for i in range(1, len(values)):
+                        if values[i].shape == values[i - 1].shape:
+                            w, p = np.asarray(values[i], np.float64), np.asarray(values[i - 1], np.float64)
+                            ratios[i] = np.linalg.norm(w - p) / (np.linalg.norm(p) + eps)
+                if window is not None:
+                    ratios[1:][steps[:-1] < steps[1:] - int(window)] = np.nan
+                ratios = ratios[k0:]
                 judged = ~np.isnan(ratios)
                 stat = Stat(name, steps[k0:], np.full(len(ratios), mode, object), series.mode_steps[idx],
                             np.full(len(ratios), worker, object), ratios)
                 bad = judged & ((ratios > large) | (ratios < small))
                 state.tally.add(stat, bad, f"update/weight ratio {{v:.4g}} outside [{small:g}, {large:g}]",
                                 judged=judged)
-                state.last[key] = [(int(steps[-1]), values[-1])]
+                last = stacked[-1] if stacked is not None else values[-1]
+                state.last[key] = [(int(steps[-1]), last)]
 
 
 def _per_unit(x: np.ndarray) -> np.ndarray:

@@ -23,8 +23,7 @@ def series(name: str, values: Sequence[Any], steps: Sequence[int] | None = None,
     steps = list(range(n)) if steps is None else list(steps)
     modes = [mode] * n if isinstance(mode, str) else list(mode)
     workers = [worker] * n if isinstance(worker, str) else list(worker)
-    return TensorSeries(name, np.array(steps, np.int64), np.array(modes, object), np.array(steps, np.int64),
-                        np.array(workers, object), tuple(np.asarray(v) for v in values))
+    return TensorSeries.of(name, steps, modes, steps, workers, values)
 
 
 def batch(*tensors: TensorSeries, collections: Mapping[str, str] | None = None, **kwargs: Any) -> TensorBatch:
@@ -49,8 +48,8 @@ def split(b: TensorBatch, at: int) -> tuple[TensorBatch, TensorBatch]:
         arrays = {}
         for name, s in b.arrays.items():
             m = keep(s.steps)
-            arrays[name] = TensorSeries(name, s.steps[m], s.modes[m], s.mode_steps[m], s.workers[m],
-                                        tuple(v for v, k in zip(s.values, m, strict=True) if k))
+            arrays[name] = TensorSeries.of(name, s.steps[m], s.modes[m], s.mode_steps[m], s.workers[m],
+                                           [v for v, k in zip(s.values, m, strict=True) if k])
         return TensorBatch(arrays=arrays, names=b.names, collections=b.collections,
                            wall_times={k: v for k, v in b.wall_times.items() if keep(np.array([k]))[0]})
     return part(lambda s: s < at), part(lambda s: s >= at)
