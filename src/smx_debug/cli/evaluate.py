@@ -168,15 +168,23 @@ def _run(args: argparse.Namespace) -> int:
     data, info = load_job(args.job_or_path, source=args.source, report=report)
     require_data(data, info.name, info.source)
     results = evaluate(data, configs, overrides)
+    head = (f"{info.name}: {len(results)} rules on {len(data.system):,} system rows, {len(data.steps):,} steps, "
+            f"{len(data.scalars):,} scalars ({info.source})")
+    return _output(args, results, head, report.skipped, [f"not evaluated locally (needs tensors): {n}" for n in skipped])
+
+
+def _output(args: argparse.Namespace, results: Mapping[str, Any], head: str, skipped: Mapping[str, int],
+            notes: list[str], *, reasons: bool = False) -> int:
+    """Write the results (files, --json) and, unless --json -, the header, the table and what was skipped;
+    the exit status (1 when a rule fired and --fail-on-issues)."""
     _write_results(args, results)
     if args.json != "-":
-        print(f"{info.name}: {len(results)} rules on {len(data.system):,} system rows, {len(data.steps):,} steps, "
-              f"{len(data.scalars):,} scalars ({info.source})")
-        print(_table(results))
-        for what, n in report.skipped.items():
+        print(head)
+        print(_table(results, reasons=reasons))
+        for what, n in skipped.items():
             print(f"skipped {n} {what}", file=sys.stderr)
-        for name in skipped:
-            print(f"not evaluated locally (needs tensors): {name}", file=sys.stderr)
+        for note in notes:
+            print(note, file=sys.stderr)
     fired = any(r.triggered for r in results.values())
     return 1 if fired and args.fail_on_issues else 0
 
@@ -194,17 +202,10 @@ def _run_trial(args: argparse.Namespace) -> int:
     check_output_dir(args.output_dir, "--output-dir")
     trial = create_trial(args.job_or_path)
     results = TensorEvaluator(trial, configs).refresh()
-    _write_results(args, results)
-    if args.json != "-":
-        print(f"{trial.name}: {len(results)} tensor rules on {len(trial.steps())} saved steps, "
-              f"{len(trial.tensor_names())} tensors ({trial.path})")
-        print(_table(results, reasons=True))
-        for what, n in trial.skipped.items():
-            print(f"skipped {n} {what}", file=sys.stderr)
-        for name in skipped:
-            print(f"not evaluated on tensors: {name}", file=sys.stderr)
-    fired = any(r.triggered for r in results.values())
-    return 1 if fired and args.fail_on_issues else 0
+    head = (f"{trial.name}: {len(results)} tensor rules on {len(trial.steps())} saved steps, "
+            f"{len(trial.tensor_names())} tensors ({trial.path})")
+    return _output(args, results, head, trial.skipped, [f"not evaluated on tensors: {n}" for n in skipped],
+                   reasons=True)
 
 
 def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
