@@ -10,6 +10,8 @@ Each benchmark prints its own figures and the ratios against the baseline its is
 - bench/report_bench.py: the HTML report of an 8-node, 8-GPU, one-hour job (render < 5 s, file < 5 MB)
 - bench/tensors_bench.py: reading 10,000 steps x 50 tensors from disk, ours (create_trial + frame) against
   smdebug's create_trial reading every value, side by side (target >= 20x; our peak memory < 3x the frame)
+- bench/hook_bench.py: the PyTorch hook's overhead per step on a small CNN saving every 100 steps, against no
+  hook and against smdebug's own hook (side env, with torch) with the same configuration
 - bench/evaluator_bench.py: one scheduled-evaluator run over 200 watched jobs x 4 hosts on the local AWS and the
   run a minute later (each < 60 s; the second reads only the new minute: vs a non-incremental reader)
 - bench/tensor_rules_bench.py: every tensor rule over 10,000 saved steps x 50 tensors (target < 5 s; ratio to
@@ -42,7 +44,7 @@ def _load(name: str):  # type: ignore[no-untyped-def]
 def main(argv: list[str]) -> int:
     status = 0
     for name in ("reports_bench", "rules_bench", "actions_bench", "replay_bench", "parity", "report_bench",
-                 "evaluator_bench", "tensors_bench", "tensor_rules_bench", "detection_bench"):
+                 "evaluator_bench", "tensors_bench", "hook_bench", "tensor_rules_bench", "detection_bench"):
         print(f"\n=== {name} ===", flush=True)
         status |= int(_load(name).main(argv) or 0)
     return status

@@ -322,8 +322,12 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
         f"files; CPUBottleneck needs {plan_param(plan, 'CPUBottleneck', 'threshold')}% of the job's time in "
         f"bottleneck); {timeline.marks['stopped'] - timeline.marks['launched']:.1f} s wall clock from launch")
     print(f"\nReport: {out.resolve()}")
-    return _second_job(aws, bucket, inbox, minutes=minutes, onset_min=onset_min, speed=speed,
+    code = _second_job(aws, bucket, inbox, minutes=minutes, onset_min=onset_min, speed=speed,
                        first_onset_to_stop=(stopped_at_job_s - onset_s) / 60)
+    from examples.demo_tensors import tensor_job
+
+    # 8: a real PyTorch run with smx_debug.hook, when torch is installed
+    return code or tensor_job(aws, bucket, job=f"{JOB_PREFIX}cnn-{datetime.now(UTC):%Y%m%d-%H%M%S}", say=say)
 
 
 def _second_job(aws: LocalAws, bucket: str, inbox: str, *, minutes: int, onset_min: float, speed: float,

@@ -103,3 +103,13 @@ def test_retraining_workflow_example_reproduces_the_published_run(capsys: pytest
     assert text.count("fired: job stopped") == 6 and text.count("quiet: job completed") == 1
     assert "'num_retraining': 7, 'num_warmup_adjustments': 5, 'num_batch_layer_adjustments': 1" in text
 
+
+
+def test_demo_trains_the_tensor_job_with_the_hook_and_reads_it_back(demo_run: tuple[int, str, Path]) -> None:
+    code, text, _ = demo_run
+    assert code == 0, text
+    assert re.search(r"\[tensors\] trained 60 steps, last loss [\d.]+; \d+ files uploaded to "
+                     r"s3://\S+/debugger/smx-demo-cnn-\S+/debug-output/", text), text
+    assert "read back: steps [0, 10, 20, 30, 40, 50, 60]" in text
+    for name in ("CrossEntropyLoss_output_0", "gradient/SmallCNN_fc.weight", "relu2_relu_output_0"):
+        assert re.search(rf"\[tensor\] {re.escape(name)}\s+\d+ steps", text), name

@@ -58,6 +58,11 @@ PUBLIC = {
         "reset_handlers", "rule_status", "set_rule_statuses", "set_training_job_status", "sns_lambda_deliveries",
         "state_change_event", "stop_calls", "tick",
     ],
+    "smx_debug.hook": [
+        "Collection", "CollectionKeys", "Hook", "HookSettings", "MemorySink", "ModeKeys", "ReductionConfig",
+        "SaveConfig", "SaveConfigMode", "SavedStep", "TensorSink", "create_trial", "del_hook", "get_hook", "modes",
+        "parse_hook_config", "read_hook_config", "set_hook",
+    ],
     "smx_debug.tensors": [
         "Collection", "CollectionsFile", "END_OF_JOB", "ModeKeys", "NORMS", "REDUCTIONS", "REDUCTIONS_PREFIX",
         "RawTensor", "ReductionConfig", "ReductionName", "SaveConfig", "SaveConfigMode", "TENSOR_COLUMNS", "Tensor",

@@ -23,14 +23,16 @@ except ModuleNotFoundError as exc:  # pragma: no cover - the test environment ha
         "smx_debug.hook needs PyTorch: pip install 'smx-debug[torch]' (or install the torch build for your "
         "machine first)", name="torch") from exc
 
+from typing import Any
+
 from smx_debug.hook.collection import Collection, CollectionKeys
 from smx_debug.hook.hook import Hook, get_hook
 from smx_debug.hook.json_config import HookSettings, parse_hook_config, read_hook_config
-from smx_debug.hook.modes import ModeKeys
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig, SaveConfigMode
 from smx_debug.hook.singleton import del_hook, set_hook
 from smx_debug.hook.sink import MemorySink, SavedStep, TensorSink
+from smx_debug.tensors.mode_keys import ModeKeys
 
 modes = ModeKeys
 """``smd.modes.TRAIN`` / ``EVAL`` / ``PREDICT`` / ``GLOBAL``, as in smdebug."""
@@ -47,6 +49,7 @@ __all__ = [
     "SaveConfigMode",
     "SavedStep",
     "TensorSink",
+    "create_trial",
     "del_hook",
     "get_hook",
     "modes",
@@ -54,3 +57,12 @@ __all__ = [
     "read_hook_config",
     "set_hook",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # smd.create_trial as in smdebug.pytorch, loaded on first use: the reader (pandas) stays out of training
+    if name == "create_trial":
+        from smx_debug.tensors.trial import create_trial
+
+        return create_trial
+    raise AttributeError(f"module 'smx_debug.hook' has no attribute {name!r}")

@@ -14,6 +14,7 @@ from typing import Any
 from smx_debug.errors import ConfigError
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig
+from smx_debug.tensors import collections_file
 
 __all__ = [
     "BUILTIN_REGEXES",
@@ -134,16 +135,16 @@ class Collection:
         """True when ``tensor_name`` belongs to the collection (by name or by one of its regexes)."""
         return tensor_name in self.tensor_names or any(p.search(tensor_name) for p in self._compiled)
 
-    def to_json_dict(self) -> dict[str, Any]:
-        """The entry smdebug's collections file holds for this collection."""
-        return {
-            "name": self.name,
-            "include_regex": list(self.include_regex),
-            "tensor_names": sorted(self.tensor_names),
-            "reduction_config": self.reduction_config.to_json_dict() if self.reduction_config else None,
-            "save_config": self.save_config.to_json_dict() if self.save_config else None,
-            "save_histogram": self.save_histogram,
-        }
+    def file_model(self) -> collections_file.Collection:
+        """The entry the collections file holds for this collection."""
+        return collections_file.Collection(
+            name=self.name,
+            include_regex=tuple(self.include_regex),
+            tensor_names=tuple(sorted(self.tensor_names)),
+            reduction_config=self.reduction_config.file_model() if self.reduction_config else None,
+            save_config=self.save_config,
+            save_histogram=self.save_histogram,
+        )
 
     def __repr__(self) -> str:
         return f"<Collection {self.name!r} include_regex={self.include_regex}>"

@@ -40,10 +40,12 @@ from smx_debug.hook.collection import (
     CollectionKeys,
 )
 from smx_debug.hook.json_config import HookSettings, read_hook_config, settings_from_plan
-from smx_debug.hook.modes import ModeKeys
-from smx_debug.hook.reduction_config import ReductionConfig, reduction_tensor_name
+from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig
 from smx_debug.hook.sink import TensorSink
+from smx_debug.tensors.layout import END_OF_JOB
+from smx_debug.tensors.mode_keys import ModeKeys
+from smx_debug.tensors.reductions import reduction_tensor_name
 
 __all__ = ["ACTIVATION_KINDS", "Hook", "get_hook", "module_tensor_base"]
 
@@ -53,7 +55,6 @@ GRADIENT_PREFIX = "gradient/"
 SCALAR_PREFIX = "scalar/"
 INPUT_SUFFIX = "_input_"
 OUTPUT_SUFFIX = "_output_"
-END_OF_TRAINING = "training_job_end.ts"
 # Activation modules and the word the rules' default regexes look for (DeadRelu ``.*relu_output``,
 # PoorWeightInitialization ``.*relu_input``, SaturatedActivation ``.*tanh_input|.*sigmoid_input``).
 ACTIVATION_KINDS: tuple[tuple[type[nn.Module], str], ...] = (
@@ -383,8 +384,10 @@ class Hook:
                 self._optimizer_handle.remove()
             if self._writes and not self.dry_run and (self._sink is not None or self._saved_any):
                 sink = self._get_sink()
-                sink.write_collections(self._collections_json(), num_workers=self._num_workers)
-                sink.close(training_ended=not _is_sagemaker_job())
+                self._write_collections()
+                if not _is_sagemaker_job():  # on SageMaker the platform marks the end, as for smdebug
+                    sink.training_end()
+                sink.close()
         except Exception as exc:
             self._write_failed(exc)
 
@@ -529,10 +532,10 @@ class Hook:
                 arrays[name] = array
             if arrays:
                 step, mode, mode_step = key
-                self._get_sink().write_step(step, mode, mode_step, arrays)
+                self._get_sink().write_step(step, mode=mode, mode_step=mode_step, tensors=arrays)
                 if not self._saved_any:
                     self._saved_any = True
-                    self._get_sink().write_collections(self._collections_json(), num_workers=self._num_workers)
+                    self._write_collections()
         except Exception as exc:
             self._write_failed(exc)
 
@@ -570,19 +573,20 @@ class Hook:
                 if (reduction, absolute) in done:
                     continue
                 done.add((reduction, absolute))
-                arrays[reduction_tensor_name(name, reduction, absolute=absolute)] = _to_numpy(
+                arrays[reduction_tensor_name(name, reduction, abs=absolute)] = _to_numpy(
                     _reduce(tensor, reduction, absolute))
         if raw and tensor.numel() > 0:
             arrays[name] = _to_numpy(tensor)
 
-    def _collections_json(self) -> dict[str, dict[str, Any]]:
-        return {name: coll.to_json_dict() for name, coll in self.collection_manager.items()}
+    def _write_collections(self) -> None:
+        self._get_sink().write_collections([c.file_model() for c in self.collection_manager.values()],
+                                           num_workers=self._num_workers)
 
     def _get_sink(self) -> TensorSink:
         if self._sink is None:
-            from smx_debug.hook.trial_sink import trial_sink
+            from smx_debug.tensors.writer import TrialWriter
 
-            self._sink = trial_sink(self.out_dir, self._worker or _worker()[0])
+            self._sink = TrialWriter(self.out_dir, worker=self._worker or _worker()[0])
         return self._sink
 
     def _write_failed(self, exc: Exception) -> None:
@@ -621,8 +625,8 @@ def _is_compiled(module: nn.Module) -> bool:
 def _check_out_dir(out_dir: str) -> None:
     if out_dir.startswith("s3://"):
         return
-    if (Path(out_dir).expanduser() / END_OF_TRAINING).exists():
-        raise ConfigError(f"out_dir {out_dir!r} holds a finished trial ({END_OF_TRAINING}); write each run to a "
+    if (Path(out_dir).expanduser() / END_OF_JOB).exists():
+        raise ConfigError(f"out_dir {out_dir!r} holds a finished trial ({END_OF_JOB}); write each run to a "
                           "new directory", field="out_dir", value=out_dir)
 
 

@@ -22,9 +22,9 @@ from pydantic import StrictBool, StrictStr
 from smx_debug.config._base import FrozenModel
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.hook.collection import DEFAULT_COLLECTIONS
-from smx_debug.hook.modes import ModeKeys
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig, SaveConfigMode
+from smx_debug.tensors.mode_keys import ModeKeys
 
 if TYPE_CHECKING:
     from smx_debug.config import DebugPlan

@@ -9,19 +9,14 @@ from pydantic import StrictBool
 
 from smx_debug.config._base import FrozenModel
 from smx_debug.errors import ConfigError
+from smx_debug.tensors import collections_file
+from smx_debug.tensors.reductions import NORMS, REDUCTIONS
 
-__all__ = ["NORMS", "REDUCTIONS", "Norm", "Reduction", "ReductionConfig", "reduction_tensor_name"]
+__all__ = ["ReductionConfig"]
 
+# smx_debug.tensors.reductions' REDUCTIONS and NORMS, as types
 Reduction = Literal["min", "max", "mean", "std", "variance", "sum", "prod"]
 Norm = Literal["l1", "l2"]
-REDUCTIONS: tuple[Reduction, ...] = ("min", "max", "mean", "std", "variance", "sum", "prod")
-NORMS: tuple[Norm, ...] = ("l1", "l2")
-REDUCTIONS_PREFIX = "smdebug/reductions/"
-
-
-def reduction_tensor_name(tensor_name: str, reduction: str, *, absolute: bool) -> str:
-    """The name a reduction is saved under: ``smdebug/reductions/[abs_]<reduction>/<tensor>``."""
-    return f"{REDUCTIONS_PREFIX}{'abs_' if absolute else ''}{reduction}/{tensor_name}"
 
 
 class ReductionConfig(FrozenModel):
@@ -88,9 +83,9 @@ class ReductionConfig(FrozenModel):
                     out.append((name, absolute))
         return out
 
-    def to_json_dict(self) -> dict[str, Any]:
-        """smdebug's serialised form (``reductions`` as one comma-separated string)."""
+    def file_model(self) -> collections_file.ReductionConfig:
+        """The collections file's form (smdebug's tokens: ``mean``, ``l2_norm``, ``abs_max``, ``abs_l1_norm``)."""
         tokens = [*self.reductions, *(f"{n}_norm" for n in self.norms), *(f"abs_{r}" for r in self.abs_reductions),
                   *(f"abs_{n}_norm" for n in self.abs_norms)]
-        return {"save_raw_tensor": self.save_raw_tensor, "reductions": ",".join(tokens),
-                "save_shape": self.save_shape}
+        return collections_file.ReductionConfig(reductions=tuple(tokens), save_raw_tensor=self.save_raw_tensor,
+                                                save_shape=self.save_shape)

@@ -1,29 +1,33 @@
-"""Where the hook's saved steps go: a writer of Debugger's tensor layout, or memory (tests, dry runs)."""
+"""Where the hook's saved steps go: :class:`~smx_debug.tensors.TrialWriter` (the default), or memory."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 
-from smx_debug.hook.modes import ModeKeys
+from smx_debug.tensors.collections_file import Collection
+from smx_debug.tensors.mode_keys import ModeKeys
 
 __all__ = ["MemorySink", "SavedStep", "TensorSink"]
 
 
 class TensorSink(Protocol):
-    """What the hook writes to: one call per saved step, the collections, and the end of training."""
+    """What the hook writes to: the part of :class:`~smx_debug.tensors.TrialWriter`'s API it uses."""
 
-    def write_step(self, step: int, mode: ModeKeys, mode_step: int, tensors: Mapping[str, np.ndarray]) -> None:
+    def write_step(self, step: int, *, mode: ModeKeys, mode_step: int, tensors: Mapping[str, Any]) -> None:
         """Write one step's tensors (names -> numpy arrays) for this worker."""
 
-    def write_collections(self, collections: Mapping[str, Mapping[str, Any]], *, num_workers: int) -> None:
+    def write_collections(self, collections: Iterable[Collection], *, num_workers: int | None = None) -> None:
         """Write (or rewrite) this worker's collections file."""
 
-    def close(self, *, training_ended: bool) -> None:
-        """Flush and close; ``training_ended`` writes the end-of-training marker."""
+    def training_end(self) -> None:
+        """Write the end-of-training marker."""
+
+    def close(self) -> None:
+        """Stop writing."""
 
 
 @dataclass(frozen=True)
@@ -38,33 +42,36 @@ class SavedStep:
 
 @dataclass
 class MemorySink:
-    """Keeps what the hook writes in memory: ``steps``, ``collections``, ``num_workers``, ``ended``."""
+    """Keeps what the hook writes in memory (tests, notebooks): ``steps``, ``collections``, ``num_workers``."""
 
     steps: list[SavedStep] = field(default_factory=list)
-    collections: dict[str, dict[str, Any]] = field(default_factory=dict)
-    num_workers: int = 0
-    closed: bool = False
+    collections: dict[str, Collection] = field(default_factory=dict)
+    num_workers: int | None = None
     ended: bool = False
+    closed: bool = False
 
-    def write_step(self, step: int, mode: ModeKeys, mode_step: int, tensors: Mapping[str, np.ndarray]) -> None:
+    def write_step(self, step: int, *, mode: ModeKeys, mode_step: int, tensors: Mapping[str, Any]) -> None:
         """Record one step."""
         self.steps.append(SavedStep(step, mode, mode_step, dict(tensors)))
 
-    def write_collections(self, collections: Mapping[str, Mapping[str, Any]], *, num_workers: int) -> None:
+    def write_collections(self, collections: Iterable[Collection], *, num_workers: int | None = None) -> None:
         """Record the collections."""
-        self.collections = {k: dict(v) for k, v in collections.items()}
+        self.collections = {c.name: c for c in collections}
         self.num_workers = num_workers
 
-    def close(self, *, training_ended: bool) -> None:
+    def training_end(self) -> None:
+        """Record the end of training."""
+        self.ended = True
+
+    def close(self) -> None:
         """Mark closed."""
         self.closed = True
-        self.ended = training_ended
 
     def tensor(self, name: str, step: int) -> np.ndarray:
         """The value saved for ``name`` at global ``step``; KeyError when it was not saved."""
         for saved in self.steps:
             if saved.step == step and name in saved.tensors:
-                return saved.tensors[name]
+                return np.asarray(saved.tensors[name])
         raise KeyError(f"{name!r} was not saved at step {step}")
 
     def names(self, step: int | None = None) -> set[str]:

@@ -10,7 +10,8 @@ each through moto's public backend objects:
 - :mod:`~smx_debug.local.alarms`: CloudWatch alarm evaluation and notification;
 - :mod:`~smx_debug.local.bucket_policy`: only unconditional bucket-policy statements are evaluated;
 - and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
-  :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`.
+  :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`,
+  :mod:`~smx_debug.local.training_run` (a job's entry point run as in its container, tensors uploaded).
 
 :func:`install` installs the first five at once.
 """

@@ -20,9 +20,9 @@ from smx_debug.hook.json_config import (
     read_hook_config,
     settings_from_plan,
 )
-from smx_debug.hook.modes import ModeKeys
-from smx_debug.hook.reduction_config import ReductionConfig, reduction_tensor_name
+from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig, SaveConfigMode
+from smx_debug.tensors.mode_keys import ModeKeys
 
 
 @pytest.mark.parametrize(
@@ -70,9 +70,7 @@ def test_reduction_config_string_form_parses_like_smdebug() -> None:
     assert config.abs_reductions == ("mean",)
     assert config.norms == ("l1", "l2")
     assert config.abs_norms == ("l2",)
-    assert config.to_json_dict()["reductions"] == "min,max,l1_norm,l2_norm,abs_mean,abs_l2_norm"
-    assert reduction_tensor_name("gradient/Net_fc.weight", "l2", absolute=True) == (
-        "smdebug/reductions/abs_l2/gradient/Net_fc.weight")
+    assert config.file_model().to_json_dict()["reductions"] == "min,max,l1_norm,l2_norm,abs_mean,abs_l2_norm"
 
 
 SMDEBUG_EXAMPLE = {  # smdebug/core/json_config.py's docstring example, as SageMaker writes it (strings)

@@ -36,7 +36,7 @@ def test_hook_default_collections_saved_at_interval_with_smdebug_names(make_hook
         *(f"gradient/Net_{p}" for p in ("fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias", "fc3.weight",
                                        "fc3.bias")),
     }
-    assert sink.collections["weights"]["tensor_names"] == sorted(WEIGHTS)
+    assert sink.collections["weights"].tensor_names == tuple(sorted(WEIGHTS))
     assert sink.ended
 
 
@@ -148,7 +148,7 @@ def test_hook_save_scalar_every_call_and_save_tensor_on_saved_steps(make_hook: M
     assert sink.tensor("scalar/lr", 1).tolist() == [0.5]
     assert sink.tensor("mask", 2).tolist() == [2, 2]
     assert "mask" not in sink.names(1)
-    assert sink.collections["masks"]["tensor_names"] == ["mask"]
+    assert sink.collections["masks"].tensor_names == ("mask",)
 
 
 @pytest.mark.parametrize(("dtype", "saved"), [(torch.bfloat16, np.float32), (torch.float16, np.float16)])

@@ -1,4 +1,4 @@
-"""Small models and a training loop for the hook's tests."""
+"""Small models and a training loop for the hook's tests (tests/unit/hook, tests/functional/hook, bench)."""
 
 from __future__ import annotations
 
