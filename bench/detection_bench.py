@@ -153,31 +153,6 @@ def _data(seed: int, fault: Fault | None, torch: Any) -> tuple[Any, Any, Any, An
     return x, y, xv, labels(xv)
 
 
-class _TrialSink:
-    """The hook's sink, writing Debugger's layout with smx_debug.tensors.TrialWriter.
-
-    smx_debug.hook's own file sink (hook.trial_sink) is not on its branch yet; this adapter stands in for it."""
-
-    def __init__(self, out_dir: str) -> None:
-        from smx_debug.tensors import TrialWriter
-
-        self.writer = TrialWriter(out_dir, worker="worker_0")
-
-    def write_step(self, step: int, mode: Any, mode_step: int, tensors: Mapping[str, Any]) -> None:
-        self.writer.write_step(step, mode=mode.name, mode_step=mode_step, tensors=tensors)
-
-    def write_collections(self, collections: Mapping[str, Mapping[str, Any]], *, num_workers: int) -> None:
-        from smx_debug.tensors import CollectionsFile
-
-        doc = {"collections": {k: dict(v) for k, v in collections.items()}, "_meta": {"num_workers": num_workers}}
-        self.writer.write_collections(CollectionsFile.from_json(json.dumps(doc)), num_workers=num_workers)
-
-    def close(self, *, training_ended: bool) -> None:
-        if training_ended:
-            self.writer.training_end()
-        self.writer.close()
-
-
 def _plan() -> Any:
     from smx_debug import DebugPlan
     from smx_debug.evaluate.catalog import TENSOR_RULES
@@ -201,7 +176,7 @@ def train(spec: RunSpec, out_dir: str | None, *, steps: int = STEPS, anomaly: bo
     if out_dir is not None:
         import smx_debug.hook as smd
 
-        hook = smd.Hook.from_plan(_plan(), out_dir, sink=_TrialSink(out_dir))
+        hook = smd.Hook.from_plan(_plan(), out_dir)
         hook.register_module(model)
         hook.register_loss(loss_fn)
     g = torch.Generator().manual_seed(spec.seed + 1)
