@@ -20,7 +20,6 @@ import pandas as pd
 __all__ = ["MODE_NAMES", "Stat", "TensorBatch", "TensorSeries", "empty_reductions"]
 
 MODE_NAMES: Final = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")  # smdebug's ModeKeys 1..4, in order
-_TENSOR_COLUMNS = ("step", "mode", "mode_step", "worker", "tensor", "reduction", "value")
 
 
 def empty_reductions() -> pd.DataFrame:
@@ -152,12 +151,6 @@ class TensorBatch:
     ended: bool = False
     now: float | None = None
     _by_tensor: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
-
-    @property
-    def steps(self) -> np.ndarray:
-        """The batch's global steps with any data, ascending."""
-        parts = [s.steps for s in self.arrays.values()] + [self.reductions["step"].to_numpy(np.int64)]
-        return np.unique(np.concatenate(parts)) if parts else np.zeros(0, np.int64)
 
     def _saved(self, tensor: str) -> pd.DataFrame:
         if not self._by_tensor:
