@@ -283,3 +283,27 @@ def test_tensor_rules_on_diverged_values_are_quiet_no_numpy_warning():
         results = {rule: run(rule, b, **({"max_threshold": 1.0} if rule == "TensorVariance" else {}))
                    for rule in TENSOR_RULES}
     assert results["ExplodingTensor"].trigger_step == 0
+
+
+def _plan(rules: list[dict[str, object]], framework: str = "pytorch"):  # type: ignore[no-untyped-def]
+    from smx_debug import DebugPlan
+
+    return DebugPlan.model_validate({"name": "p", "region": "us-west-2", "s3_output_path": "s3://plan-bucket/out",
+                                     "framework": framework, "rules": rules})
+
+
+def test_tensor_rules_from_plan_takes_tensor_rules_by_configuration_name_and_skips_profiler_rules():
+    from smx_debug.evaluate.tensor_eval import tensor_rules_from_plan
+
+    plan = _plan([{"name": "dead_relu", "configuration_name": "DeadRelu-strict",
+                   "parameters": {"threshold_layer": 20.0}}, {"name": "CPUBottleneck"}])
+    configs, skipped = tensor_rules_from_plan(plan)
+    assert [(c.name, c.rule, c.parameters["threshold_layer"]) for c in configs] == [("DeadRelu-strict", "DeadRelu", 20.0)]
+    assert skipped == ["CPUBottleneck"]
+
+
+def test_tensor_rules_from_plan_xgboost_rule_raises_config_error_naming_it():
+    from smx_debug.evaluate.tensor_eval import tensor_rules_from_plan
+
+    with pytest.raises(ConfigError, match="the plan's rule 'TreeDepth' \\(TreeDepth\\) cannot be evaluated by smx-debug"):
+        tensor_rules_from_plan(_plan([{"name": "tree_depth"}, {"name": "all_zero"}], framework="xgboost"))
