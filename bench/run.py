@@ -18,6 +18,11 @@ Each benchmark prints its own figures and the ratios against the baseline its is
   non-incremental reader)
 - bench/fleet_bench.py: each named fleet query over 100 node-hours of Parquet on DuckDB (< 2 s on 2 cores; rows
   scanned), and DuckDB over the raw JSON beside it
+- bench/tensor_rules_bench.py: every tensor rule over 10,000 saved steps x 50 tensors (target < 5 s; ratio to
+  reading alone)
+- bench/detection_bench.py: 40 real PyTorch training runs recorded by smx_debug.hook, half healthy, half with one
+  injected fault each, judged by every tensor rule at its defaults and by check_finite / detect_anomaly
+  (targets >= 95% of faults detected, <= 5% of healthy runs flagged; a few minutes)
 
 Pass `--quick` for a small smoke run; other flags go to both scripts.
 """
@@ -43,7 +48,8 @@ def _load(name: str):  # type: ignore[no-untyped-def]
 def main(argv: list[str]) -> int:
     status = 0
     for name in ("reports_bench", "rules_bench", "actions_bench", "replay_bench", "parity", "report_bench",
-                 "evaluator_bench", "tensors_bench", "hook_bench", "fleet_bench"):
+                 "evaluator_bench", "tensors_bench", "hook_bench", "tensor_rules_bench", "detection_bench",
+                 "fleet_bench"):
         print(f"\n=== {name} ===", flush=True)
         status |= int(_load(name).main(argv) or 0)
     return status

@@ -42,13 +42,15 @@ def add_rule_options(parser: argparse.ArgumentParser, *, many: bool = False) -> 
                         help="for a job name: Debugger profiler output, CloudWatch instance metrics, or auto")
 
 
-def rule_selection(args: argparse.Namespace) -> tuple[list[ConfiguredRule], dict[str, dict[str, Any]], list[str]]:
+def rule_selection(args: argparse.Namespace, *, tensors: bool = False
+                   ) -> tuple[list[ConfiguredRule], dict[str, dict[str, Any]], list[str]]:
     """The rule configurations to run, ``{}`` (kept for callers; --set is folded in), and plan rules we skip.
 
     ``--plan``: the plan's configurations, each under its configuration name (one rule configured twice is
     two configurations). ``--rule NAME``: only the configurations with that name or rule class (a rule class
     the plan lacks is added with its defaults). ``--set NAME.param=value``: NAME is a configuration name, or a
-    rule class (every configuration of it; added with defaults if none is selected). No plan, no --rule: every rule.
+    rule class (every configuration of it; added with defaults if none is selected); with one --rule,
+    ``--set param=value`` is that rule's. No plan, no --rule: every rule (``tensors``: every tensor rule).
     """
     from smx_debug.config import DebugPlan
     from smx_debug.evaluate import (
@@ -58,13 +60,15 @@ def rule_selection(args: argparse.Namespace) -> tuple[list[ConfiguredRule], dict
         parse_assignment,
         rules_from_plan,
     )
-    from smx_debug.evaluate.catalog import rule_defaults
+    from smx_debug.evaluate.catalog import TENSOR_RULES, rule_defaults
+    from smx_debug.evaluate.tensor_eval import tensor_rules_from_plan
 
     skipped: list[str] = []
     if args.plan:
-        configs, skipped = rules_from_plan(DebugPlan.from_file(args.plan))
+        plan = DebugPlan.from_file(args.plan)
+        configs, skipped = tensor_rules_from_plan(plan) if tensors else rules_from_plan(plan)
     else:
-        configs = [configured_rule(r) for r in (*PROFILER_RULES, *SCALAR_RULES)]
+        configs = [configured_rule(r) for r in (TENSOR_RULES if tensors else (*PROFILER_RULES, *SCALAR_RULES))]
     if args.rule:
         picked = []
         for name in dict.fromkeys(args.rule):
@@ -74,8 +78,9 @@ def rule_selection(args: argparse.Namespace) -> tuple[list[ConfiguredRule], dict
                 hits = [configured_rule(name)]
             picked.extend(hits)
         configs = picked
+    only = configs[0].name if args.rule and len(configs) == 1 else None
     for text in args.sets:
-        key, param, value = parse_assignment(text)
+        key, param, value = parse_assignment(text, rule=only)
         targets = [i for i, c in enumerate(configs) if c.name == key] or [
             i for i, c in enumerate(configs) if c.rule == key]
         if not targets:
@@ -87,6 +92,21 @@ def rule_selection(args: argparse.Namespace) -> tuple[list[ConfiguredRule], dict
     return configs, {}, skipped
 
 
+def _wants_tensors(args: argparse.Namespace) -> bool:
+    """Evaluate on a trial's tensors: a rule that only reads tensors is asked for, or JOB_OR_PATH is a trial."""
+    from smx_debug.evaluate.catalog import SCALAR_RULES, TENSOR_RULES
+    from smx_debug.evaluate.tensor_feed import is_trial
+
+    if args.source == "cloudwatch":
+        return False
+    tensor_only = set(TENSOR_RULES) - set(SCALAR_RULES)
+    named = {n.partition(".")[0] for n in args.sets} | set(args.rule)
+    if named & tensor_only:
+        return True
+    path = str(args.job_or_path)
+    return (path.startswith("s3://") or Path(path).expanduser().is_dir()) and is_trial(path)
+
+
 def _status(r: Any) -> str:
     """A result's status as SageMaker would show it; NoData when the rule saw nothing (OverallSystemUsage
     always reports)."""
@@ -95,11 +115,13 @@ def _status(r: Any) -> str:
     return "NoData" if r.datapoints == 0 and r.rule != "OverallSystemUsage" else "NoIssuesFound"
 
 
-def _table(results: Mapping[str, Any]) -> str:
+def _table(results: Mapping[str, Any], *, reasons: bool = False) -> str:
+    """One row per result; the reason of fired rules (``reasons``: of every rule, e.g. what a rule without
+    data needs)."""
     rows = [("Rule", "Class", "Status", "Triggered", "Violations", "Datapoints", "Reason")]
     for name, r in results.items():
         status = _status(r)
-        reason = r.message if r.triggered else ""
+        reason = r.message if r.triggered or reasons else ""
         rows.append((name, r.rule, status, str(r.rule_triggered), str(r.violations), str(r.datapoints),
                      reason))
     widths = [max(len(row[i]) for row in rows) for i in range(6)]
@@ -116,19 +138,7 @@ def _with_status(results: Mapping[str, Any], payload: Mapping[str, Any]) -> dict
     return out
 
 
-def _run(args: argparse.Namespace) -> int:
-    from smx_debug.evaluate import LoadReport, evaluate
-    from smx_debug.evaluate.jobs import load_job
-
-    configs, overrides, skipped = rule_selection(args)
-    if args.live:
-        return _live(args, configs)
-    check_output_file(args.json, "--json")
-    check_output_dir(args.output_dir, "--output-dir")
-    report = LoadReport()
-    data, info = load_job(args.job_or_path, source=args.source, report=report)
-    require_data(data, info.name, info.source)
-    results = evaluate(data, configs, overrides)
+def _write_results(args: argparse.Namespace, results: Mapping[str, Any]) -> None:
     payload = {name: r.to_debugger_json() for name, r in results.items()}
     if args.output_dir:
         out = Path(args.output_dir)
@@ -141,16 +151,61 @@ def _run(args: argparse.Namespace) -> int:
             print(text)
         else:
             Path(args.json).write_text(text)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from smx_debug.evaluate import LoadReport, evaluate
+    from smx_debug.evaluate.jobs import load_job
+
+    if _wants_tensors(args):
+        return _run_trial(args)
+    configs, overrides, skipped = rule_selection(args)
+    if args.live:
+        return _live(args, configs)
+    check_output_file(args.json, "--json")
+    check_output_dir(args.output_dir, "--output-dir")
+    report = LoadReport()
+    data, info = load_job(args.job_or_path, source=args.source, report=report)
+    require_data(data, info.name, info.source)
+    results = evaluate(data, configs, overrides)
+    head = (f"{info.name}: {len(results)} rules on {len(data.system):,} system rows, {len(data.steps):,} steps, "
+            f"{len(data.scalars):,} scalars ({info.source})")
+    return _output(args, results, head, report.skipped, [f"not evaluated locally (needs tensors): {n}" for n in skipped])
+
+
+def _output(args: argparse.Namespace, results: Mapping[str, Any], head: str, skipped: Mapping[str, int],
+            notes: list[str], *, reasons: bool = False) -> int:
+    """Write the results (files, --json) and, unless --json -, the header, the table and what was skipped;
+    the exit status (1 when a rule fired and --fail-on-issues)."""
+    _write_results(args, results)
     if args.json != "-":
-        print(f"{info.name}: {len(results)} rules on {len(data.system):,} system rows, {len(data.steps):,} steps, "
-              f"{len(data.scalars):,} scalars ({info.source})")
-        print(_table(results))
-        for what, n in report.skipped.items():
+        print(head)
+        print(_table(results, reasons=reasons))
+        for what, n in skipped.items():
             print(f"skipped {n} {what}", file=sys.stderr)
-        for name in skipped:
-            print(f"not evaluated locally (needs tensors): {name}", file=sys.stderr)
+        for note in notes:
+            print(note, file=sys.stderr)
     fired = any(r.triggered for r in results.values())
     return 1 if fired and args.fail_on_issues else 0
+
+
+def _run_trial(args: argparse.Namespace) -> int:
+    """The tensor rules over a trial (a folder, an ``s3://`` prefix, or a job's DebugHookConfig output)."""
+    from smx_debug.evaluate.tensor_eval import TensorEvaluator
+    from smx_debug.tensors import create_trial
+
+    configs, _, skipped = rule_selection(args, tensors=True)
+    if args.live:
+        raise ConfigError("--live evaluates profiler and scalar rules; the tensor rules' live mode is not wired yet "
+                          "(evaluate the trial again to see new steps)", field="--live", value=True)
+    check_output_file(args.json, "--json")
+    check_output_dir(args.output_dir, "--output-dir")
+    trial = create_trial(args.job_or_path)
+    results = TensorEvaluator(trial, configs).refresh()
+    head = (f"{trial.name}: {len(results)} tensor rules on {len(trial.steps())} saved steps, "
+            f"{len(trial.tensor_names())} tensors ({trial.path})")
+    return _output(args, results, head, trial.skipped, [f"not evaluated on tensors: {n}" for n in skipped],
+                   reasons=True)
 
 
 def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
@@ -187,9 +242,11 @@ def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
 def register(subparsers: Any) -> Any:
     """Add `evaluate` to the `rules` subparsers."""
     parser = subparsers.add_parser(
-        "evaluate", help="evaluate the built-in profiler and scalar rules locally",
+        "evaluate", help="evaluate the built-in profiler, scalar and tensor rules locally",
         description="Evaluate Debugger's built-in profiler rules and the scalar rules (LossNotDecreasing, Overfit, "
-        "Overtraining, StalledTrainingRule) on a job's data, in seconds and without rule jobs.",
+        "Overtraining, StalledTrainingRule) on a job's data, or the tensor rules (VanishingGradient, "
+        "ExplodingTensor, ...) on a trial (a folder or s3:// prefix of a hook's tensors, or a job with a "
+        "DebugHookConfig), in seconds and without rule jobs.",
     )
     add_rule_options(parser)
     parser.add_argument("--json", metavar="FILE", help="write all results as JSON ('-' for stdout only)")

@@ -2,7 +2,9 @@
 
 Defaults and bounds come from the project's rule catalog (:func:`smx_debug.rules.get_rule`); if a rule
 is missing there we fall back to ``smdebug_rulesconfig`` (profiler rules) or to the defaults of the
-Debugger developer guide (scalar rules), so switching the source is a change here only.
+Debugger developer guide (scalar rules), so switching the source is a change here only. Tensor rules
+(:data:`TENSOR_RULES`) take their defaults from the catalog only; a rule we cannot evaluate (the XGBoost
+rules, SimilarAcrossRuns) raises :class:`~smx_debug.errors.ConfigError` naming it and why.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from smx_debug.errors import ConfigError, UnknownNameError
 __all__ = [
     "PROFILER_RULES",
     "SCALAR_RULES",
+    "TENSOR_RULES",
     "parse_assignment",
     "parse_value",
     "resolve_params",
@@ -37,6 +40,17 @@ PROFILER_RULES: tuple[str, ...] = (
     "StepOutlier",
 )
 SCALAR_RULES: tuple[str, ...] = ("LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule")
+# Debugger rules we evaluate on a trial's tensors (evaluate.tensor_rules); the four scalar rules are among them.
+TENSOR_RULES: tuple[str, ...] = (
+    "VanishingGradient", "ExplodingTensor", "DeadRelu", "PoorWeightInitialization", "SaturatedActivation",
+    "WeightUpdateRatio", "AllZero", "ClassImbalance", "LossNotDecreasing", "Overfit", "Overtraining",
+    "TensorVariance", "UnchangedTensor", "CheckInputImages", "NLPSequenceRatio", "Confusion", "StalledTrainingRule",
+)
+# Why the catalog's other Debugger rules are not evaluated here (the XGBoost ones are found by framework).
+_NOT_LOCAL = {
+    "SimilarAcrossRuns": "it compares this trial with another job's (other_trials); smx-debug does not evaluate "
+                         "it locally: Debugger's rule container does",
+}
 
 # Developer-guide defaults of the scalar rules, used only if the catalog lacks a rule.
 _SCALAR_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -74,10 +88,32 @@ def _unknown(kind: str, name: str, choices: Iterable[str]) -> UnknownNameError:
     return UnknownNameError(f"unknown {kind} {name!r}{hint}", name=name, suggestion=close[0] if close else None)
 
 
+def unsupported_reason(rule: str) -> str | None:
+    """Why the catalog rule ``rule`` cannot be evaluated by smx-debug, or None (unknown names: None too)."""
+    specs = _catalog_specs(rule)
+    if specs is None:
+        return None
+    from smx_debug.rules import get_rule
+
+    if "xgboost" in get_rule(rule).frameworks:
+        return ("it reads what smdebug's XGBoost hook saves (trees, feature importance), and smx-debug has no "
+                "XGBoost hook; Debugger's rule container evaluates it for XGBoost jobs")
+    return _NOT_LOCAL.get(rule)
+
+
 def rule_defaults(rule: str) -> dict[str, Any]:
-    """The default parameters of ``rule`` (a copy)."""
-    if rule not in PROFILER_RULES and rule not in SCALAR_RULES:
-        raise _unknown("rule", rule, (*PROFILER_RULES, *SCALAR_RULES))
+    """The default parameters of ``rule`` (a copy).
+
+    Raises:
+        ConfigError: for a catalog rule smx-debug cannot evaluate (TreeDepth, FeatureImportanceOverweight,
+            CreateXgboostReport need an XGBoost hook; SimilarAcrossRuns a second trial), naming it and why.
+        UnknownNameError: for a name that is no rule, with the closest one.
+    """
+    if rule not in PROFILER_RULES and rule not in SCALAR_RULES and rule not in TENSOR_RULES:
+        reason = unsupported_reason(rule)
+        if reason is not None:
+            raise ConfigError(f"rule {rule} cannot be evaluated by smx-debug: {reason}", field="rule", value=rule)
+        raise _unknown("rule", rule, (*PROFILER_RULES, *SCALAR_RULES, *TENSOR_RULES))
     specs = _catalog_specs(rule)
     if specs is not None:
         # The catalog leaves some defaults to the rule container (None); we fill them from the guide.
@@ -103,13 +139,17 @@ def parse_value(text: str) -> Any:
     return text
 
 
-def parse_assignment(text: str) -> tuple[str, str, Any]:
-    """Parse ``Rule.param=value`` into ``(rule, param, value)``."""
+def parse_assignment(text: str, *, rule: str | None = None) -> tuple[str, str, Any]:
+    """Parse ``Rule.param=value`` into ``(rule, param, value)``; with ``rule`` (the one rule selected), a bare
+    ``param=value`` is that rule's."""
     key, sep, raw = text.partition("=")
-    rule, dot, param = key.strip().partition(".")
-    if not sep or not dot or not rule or not param:
-        raise ConfigError(f"--set expects Rule.param=value, got {text!r}", field="--set", value=text)
-    return rule, param, parse_value(raw)
+    head, dot, param = key.strip().partition(".")
+    if sep and not dot and rule is not None and head:
+        return rule, head, parse_value(raw)
+    if not sep or not dot or not head or not param:
+        expected = "Rule.param=value" if rule is None else "param=value"
+        raise ConfigError(f"--set expects {expected}, got {text!r}", field="--set", value=text)
+    return head, param, parse_value(raw)
 
 
 def _coerce(rule: str, name: str, value: Any) -> Any:

@@ -148,7 +148,8 @@ def overfit(data: JobData, params: dict[str, Any]) -> RuleResult:
                 j = int(np.flatnonzero(fire)[0])
                 reasons.append(f"{metric}: validation {v[j]:.4g} vs training {t_mean[j]:.4g} "
                                f"(ratio {ratio[j]:.2f} > {params['ratio_threshold']}) from EVAL step {at}")
-            details[str(metric)] = {"max_ratio": float(np.nanmax(ratio)) if len(ratio) else None,
+            finite = ratio[~np.isnan(ratio)]  # a diverged run's ratios are all NaN: no max, and no warning
+            details[str(metric)] = {"max_ratio": float(finite.max()) if len(finite) else None,
                                     "overfit_steps": steps[fire].tolist()}
     return RuleResult(
         rule="Overfit", rule_triggered=count, violations=count, details=details, datapoints=datapoints,
@@ -159,7 +160,8 @@ def overfit(data: JobData, params: dict[str, Any]) -> RuleResult:
 def _best_with_delta(values: np.ndarray, delta: float) -> np.ndarray:
     """Running best that only moves on an improvement of more than ``delta`` (sequential by nature)."""
     step = np.frompyfunc(lambda best, v: v if v < best - delta else best, 2, 1)
-    return np.asarray(step.accumulate(values.astype(object)), dtype=np.float64)
+    with np.errstate(invalid="ignore"):  # NaN losses (a diverged run) never improve; numpy need not say so
+        return np.asarray(step.accumulate(values.astype(object)), dtype=np.float64)
 
 
 def overtraining(data: JobData, params: dict[str, Any]) -> RuleResult:
@@ -171,7 +173,7 @@ def overtraining(data: JobData, params: dict[str, Any]) -> RuleResult:
     as a new optimum".
     """
     rp = encode_parameters({k: v for k, v in params.items() if v is not None})
-    sc = _losses(data, None)
+    sc = _losses(data, params.get("tensor_regex"))  # None: names containing "loss" (the tensor rule passes its own)
     count, first, reasons = 0, None, []
     details: dict[str, Any] = {}
     if not sc.empty:

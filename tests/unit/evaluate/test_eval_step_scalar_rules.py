@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -146,3 +148,15 @@ def test_scalar_rules_without_losses_report_no_data(frames):
     data = JobData(scalars=frames.scalars("accuracy", "TRAIN", [0.5] * 20))
     for rule in ("LossNotDecreasing", "Overfit", "Overtraining"):
         assert evaluate_rule(rule, data).to_debugger_json()["Datapoints"] == 0
+
+
+@pytest.mark.parametrize("rule", ["LossNotDecreasing", "Overfit", "Overtraining"])
+def test_scalar_rules_nan_losses_are_quiet_no_numpy_warning(frames, rule):
+    # A diverged run's losses are NaN: the verdict must come without numpy RuntimeWarnings on stderr.
+    nan = [float("nan")] * 12
+    data = JobData(scalars=pd.concat([frames.scalars("loss", "TRAIN", nan),
+                                      frames.scalars("loss", "EVAL", nan[:4], start_s=0.5, interval_s=3.0)]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = evaluate_rule(rule, data)
+    assert not r.triggered

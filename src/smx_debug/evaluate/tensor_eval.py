@@ -1,0 +1,154 @@
+"""Evaluate tensor rules over a trial, incrementally: each :meth:`TensorEvaluator.refresh` reads only the steps
+saved since the previous one and folds them into every rule's state (a live trial re-reads nothing).
+
+Example::
+
+    from smx_debug.evaluate.tensor_eval import evaluate_trial
+    results = evaluate_trial("/tmp/run", ["VanishingGradient", "ExplodingTensor"])
+    results["VanishingGradient"].trigger_step
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from smx_debug.errors import ConfigError
+
+if TYPE_CHECKING:
+    from smx_debug.config import DebugPlan
+from smx_debug.evaluate.catalog import TENSOR_RULES, unsupported_reason
+from smx_debug.evaluate.configured import ConfiguredRule, RuleLike, configure, configured_rule
+from smx_debug.evaluate.result import RuleResult
+from smx_debug.evaluate.tensor_data import TensorBatch
+from smx_debug.evaluate.tensor_feed import TrialFeed
+from smx_debug.evaluate.tensor_input_rules import (
+    CheckInputImages,
+    ClassImbalance,
+    Confusion,
+    NLPSequenceRatio,
+)
+from smx_debug.evaluate.tensor_loss_rules import LossNotDecreasing, Overfit, Overtraining, StalledTrainingRule
+from smx_debug.evaluate.tensor_rules import (
+    AllZero,
+    DeadRelu,
+    ExplodingTensor,
+    PoorWeightInitialization,
+    SaturatedActivation,
+    TensorRule,
+    TensorVariance,
+    UnchangedTensor,
+    VanishingGradient,
+    WeightUpdateRatio,
+)
+from smx_debug.evaluate.tensor_verdict import Selection
+
+__all__ = ["TENSOR_REGISTRY", "TensorEvaluator", "evaluate_trial", "tensor_rules_from_plan"]
+
+TENSOR_REGISTRY: dict[str, TensorRule] = {rule.name: rule for rule in (
+    VanishingGradient(), ExplodingTensor(), DeadRelu(), PoorWeightInitialization(), SaturatedActivation(),
+    WeightUpdateRatio(), AllZero(), ClassImbalance(), LossNotDecreasing(), Overfit(), Overtraining(),
+    TensorVariance(), UnchangedTensor(), CheckInputImages(), NLPSequenceRatio(), Confusion(), StalledTrainingRule(),
+)}
+assert set(TENSOR_REGISTRY) == set(TENSOR_RULES)
+
+
+def _tensor_configs(rules: Iterable[RuleLike] | None) -> list[ConfiguredRule]:
+    configs = configure(list(rules) if rules is not None else list(TENSOR_RULES))
+    for c in configs:
+        if c.rule not in TENSOR_REGISTRY:
+            raise ConfigError(f"rule {c.rule} (configuration {c.name!r}) does not read tensors; tensor rules: "
+                              f"{', '.join(TENSOR_RULES)}", field="rule", value=c.rule)
+    return configs
+
+
+class TensorEvaluator:
+    """Tensor rule configurations over one trial, with their state carried between refreshes.
+
+    Args:
+        trial: a :class:`smx_debug.tensors.Trial` (``create_trial(path)``).
+        rules: rule classes (defaults) and/or :class:`ConfiguredRule` objects; None: every tensor rule.
+        clock: "now" in epoch seconds for a live evaluation (StalledTrainingRule counts the silence up to it);
+            None judges the trial as written.
+    """
+
+    def __init__(self, trial: Any, rules: Iterable[RuleLike] | None = None, *,
+                 clock: Callable[[], float] | None = None) -> None:
+        self.configs = _tensor_configs(rules)
+        self.feed = TrialFeed(trial)
+        self.clock = clock
+        self._states = {c.name: TENSOR_REGISTRY[c.rule].start(c.parameters) for c in self.configs}
+        self._selections: dict[str, Selection] = {}
+
+    def _select(self, names: list[str], collections: Mapping[str, Callable[[str], bool]]) -> set[str]:
+        wanted: set[str] = set()
+        for c in self.configs:
+            sel = TENSOR_REGISTRY[c.rule].select(c.parameters, names, collections)
+            self._selections[c.name] = sel
+            wanted.update(sel.names)
+        return wanted
+
+    def refresh(self, *, until: int | None = None) -> dict[str, RuleResult]:
+        """Read the steps saved since the last refresh (before global step ``until``, when given: replaying a
+        finished trial step by step), fold them into every rule, and return the verdicts."""
+        self._selections = {}
+        batch = self.feed.read(self._select, now=self.clock() if self.clock else None, until=until)
+        self.update(batch)
+        return self.results()
+
+    def update(self, batch: TensorBatch) -> None:
+        """Fold one batch (built by the feed, or by hand in tests) into every rule's state."""
+        for c in self.configs:
+            rule = TENSOR_REGISTRY[c.rule]
+            sel = self._selections.get(c.name) or rule.select(c.parameters, batch.names, batch.collections)
+            self._selections[c.name] = sel
+            state = self._states[c.name]
+            tally = getattr(state, "tally", state)
+            if hasattr(tally, "hint"):  # what to add to the plan, shown while the rule has no data
+                tally.hint = sel.hint
+            with np.errstate(all="ignore"):  # NaN and infinity are data here (ExplodingTensor reports them)
+                rule.update(state, batch, c.parameters, sel)
+
+    def results(self) -> dict[str, RuleResult]:
+        """The verdict of every configuration so far, keyed by configuration name."""
+        out = {}
+        for c in self.configs:
+            result = TENSOR_REGISTRY[c.rule].result(self._states[c.name], c.parameters)
+            out[c.name] = result.model_copy(update={"configuration_name": c.name, "parameters": dict(c.parameters)})
+        return out
+
+
+def evaluate_trial(trial: Any, rules: Iterable[RuleLike] | None = None, *, s3_client: Any = None,
+                   sagemaker_client: Any = None) -> dict[str, RuleResult]:
+    """Every given tensor rule over the whole trial (a Trial, a folder, an ``s3://`` prefix or a job name)."""
+    if isinstance(trial, str | os.PathLike):
+        from smx_debug.tensors import create_trial
+
+        trial = create_trial(trial, s3_client=s3_client, sagemaker_client=sagemaker_client)
+    return TensorEvaluator(trial, rules).refresh()
+
+
+
+def tensor_rules_from_plan(plan: DebugPlan) -> tuple[list[ConfiguredRule], list[str]]:
+    """The plan's rules evaluated on tensors (each named by its configuration name), and the configuration names
+    of the others (profiler rules, SimilarAcrossRuns).
+
+    Raises:
+        ConfigError: for an XGBoost rule (TreeDepth, FeatureImportanceOverweight, CreateXgboostReport), naming it.
+    """
+    configs: list[ConfiguredRule] = []
+    skipped: list[str] = []
+    for rc in plan.rules:
+        cls = rc.spec.name
+        if cls in TENSOR_RULES:
+            configs.append(configured_rule(cls, name=rc.rule_configuration_name, overrides=dict(rc.parameters)))
+            continue
+        reason = unsupported_reason(cls)
+        if reason is not None and "xgboost" in rc.spec.frameworks:
+            raise ConfigError(f"the plan's rule {rc.rule_configuration_name!r} ({cls}) cannot be evaluated by "
+                              f"smx-debug: {reason}", field="rules", value=cls)
+        skipped.append(rc.rule_configuration_name)
+    return configs, skipped

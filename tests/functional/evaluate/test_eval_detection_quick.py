@@ -1,0 +1,52 @@
+"""The detection benchmark's quick subset (bench/detection_bench.py --quick): real PyTorch runs on the CPU recorded
+by smx_debug.hook with a plan's default collections and save interval, judged by every tensor rule."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+pytest.importorskip("torch")
+
+BENCH = Path(__file__).resolve().parents[3] / "bench" / "detection_bench.py"
+
+
+def _bench() -> ModuleType:
+    if "detection_bench" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("detection_bench", BENCH)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["detection_bench"] = module  # dataclasses resolve annotations through sys.modules
+        spec.loader.exec_module(module)
+    return sys.modules["detection_bench"]
+
+
+@pytest.fixture(scope="module")
+def quick_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    bench = _bench()
+    root = tmp_path_factory.mktemp("detection")
+    return {spec.name: bench.run_one(spec, root, steps=bench.QUICK_STEPS, baselines=False)
+            for spec in bench.runs(quick=True, seeds=1)}
+
+
+def test_detection_exploding_gradients_caught_by_exploding_tensor_at_next_save(quick_runs):
+    run = quick_runs["exploding_gradients-mlp_relu-s0"]
+    assert run.fired["ExplodingTensor"][0] == 1500  # learning rate x1000 at step 1000, saved every 500 steps
+    assert 1000 <= run.check_finite_step < 1500  # the per-step loss check sees it first
+
+
+def test_detection_dead_relu_caught_by_dead_relu_at_step_0(quick_runs):
+    run = quick_runs["dead_relu-mlp_relu-s0"]
+    assert run.fired["DeadRelu"][0] == 0
+    assert run.check_finite_step is None
+
+
+@pytest.mark.parametrize("name", ["healthy-mlp_relu-s0", "healthy-mlp_tanh-s0"])
+def test_detection_healthy_runs_quiet_for_the_fault_specific_rules(quick_runs, name):
+    fired = set(quick_runs[name].fired)
+    assert fired.isdisjoint({"ExplodingTensor", "DeadRelu", "VanishingGradient", "WeightUpdateRatio",
+                             "UnchangedTensor", "AllZero", "PoorWeightInitialization"}), fired
