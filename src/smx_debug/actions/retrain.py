@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import re
 import time
 from collections.abc import Callable, Mapping
@@ -103,10 +104,10 @@ def _number(hyper: Mapping[str, Any], key: str, default: float) -> float:
     value = hyper.get(key, default)
     try:
         out = float(value)
-    except (TypeError, ValueError):
-        raise RetrainSpecError(f"run_spec.hyperparameters.{key}: {value!r} is not a number") from None
-    if out != out or out < 0:
-        raise RetrainSpecError(f"run_spec.hyperparameters.{key}: {value!r} must be a number >= 0")
+    except (TypeError, ValueError, OverflowError):
+        raise RetrainSpecError(f"run_spec.hyperparameters.{key}: {str(value)[:40]!r} is not a number") from None
+    if not math.isfinite(out) or out < 0:
+        raise RetrainSpecError(f"run_spec.hyperparameters.{key}: {value!r} must be a finite number >= 0")
     return out
 
 
@@ -217,6 +218,32 @@ def _check_history_budget(spec: dict[str, Any]) -> None:
     spec["wait_seconds"], spec["max_polls"] = wait, polls
 
 
+_HISTORY_COUNTERS = ("num_retraining", *_COUNTERS.values(), "num_errors", "num_polls")
+_RUN_ID = re.compile(r"[A-Za-z0-9-]{1,20}")
+
+
+def _check_history(raw: object) -> dict[str, Any]:
+    """The ``history`` of a state document from ``init`` (counters, run id, runs); RetrainSpecError naming the
+    first field that is not what ``init`` and the steps write."""
+    if not isinstance(raw, Mapping):
+        raise RetrainSpecError(f"state.history: expected an object from init, got {type(raw).__name__}")
+    history = dict(raw)
+    for key in _HISTORY_COUNTERS:
+        value = history.setdefault(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1_000_000:
+            raise RetrainSpecError(f"state.history.{key}: {str(value)[:40]!r} is not a count")
+    run_id = history.get("run_id")
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+        raise RetrainSpecError(f"state.history.run_id: {str(run_id)[:40]!r} is not a run id from init")
+    latest = history.setdefault("latest_job_name", None)
+    if latest is not None and not isinstance(latest, str):
+        raise RetrainSpecError(f"state.history.latest_job_name: {str(latest)[:40]!r} is not a job name")
+    jobs = history.setdefault("jobs", [])
+    if not isinstance(jobs, list) or not all(isinstance(j, Mapping) for j in jobs):
+        raise RetrainSpecError("state.history.jobs: expected a list of runs")
+    return history
+
+
 def init_state(run_spec: object, clock: Callable[[], float] = time.time) -> dict[str, Any]:
     """A fresh state document (raises RetrainSpecError on a bad run spec).
 
@@ -283,7 +310,8 @@ _ACTION_PREFIX = re.compile(r'(training_job_prefix\\*"\s*:\s*\\*")([A-Za-z0-9-]*
 def _retarget_rules(request: dict[str, Any], job_name: str) -> None:
     """Point built-in stop_training actions at the new run, or the rule container would stop the old one."""
     for kind in RULE_KINDS:
-        for rule in request.get(RULE_FIELDS[kind][1]) or []:
+        rules = request.get(RULE_FIELDS[kind][1])
+        for rule in rules if isinstance(rules, list) else []:  # anything else fails botocore's validation
             params = rule.get("RuleParameters") if isinstance(rule, dict) else None
             if isinstance(params, dict) and isinstance(params.get("action_json"), str):
                 params["action_json"] = _ACTION_PREFIX.sub(
@@ -311,11 +339,14 @@ def build_request(state: Mapping[str, Any]) -> dict[str, Any]:
     """The CreateTrainingJob request for the next run: template + job name + current hyperparameters."""
     spec, history = state["run_spec"], state["history"]
     request = copy.deepcopy(dict(spec["request"]))
-    run = int(history["num_retraining"]) + 1
+    run = history["num_retraining"] + 1
     request["TrainingJobName"] = f"{spec['job_name_prefix']}-{history['run_id']}-{run}"[:63].strip("-")
     _retarget_rules(request, request["TrainingJobName"])
     request["Tags"] = _owned_tags(request.get("Tags"), f"{spec['job_name_prefix']}-{history['run_id']}")
-    hyper = {str(k): str(v) for k, v in (request.get("HyperParameters") or {}).items()}
+    given = request.get("HyperParameters") or {}
+    if not isinstance(given, Mapping):
+        raise RetrainSpecError(f"run_spec.request.HyperParameters: expected an object, got {type(given).__name__}")
+    hyper = {str(k): str(v) for k, v in given.items()}
     hyper.update({str(k): _hyper_str(v) for k, v in spec["hyperparameters"].items()})
     request["HyperParameters"] = hyper
     return request
@@ -379,7 +410,7 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     job = history.get("latest_job_name")
     if not isinstance(job, str) or not job:
         raise RetrainSpecError("history.latest_job_name: no run to monitor (call train first)")
-    history["num_polls"] = int(history.get("num_polls", 0)) + 1
+    history["num_polls"] += 1
     if history["num_polls"] > spec["max_polls"]:
         # The next turn could outrun the execution's history: end here, with a message (the job keeps
         # running, guarded by its rules' own actions).
@@ -462,13 +493,16 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
 
 
 def _fail(state: dict[str, Any], step: str, exc: BaseException, retryable: bool) -> dict[str, Any]:
-    history = state.setdefault("history", {})
-    history["num_errors"] = int(history.get("num_errors", 0)) + 1
+    history = state.get("history")
+    if not isinstance(history, dict):  # the failure may be that history is not an object at all
+        history = state["history"] = {}
+    errors = history.get("num_errors")
+    history["num_errors"] = (errors if isinstance(errors, int) and not isinstance(errors, bool) else 0) + 1
     code = (
         exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else type(exc).__name__
     )
     # botocore's validation messages quote the offending value ("..., value: <v>, type: ..."): names only.
-    message = _QUOTED_VALUE.sub(r"\1(value hidden)\2", str(exc)[:1000])
+    message = _QUOTED_VALUE.sub(r"\1(value hidden)\2", str(exc))[:1000]
     state["error"] = {"step": step, "code": code, "message": message, "retryable": retryable}
     if not retryable or history["num_errors"] >= MAX_ERRORS:
         state["next_action"] = END
@@ -626,6 +660,7 @@ def run_step(event: object, runtime: Runtime) -> dict[str, Any]:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("history"), Mapping):
             raise RetrainSpecError("state: a state document from init is required")
         state = copy.deepcopy(dict(raw))
+        state["history"] = _check_history(state["history"])
         state["run_spec"] = _check_spec(state.get("run_spec"))
         return train_step(state, runtime) if step == "train" else monitor_step(state, runtime)
     except (RetrainSpecError, ParamValidationError) as exc:
