@@ -173,6 +173,7 @@ def _notify_alarms(records: list[Mapping[str, Any]], runtime: Runtime) -> dict[s
             alarm_key(alarm.alarm_name, alarm.new_state, when),
             {"action": "notify", "alarm": alarm.alarm_name, "actor": runtime.settings.actor},
             act,
+            repeatable=False,
         )
         if done.acted:
             sent.append(
@@ -215,6 +216,7 @@ def _notify_execution(event: object, runtime: Runtime) -> dict[str, Any]:
         key,
         {"action": "notify", "execution": change.execution_arn, "actor": settings.actor},
         act,
+        repeatable=False,
     )
     return {**result, "sent": done.acted}
 

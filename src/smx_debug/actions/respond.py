@@ -140,6 +140,7 @@ def _metric(
         key,
         {"action": "metric", "job": job.name, "rule": trigger.rule, "source": trigger.source},
         act,
+        repeatable=False,  # a datapoint put twice counts twice
     )
     return {"rule": trigger.rule, "published": done.acted}
 
@@ -296,7 +297,8 @@ def _notify(
                 "actor": settings.actor,
             }
             done = failures.run(
-                f"notify {trigger.rule} -> {topic}", functools.partial(once, ledger, key, record, act)
+                f"notify {trigger.rule} -> {topic}",
+                functools.partial(once, ledger, key, record, act, repeatable=False),  # a message cannot be unsent
             )
             if isinstance(done, dict):
                 sent.append({"rule": trigger.rule, "topic": topic, **done})
