@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 
+from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import DONE, LedgerLike
 from smx_debug.errors import SmxDebugError
 
@@ -74,28 +75,35 @@ def once(
     act: Callable[[], Mapping[str, object]],
     *,
     repeatable: bool = True,
+    deadline: Deadline | None = None,
 ) -> Once:
     """Run ``act`` at most once per ``key`` across invocations; ``act`` returns the outcome to record.
 
     ``repeatable``: whether ``act`` run again finds out what an earlier run did (StopTrainingJob on a stopped
     job, StartExecution under the same name). False (Publish, PutMetricData): a lost answer keeps the claim.
 
+    ``deadline``: the claim and the action each start only while one call's worst case fits in what is left of
+    the invocation; a claim taken too late to act is released (:mod:`smx_debug.actions.deadline`).
+
     Raises:
         ClaimInProgressError: another invocation holds a live claim on ``key``.
+        OutOfTimeError: too little of the invocation is left; nothing is left claimed.
     """
-    if ledger.claim(key, record):
-        return _act(ledger, key, act, repeatable)
-    held = ledger.get(key)
-    if held is None and ledger.claim(key, record):
-        # Released between our claim and our read (its holder failed and gave it up).
-        return _act(ledger, key, act, repeatable)
-    held = held or ledger.get(key)
-    if held is not None and held.get("state") == DONE:
+    if deadline is not None:
+        deadline.require(f"claim {key!r}")
+    held = ledger.claim_or_holder(key, record)
+    if held is None:
+        return _act(ledger, key, act, repeatable, deadline)
+    if held.get("state") == DONE:
         return Once(key=key, acted=False, record=held)
     raise ClaimInProgressError(key, held)
 
 
-def _act(ledger: LedgerLike, key: str, act: Callable[[], Mapping[str, object]], repeatable: bool) -> Once:
+def _act(ledger: LedgerLike, key: str, act: Callable[[], Mapping[str, object]], repeatable: bool,
+         deadline: Deadline | None) -> Once:
+    if deadline is not None and not deadline.fits():
+        ledger.release(key)  # claimed too late to act: the redelivery takes it at once
+        deadline.require(f"act on {key!r}")
     try:
         outcome = dict(act())
     except ANSWER_LOST:
