@@ -20,6 +20,7 @@ from smx_debug.errors import ConfigError, UnknownNameError
 
 __all__ = [
     "CONTEXT_KEYS", "LOG_RETENTION_DAYS", "EvaluatorConfig", "GuardConfig", "RetrainingConfig", "config_from_context",
+    "retraining_state_machine_name",
 ]
 
 # CloudWatch Logs retention periods (days) -> aws_logs.RetentionDays member; 0 means "never expire".
@@ -40,6 +41,12 @@ _TAG_KEY = re.compile(r"^[\w.:/=+\-@]{1,128}$")
 _DEFAULT_ACTIONS = ("notify", "stop")
 
 _BASE = ConfigDict(frozen=True, extra="forbid", strict=True)
+_STATE_MACHINE_NAME_MAX = 80  # Step Functions' StateMachineName: 1-80 characters
+
+
+def retraining_state_machine_name(stack_name: str) -> str:
+    """The retraining state machine's name: fixed, so functions are told its ARN without a reference cycle."""
+    return f"{stack_name}-retraining"
 
 
 def _as_list(value: Any) -> Any:
@@ -271,6 +278,14 @@ class GuardConfig(BaseModel):
         if not re.match(r"^[A-Za-z][A-Za-z0-9-]{0,127}$", self.stack_name):
             raise ConfigError(f"stack_name: {self.stack_name!r} is not a CloudFormation stack name",
                               field="stack_name", value=self.stack_name)
+        machine = retraining_state_machine_name(self.stack_name)
+        if self.retraining.enabled and len(machine) > _STATE_MACHINE_NAME_MAX:
+            longest = _STATE_MACHINE_NAME_MAX - len(retraining_state_machine_name(""))
+            raise ConfigError(
+                f"stack_name: {self.stack_name!r} is {len(self.stack_name)} characters; with retraining on, the "
+                f"state machine {machine!r} would be {len(machine)}, over Step Functions' {_STATE_MACHINE_NAME_MAX}: "
+                f"use at most {longest} characters (or retraining: false)",
+                field="stack_name", value=self.stack_name)
         if not re.match(r"^[A-Za-z0-9_./#:-]{1,255}$", self.metric_namespace) or self.metric_namespace.startswith(
             "AWS/"
         ):

@@ -32,7 +32,7 @@ from infra.components import (
     acknowledge_wildcards,
 )
 from infra.components.evaluator import EVALUATOR_TIMEOUT_SECONDS, Evaluator
-from infra.config import LOG_RETENTION_DAYS, GuardConfig
+from infra.config import LOG_RETENTION_DAYS, GuardConfig, retraining_state_machine_name
 from smx_debug.contracts import (
     DEFAULT_FUNCTION_TIMEOUT_SECONDS,
     DETAIL_TYPE,
@@ -135,7 +135,7 @@ class GuardStack(cdk.Stack):
             )
 
         # A fixed name, so functions can be told the ARN without a reference cycle (the workflow invokes retrain).
-        self.state_machine_name = f"{config.stack_name}-retraining"
+        self.state_machine_name = retraining_state_machine_name(config.stack_name)
         self.state_machine_arn = self.format_arn(
             service="states", resource="stateMachine", resource_name=self.state_machine_name,
             arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
