@@ -168,7 +168,11 @@ class Request:
     context: Mapping[str, Any] = field(default_factory=dict)
 
 
-def _principal_matches(statement: Statement, request: Request) -> bool:
+def _principal_matches(statement: Statement, request: Request, *, account_grants: bool = True) -> bool:
+    """``account_grants=False``: an Allow naming the account (``123456789012``, ``...:root``) does not match the
+    account's roles. That is AWS's rule for a resource policy: naming the account delegates to the principal's own
+    identity policy, it grants the role nothing by itself (a key policy's root statement is the same delegation,
+    which ``account_grants=True`` models as "via IAM")."""
     principal = statement.get("Principal")
     if principal is None:  # identity policy
         return True
@@ -181,15 +185,18 @@ def _principal_matches(statement: Statement, request: Request) -> bool:
     if request.principal_arn:
         account = request.principal_arn.split(":")[4]
         for arn in arns:
-            if arn == request.principal_arn or arn in (account, f"arn:aws:iam::{account}:root") or (
-                isinstance(arn, str) and arn.endswith(f":iam::{account}:root")
-            ):
+            if arn == request.principal_arn:
+                return True
+            names_account = arn in (account, f"arn:aws:iam::{account}:root") or (
+                isinstance(arn, str) and arn.endswith(f":iam::{account}:root"))
+            if names_account and (account_grants or statement.get("Effect") == "Deny"):
                 return True
     return False
 
 
-def statement_applies(statement: Statement, request: Request, *, resource_is_star: bool = False) -> bool:
-    if not _principal_matches(statement, request):
+def statement_applies(statement: Statement, request: Request, *, resource_is_star: bool = False,
+                      account_grants: bool = True) -> bool:
+    if not _principal_matches(statement, request, account_grants=account_grants):
         return False
     if "Action" in statement:
         if not any(_wild(a, request.action, case=False) for a in _listify(statement["Action"])):
@@ -202,10 +209,13 @@ def statement_applies(statement: Statement, request: Request, *, resource_is_sta
     return conditions_hold(statement.get("Condition", {}), request.context)
 
 
-def decide(statements: Sequence[Statement], request: Request, *, key_policy: bool = False) -> bool:
-    """True when some Allow applies and no Deny does. In a key policy ``Resource: "*"`` means the key."""
-    applies = [s for s in statements if statement_applies(s, request, resource_is_star=False) or (
-        key_policy and s.get("Resource") == "*" and statement_applies(s, request, resource_is_star=True))]
+def decide(statements: Sequence[Statement], request: Request, *, key_policy: bool = False,
+           account_grants: bool = True) -> bool:
+    """True when some Allow applies and no Deny does. In a key policy ``Resource: "*"`` means the key.
+    ``account_grants=False``: whether the resource policy grants the request by itself (see _principal_matches)."""
+    applies = [s for s in statements if statement_applies(s, request, account_grants=account_grants) or (
+        key_policy and s.get("Resource") == "*"
+        and statement_applies(s, request, resource_is_star=True, account_grants=account_grants))]
     if any(s["Effect"] == "Deny" for s in applies):
         return False
     return any(s["Effect"] == "Allow" for s in applies)

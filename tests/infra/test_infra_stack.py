@@ -225,11 +225,13 @@ def test_buckets_deny_plain_http_and_sagemaker_roles_may_write(synth: Synth) -> 
               if s.get("Sid") == "SageMakerExecutionRolesWrite"]
     assert len(writes) == 1
     # In the stack's own partition and account, whatever partition the configured pattern spells.
-    assert writes[0]["Condition"] == {"StringLike": {"aws:PrincipalArn": {"Fn::Join": ["", [
-        "arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":role/ml-*"]]}}}
-    assert writes[0]["Principal"] == {
-        "AWS": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":root"]]}
+    # Any principal (a grant, not a delegation to the roles' own policies), this account's matching roles only.
+    assert writes[0]["Condition"] == {
+        "StringLike": {"aws:PrincipalArn": {"Fn::Join": ["", [
+            "arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":role/ml-*"]]}},
+        "StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}},
     }
+    assert writes[0]["Principal"] == {"AWS": "*"}
     assert "s3:PutObject" in writes[0]["Action"]
 
 

@@ -99,8 +99,9 @@ def test_deploy_bucket_policy_and_properties_match_template(aws: LocalAws, deplo
     writes = [s for s in json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])["Statement"]
               if s.get("Sid") == "SageMakerExecutionRolesWrite"]
     assert [(w["Principal"], w["Condition"]) for w in writes] == [
-        ({"AWS": "arn:aws:iam::123456789012:root"},
-         {"StringLike": {"aws:PrincipalArn": "arn:aws:iam::123456789012:role/*SageMaker*"}})
+        ({"AWS": "*"},
+         {"StringLike": {"aws:PrincipalArn": "arn:aws:iam::123456789012:role/*SageMaker*"},
+          "StringEquals": {"aws:PrincipalAccount": "123456789012"}})
     ]
     assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
     assert s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"] == {
