@@ -33,6 +33,7 @@ __all__ = [
     "METRIC_NAME",
     "OPT_IN_VALUE",
     "PLAN_TAG",
+    "PROFILER_OUTPUT",
     "RETRAIN_RUN_TAG",
     "RULE_FIELDS",
     "RULE_KINDS",
@@ -78,6 +79,9 @@ OPT_IN_VALUE: Final = "true"
 # holds at most 256 characters, so the tag names the spec instead of carrying it.
 EVALUATOR_TAG: Final = "smx-debug:evaluator"
 EVALUATOR_SPEC_PREFIX: Final = "smx-debug/watch-specs/"  # + <sha256 of the spec>.json
+# Debugger writes profiler data under ProfilerConfig.S3OutputPath/<job>/PROFILER_OUTPUT/ (the readers look there;
+# the evaluator's role may read there and nowhere else in the bucket besides the watch specs).
+PROFILER_OUTPUT: Final = "profiler-output"
 # On every run the retraining workflow launches (value: the workflow run, ``<job_name_prefix>-<run_id>``): the
 # execution that launched it monitors it, stops it and plans the next run, so the ``retrain`` action never
 # starts a second workflow for it (which would also escape the first one's retraining budget).

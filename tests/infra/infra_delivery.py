@@ -280,16 +280,32 @@ def check_edge(t: Template, edge: Edge) -> list[str]:
     return problems
 
 
+def _encryption_context(t: Template, edge: Edge) -> dict[str, str]:
+    """What SQS and SNS put in the encryption context of every data key: the queue's or topic's ARN."""
+    kind = t.resources[edge.target]["Type"]
+    if kind == "AWS::SQS::Queue":
+        return {"kms:EncryptionContext:aws:sqs:arn": t.arn(edge.target)}
+    if kind == "AWS::SNS::Topic":
+        return {"kms:EncryptionContext:aws:sns:topicArn": t.arn(edge.target)}
+    return {}
+
+
 def _check_key(t: Template, edge: Edge, key: str) -> list[str]:
     problems: list[str] = []
     key_policy, key_arn = t.key_policy(key), t.arn(key)
+    encryption = _encryption_context(t, edge)
     for action in DATA_KEY_ACTIONS:
         if edge.role is None:
-            context = _context(edge, ACCOUNT) if SOURCE_KEYS_TO_KMS.get(edge.service) else {}
+            context = {**(_context(edge, ACCOUNT) if SOURCE_KEYS_TO_KMS.get(edge.service) else {}), **encryption}
             if not decide(key_policy, Request(action, key_arn, principal_service=edge.service, context=context),
                           key_policy=True):
                 problems.append(f"{edge.name}: the policy of key {key} does not allow {edge.service} {action} "
                                 f"(context {sorted(context)})")
+            elif not SOURCE_KEYS_TO_KMS.get(edge.service) and decide(
+                key_policy, Request(action, key_arn, principal_service=edge.service,
+                                    context={k: f"{v}-another" for k, v in encryption.items()}), key_policy=True):
+                problems.append(f"{edge.name}: key {key} also lets {edge.service} {action} for another resource "
+                                "(no encryption-context condition)")
             elif SOURCE_KEYS_TO_KMS.get(edge.service) and decide(
                 key_policy, Request(action, key_arn, principal_service=edge.service,
                                     context=_context(edge, FOREIGN_ACCOUNT)), key_policy=True):

@@ -53,7 +53,7 @@ class Resolver:
         kind = self.resources[name]["Type"]
         refs = {
             "AWS::SNS::Topic": lambda: self._arn("sns", name),
-            "AWS::SQS::Queue": lambda: f"https://sqs.{self.region}.amazonaws.com/{self.account}/{name}",
+            "AWS::SQS::Queue": lambda: f"https://sqs.{self.region}.amazonaws.com/{self.account}/{self._name(name)}",
             "AWS::S3::Bucket": lambda: name.lower(),
             "AWS::StepFunctions::StateMachine": lambda: self._arn("states", f"stateMachine:{self._name(name)}"),
             "AWS::KMS::Key": lambda: f"key-{name}",
@@ -64,7 +64,7 @@ class Resolver:
         kind = self.resources[name]["Type"]
         arns = {
             "AWS::SNS::Topic": lambda: self._arn("sns", name),
-            "AWS::SQS::Queue": lambda: self._arn("sqs", name),
+            "AWS::SQS::Queue": lambda: self._arn("sqs", self._name(name)),
             "AWS::Lambda::Function": lambda: self._arn("lambda", f"function:{name}"),
             "AWS::S3::Bucket": lambda: self._arn("s3", name.lower(), region=False, account=False),
             "AWS::DynamoDB::Table": lambda: self._arn("dynamodb", f"table/{name}"),
@@ -80,7 +80,7 @@ class Resolver:
         if (kind, attr) == ("AWS::SNS::Topic", "TopicArn"):
             return arns[kind]()
         if (kind, attr) == ("AWS::SQS::Queue", "QueueName"):
-            return name
+            return self._name(name)
         if (kind, attr) == ("AWS::SQS::Queue", "QueueUrl"):
             return self.ref(name)
         if (kind, attr) == ("AWS::SNS::Topic", "TopicName"):
@@ -116,7 +116,14 @@ def _wild(pattern: str, value: str, *, case: bool = True) -> bool:
     return re.fullmatch(regex, value, 0 if case else re.IGNORECASE) is not None
 
 
+_NUMERIC = {"NumericEquals": lambda h, w: h == w, "NumericLessThan": lambda h, w: h < w,
+            "NumericLessThanEquals": lambda h, w: h <= w, "NumericGreaterThan": lambda h, w: h > w,
+            "NumericGreaterThanEquals": lambda h, w: h >= w}
+
+
 def _str_op(op: str, want: str, have: str) -> bool:
+    if op in _NUMERIC:
+        return bool(_NUMERIC[op](float(have), float(want)))
     if op == "StringEquals" or op == "ArnEquals":
         return want == have if op == "StringEquals" else _wild(want, have)
     if op == "StringEqualsIgnoreCase":
@@ -132,27 +139,44 @@ _NEGATED = {"StringNotEquals": "StringEquals", "StringNotLike": "StringLike", "A
             "ArnNotLike": "ArnLike", "StringNotEqualsIgnoreCase": "StringEqualsIgnoreCase"}
 
 
+def _matches(op: str, wants: list[str], have: str) -> bool:
+    """One context value against a key's listed values (OR), a negated operator negating the whole."""
+    if op in _NEGATED:
+        return not any(_str_op(_NEGATED[op], w, have) for w in wants)
+    return any(_str_op(op, w, have) for w in wants)
+
+
 def conditions_hold(conditions: Mapping[str, Mapping[str, Any]], context: Mapping[str, Any]) -> bool:
-    """Every operator block holds (AND); within a key, any of the listed values (OR)."""
+    """Every operator block holds (AND); within a key, any of the listed values (OR). A multivalued key takes
+    ``ForAllValues:`` (every value matches; true when the key is missing or empty) or ``ForAnyValue:`` (some value
+    matches; false when missing); without either, a single-valued key."""
     lowered = {k.lower(): v for k, v in context.items()}
     for raw_op, block in conditions.items():
-        op, if_exists = (raw_op[:-8], True) if raw_op.endswith("IfExists") else (raw_op, False)
+        qualifier, _, op = raw_op.rpartition(":")
+        op, if_exists = (op[:-8], True) if op.endswith("IfExists") else (op, False)
         for key, wanted in block.items():
             have = lowered.get(key.lower())
             if op == "Null":
                 if (str(wanted).lower() == "true") != (have is None):
                     return False
                 continue
+            wants = [str(w) for w in _listify(wanted)]
+            if qualifier == "ForAllValues":
+                if not all(_matches(op, wants, str(h)) for h in _listify(have or [])):
+                    return False
+                continue
+            if qualifier == "ForAnyValue":
+                if not any(_matches(op, wants, str(h)) for h in _listify(have or [])):
+                    return False
+                continue
+            if qualifier:
+                raise AssertionError(f"condition qualifier {qualifier} is not known to the test evaluator")
             if have is None:
                 if if_exists:
                     continue
                 return False
-            values = [str(v) for v in _listify(have)]
-            wants = [str(w) for w in _listify(wanted)]
-            if op in _NEGATED:
-                if any(_str_op(_NEGATED[op], w, h) for w in wants for h in values):
-                    return False
-            elif not any(_str_op(op, w, h) for w in wants for h in values):
+            results = [_matches(op, wants, str(h)) for h in _listify(have)]
+            if not (all(results) if op in _NEGATED else any(results)):
                 return False
     return True
 

@@ -47,10 +47,12 @@ def can(statements: list[dict[str, Any]], capability: str, name: str, tags: dict
     if capability == "tag":  # enrol an existing job: add the opt-in tag to it
         context = {**_tag_context("aws:ResourceTag", tags), **_tag_context("aws:RequestTag", {MANAGED_TAG: "true"})}
         return decide(statements, Request("sagemaker:AddTags", arn, context=context))
-    # create: CreateTrainingJob with the scenario's tags plus a rule-action tag (so AddTags is authorised too)
+    # create: CreateTrainingJob with the scenario's tags plus a rule-action tag (so AddTags is authorised too), on
+    # an instance type and for a runtime the deployment allows (test_infra_least_privilege checks the limits)
     request_tags = {**tags, f"{RULE_TAG_PREFIX}LossNotDecreasing": "stop"}
     context = _tag_context("aws:RequestTag", request_tags)
-    return decide(statements, Request("sagemaker:CreateTrainingJob", arn, context=context)) and decide(
+    launch = {"sagemaker:InstanceTypes": ["ml.g5.2xlarge"], "sagemaker:MaxRuntimeInSeconds": 3600}
+    return decide(statements, Request("sagemaker:CreateTrainingJob", arn, context={**context, **launch})) and decide(
         statements, Request("sagemaker:AddTags", arn, context={**context, "sagemaker:TaggingAction":
                                                                 "CreateTrainingJob"}))
 

@@ -20,6 +20,7 @@ from helpers_infra import (
     watch_rules,
 )
 
+from infra.config import DEFAULT_RETRAIN_INSTANCE_TYPES
 from smx_debug.contracts import LEDGER_TTL_ATTRIBUTE, watch_pattern
 
 STATE_CHANGE = "SageMaker Training Job State Change"
@@ -291,7 +292,7 @@ def test_kms_key_rotates_and_grants_services_only_data_key_use(synth: Synth) -> 
         "cloudwatch.amazonaws.com", "events.amazonaws.com", "sns.amazonaws.com"
     ]
     for statement in services:
-        assert statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"], statement
+        assert statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"], statement
 
 
 def test_dead_letter_queue_kms_and_tls_only(synth: Synth) -> None:
@@ -435,7 +436,8 @@ def test_state_machine_loop_defaults_init_train_wait_monitor_choice_end(synth: S
     }
     # The deployment's settings go under the execution's run spec (its own values win).
     assert states["Defaults"]["Parameters"] == {
-        "defaults": {"wait_seconds": 120, "max_runtime_seconds": 7200, "max_retraining": 10, "max_polls": 60},
+        "defaults": {"wait_seconds": 120, "max_runtime_seconds": 7200, "max_retraining": 10, "max_polls": 60,
+                     "instance_types": list(DEFAULT_RETRAIN_INSTANCE_TYPES)},
         "run_spec.$": "$.run_spec",
     }
     assert states["ApplyDefaults"]["Parameters"] == {"run_spec.$": "States.JsonMerge($.defaults, $.run_spec, false)"}

@@ -30,6 +30,7 @@ Imports only boto3 and the standard library.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import logging
 import math
 import re
@@ -178,6 +179,9 @@ def _check_spec(run_spec: object) -> dict[str, Any]:
     rules = spec.get("rules")
     if rules is not None and not (isinstance(rules, list) and all(isinstance(r, str) for r in rules)):
         raise RetrainSpecError(f"run_spec.rules: {rules!r} must be a list of rule configuration names")
+    types = spec.get("instance_types")
+    if types is not None and not (isinstance(types, list) and all(isinstance(t, str) for t in types)):
+        raise RetrainSpecError(f"run_spec.instance_types: {str(types)[:200]!r} must be a list of instance types")
     _check_history_budget(spec)
     return spec
 
@@ -335,10 +339,45 @@ def _owned_tags(tags: object, workflow_run: str) -> list[dict[str, str]]:
     return [*kept, {"Key": RETRAIN_RUN_TAG, "Value": workflow_run}]
 
 
+def _instance_types(request: Mapping[str, Any]) -> list[str]:
+    """The instance types a CreateTrainingJob request asks for (``sagemaker:InstanceTypes``: every group's)."""
+    resources = request.get("ResourceConfig")
+    resources = resources if isinstance(resources, Mapping) else {}
+    groups = resources.get("InstanceGroups")
+    found = [resources.get("InstanceType"), *[g.get("InstanceType") for g in groups if isinstance(g, Mapping)]] \
+        if isinstance(groups, list) else [resources.get("InstanceType")]
+    return [str(t) for t in found if t is not None]
+
+
+def _within_limits(request: dict[str, Any], spec: Mapping[str, Any]) -> None:
+    """The deployment's limits (merged under the run spec by the state machine's Defaults state), which the retrain
+    role's policy enforces too: the runtime is capped at ``max_runtime_seconds``; an instance type outside
+    ``instance_types`` is refused here, naming it, rather than by an AccessDenied."""
+    limit = spec.get("max_runtime_seconds")
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        stopping = request.get("StoppingCondition")
+        stopping = dict(stopping) if isinstance(stopping, Mapping) else {}
+        runtime = stopping.get("MaxRuntimeInSeconds")
+        if not isinstance(runtime, int) or isinstance(runtime, bool) or runtime > limit:
+            stopping["MaxRuntimeInSeconds"] = limit
+        request["StoppingCondition"] = stopping
+    allowed = spec.get("instance_types")
+    if allowed is None:
+        return
+    for instance_type in _instance_types(request):
+        if not any(fnmatch.fnmatchcase(instance_type, pattern) for pattern in allowed):
+            raise RetrainSpecError(
+                f"run_spec.request.ResourceConfig: instance type {instance_type!r} is not among those this deployment "
+                f"lets retraining launch (retraining.instance_types: {', '.join(allowed) or 'none'})"
+            )
+
+
 def build_request(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The CreateTrainingJob request for the next run: template + job name + current hyperparameters."""
+    """The CreateTrainingJob request for the next run: template + job name + current hyperparameters, within the
+    deployment's limits (instance types, runtime)."""
     spec, history = state["run_spec"], state["history"]
     request = copy.deepcopy(dict(spec["request"]))
+    _within_limits(request, spec)
     run = history["num_retraining"] + 1
     request["TrainingJobName"] = f"{spec['job_name_prefix']}-{history['run_id']}-{run}"[:63].strip("-")
     _retarget_rules(request, request["TrainingJobName"])
