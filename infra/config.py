@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from smx_debug.actions.retrain import STRATEGY_KEYS
 from smx_debug.contracts import DEFAULT_NAMESPACE, MANAGED_TAG, SFN_HISTORY_LIMIT, retrain_history_events
 from smx_debug.errors import ConfigError, UnknownNameError
 
@@ -105,7 +106,8 @@ class RetrainingConfig(BaseModel):
 
     ``max_runtime_seconds`` bounds both how long the workflow watches a run and, through IAM
     (``sagemaker:MaxRuntimeInSeconds``), how long a run it launches may last; ``instance_types`` (exact types or
-    ``ml.<family>.*``) are the only ones it may launch (``sagemaker:InstanceTypes``).
+    ``ml.<family>.*``) are the only ones it may launch (``sagemaker:InstanceTypes``). ``redact_keys``: hyperparameter
+    and environment names whose values never enter the execution's input (docs/actions.md, "Secrets").
     """
 
     model_config = _BASE
@@ -115,13 +117,14 @@ class RetrainingConfig(BaseModel):
     max_runtime_seconds: int = Field(default=86_400, ge=60, le=2_419_200)
     max_retraining: int = Field(default=10, ge=1, le=100)
     instance_types: tuple[str, ...] = DEFAULT_RETRAIN_INSTANCE_TYPES
+    redact_keys: tuple[str, ...] = ()
 
     @field_validator("enabled", mode="before")
     @classmethod
     def _bool(cls, value: Any) -> Any:
         return _as_bool(value)
 
-    @field_validator("instance_types", mode="before")
+    @field_validator("instance_types", "redact_keys", mode="before")
     @classmethod
     def _types(cls, value: Any) -> Any:
         return _as_list(value)
@@ -133,6 +136,12 @@ class RetrainingConfig(BaseModel):
                               field="retraining.instance_types", value=list(self.instance_types))
         _each(self.instance_types, _INSTANCE_TYPE, "retraining.instance_types",
               "a SageMaker instance type like ml.g5.2xlarge or ml.g5.*")
+        _each(self.redact_keys, _SHOW_KEY, "retraining.redact_keys", "a hyperparameter or environment variable name")
+        changed = [k for k in self.redact_keys if k in STRATEGY_KEYS]
+        if changed:
+            raise ConfigError(
+                f"retraining.redact_keys: {changed[0]!r} cannot be redacted: the retraining strategies change it, so its "
+                "value travels in the execution's input", field="retraining.redact_keys", value=changed[0])
         return self
 
     @field_validator("wait_seconds", "max_runtime_seconds", "max_retraining", mode="before")

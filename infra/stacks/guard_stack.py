@@ -233,6 +233,7 @@ class GuardStack(cdk.Stack):
             Env.FUNCTION_TIMEOUT: str(TIMEOUTS[name]),
             Env.LEASE_SECONDS: str(TIMEOUTS[name] + LEASE_MARGIN_SECONDS),
             Env.SHOW_KEYS: ",".join(config.show_keys),
+            Env.REDACT_KEYS: ",".join(config.retraining.redact_keys),  # the starters' execution input
         }
         # The starters start executions; notify checks the ARN of the execution events it reports.
         if name in (*RETRAIN_STARTERS, "notify") and config.retraining.enabled:

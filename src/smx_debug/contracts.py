@@ -245,6 +245,8 @@ class Env:
     LEASE_SECONDS: Final = "SMX_LEASE_SECONDS"  # ledger claim lease, default DEFAULT_LEASE_SECONDS
     FUNCTION_TIMEOUT: Final = "SMX_FUNCTION_TIMEOUT"  # the function's timeout in seconds (the lease must outlast it)
     SHOW_KEYS: Final = "SMX_SHOW_KEYS"  # comma-separated hyperparameter/environment keys whose values messages may show
+    # comma-separated hyperparameter/environment keys whose values never enter a retraining execution's input
+    REDACT_KEYS: Final = "SMX_REDACT_KEYS"
 
 
 # ------------------------------------------------------------------------ Step Functions history budget

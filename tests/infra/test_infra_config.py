@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_infra import Synth
+from helpers_infra import Synth, functions_by_handler
 
 from infra.config import GuardConfig, config_from_context, retraining_state_machine_name
 from smx_debug.errors import ConfigError, UnknownNameError
@@ -121,3 +121,20 @@ def test_synth_longest_stack_name_with_retraining_synthesizes(synth: Synth) -> N
     template, stack = synth(stack_name=name)
     assert stack.state_machine_name == retraining_state_machine_name(name)
     template.has_resource_properties("AWS::StepFunctions::StateMachine", {"StateMachineName": f"{name}-retraining"})
+
+
+@pytest.mark.parametrize(("value", "fragment"), [(["learning_rate"], "strategies change it"),
+                                                 (["api key"], "environment variable name"),
+                                                 (["TOKEN", "TOKEN"], "twice")])
+def test_config_retraining_redact_keys_are_checked_naming_the_key(value: list[str], fragment: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        config_from_context({"retraining": {"redact_keys": value}})
+    assert caught.value.field == "retraining.redact_keys" and fragment in str(caught.value)
+
+
+def test_synth_redact_keys_reach_every_function_that_starts_retraining(synth: Synth) -> None:
+    template, _ = synth(retraining={"redact_keys": "wandb_api_key,HF_TOKEN"})
+    functions = template.find_resources("AWS::Lambda::Function")
+    for handler in ("stop_training", "evaluator"):
+        env = functions[functions_by_handler(template)[handler]]["Properties"]["Environment"]["Variables"]
+        assert env["SMX_REDACT_KEYS"] == "wandb_api_key,HF_TOKEN", handler

@@ -214,7 +214,7 @@ def _retrain(
     sagemaker, states = clients("sagemaker"), clients("stepfunctions")
 
     def act() -> dict[str, object]:
-        spec = run_spec_from_job(job, trigger, sagemaker)
+        spec = run_spec_from_job(job, trigger, sagemaker, redact=settings.redact_keys)
         try:
             arn = states.start_execution(
                 stateMachineArn=machine, name=name, input=json.dumps({"run_spec": spec}, sort_keys=True)

@@ -35,7 +35,7 @@ import logging
 import math
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
@@ -67,6 +67,8 @@ __all__ = [
     "END",
     "LAUNCH_NEW",
     "MONITOR",
+    "REDACTED",
+    "STRATEGY_KEYS",
     "RetrainSpecError",
     "end_step",
     "init_state",
@@ -79,6 +81,11 @@ __all__ = [
 ]
 
 LAUNCH_NEW, MONITOR, END = "launch_new", "monitor", "end"
+# The hyperparameters the strategies change: they travel in run_spec.hyperparameters, so they are never redacted.
+STRATEGY_KEYS = ("warmup_learning_rate", "learning_rate", "add_batch_norm")
+# The value a redacted hyperparameter or environment variable has in the run spec (SMX_REDACT_KEYS).
+REDACTED = "(redacted by smx-debug: read from the flagged job at launch)"
+_REDACTABLE = ("HyperParameters", "Environment")
 DEFAULT_STRATEGIES: tuple[dict[str, Any], ...] = (
     {"name": "halve_warmup", "floor": 0.005},
     {"name": "add_batch_norm"},
@@ -149,7 +156,7 @@ def _check_spec(run_spec: object) -> dict[str, Any]:
     hyper = spec.get("hyperparameters", {})
     if not isinstance(hyper, Mapping):
         raise RetrainSpecError(f"run_spec.hyperparameters: expected an object, got {type(hyper).__name__}")
-    for key in ("warmup_learning_rate", "learning_rate", "add_batch_norm"):
+    for key in STRATEGY_KEYS:
         if key in hyper:
             _number(hyper, key, 0.0)
     spec["hyperparameters"] = dict(hyper)
@@ -406,6 +413,28 @@ def _publish(runtime: Runtime, state: Mapping[str, Any], subject: str, message: 
         log_json(logging.WARNING, handler="retrain", progress_not_sent=str(exc)[:500])
 
 
+def _with_redacted_values(request: dict[str, Any], spec: Mapping[str, Any], sagemaker: Any) -> dict[str, Any]:
+    """The request with each :data:`REDACTED` value read back from the flagged job (``run_spec.after_job``), for
+    the CreateTrainingJob call only: the state keeps the placeholder."""
+    wanted = [(f, k) for f in _REDACTABLE if isinstance(request.get(f), Mapping)
+              for k, v in request[f].items() if v == REDACTED]
+    if not wanted:
+        return request
+    after = spec.get("after_job")
+    source = after.get("job_name") if isinstance(after, Mapping) else None
+    if not isinstance(source, str):
+        raise RetrainSpecError(f"run_spec.request: {wanted[0][0]}.{wanted[0][1]} is redacted and run_spec.after_job "
+                               "names no job to read it from")
+    description = sagemaker.describe_training_job(TrainingJobName=source)
+    filled = {**request}
+    for field, key in wanted:
+        values = description.get(field) or {}
+        if key not in values:
+            raise RetrainSpecError(f"run_spec.request.{field}.{key}: redacted, and job {source} no longer has it")
+        filled[field] = {**filled[field], key: values[key]}
+    return filled
+
+
 def train_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     """Launch the next run with the current hyperparameters; next_action becomes monitor."""
     if state.get("next_action") != LAUNCH_NEW:
@@ -414,7 +443,7 @@ def train_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     request = build_request(state)
     validate_request(request, sagemaker)
     try:
-        sagemaker.create_training_job(**request)
+        sagemaker.create_training_job(**_with_redacted_values(request, state["run_spec"], sagemaker))
     except ClientError as exc:
         # Step Functions may rerun a step that timed out: the job name is deterministic, so a second
         # CreateTrainingJob for the same run is recognised instead of launching twice.
@@ -639,19 +668,25 @@ def end_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     return state
 
 
-_STRATEGY_KEYS = ("warmup_learning_rate", "learning_rate", "add_batch_norm")
-
-
-def run_spec_from_job(job: VerifiedJob, trigger: Trigger, sagemaker: Any) -> dict[str, Any]:
+def run_spec_from_job(job: VerifiedJob, trigger: Trigger, sagemaker: Any,
+                      redact: Collection[str] = ()) -> dict[str, Any]:
     """The run spec that retrains ``job`` after ``trigger`` flagged it: its own CreateTrainingJob request (the
     fields of DescribeTrainingJob that CreateTrainingJob takes, its tags) and the hyperparameters the
-    strategies change; ``after_job`` makes ``init`` plan the first change at once."""
+    strategies change; ``after_job`` makes ``init`` plan the first change at once.
+
+    The values of the hyperparameters and environment variables named in ``redact`` become :data:`REDACTED` (the
+    run spec is the execution's input, which Step Functions shows); ``train`` reads them from ``job`` at launch.
+    :data:`STRATEGY_KEYS` are never redacted (the strategies change them; the deployment's config refuses them)."""
     members = sagemaker.meta.service_model.operation_model("CreateTrainingJob").input_shape.members
     request = {
         key: copy.deepcopy(value)
         for key, value in job.description.items()
         if key in members and key not in ("TrainingJobName", "Tags") and value is not None
     }
+    for field in _REDACTABLE:
+        values = request.get(field)
+        if isinstance(values, dict):
+            request[field] = {k: REDACTED if k in redact and k not in STRATEGY_KEYS else v for k, v in values.items()}
     tags = [{"Key": k, "Value": v} for k, v in sorted(job.tags.items()) if not k.startswith("aws:")]
     if tags:
         request["Tags"] = tags
@@ -659,7 +694,7 @@ def run_spec_from_job(job: VerifiedJob, trigger: Trigger, sagemaker: Any) -> dic
     return {
         "request": request,
         "job_name_prefix": job.name[:40],
-        "hyperparameters": {k: hyper[k] for k in _STRATEGY_KEYS if k in hyper},
+        "hyperparameters": {k: hyper[k] for k in STRATEGY_KEYS if k in hyper},
         "rules": [trigger.rule],
         "after_job": {
             "job_name": job.name,

@@ -140,6 +140,7 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
             "SMX_FUNCTION_TIMEOUT": str(timeout),
             "SMX_LEASE_SECONDS": str(timeout + 30),
             "SMX_SHOW_KEYS": "",
+            "SMX_REDACT_KEYS": "",
         }
         if name in ("stop_training", "notify"):  # starts retraining; reports executions that timed out
             expected["SMX_STATE_MACHINE_ARN"] = deployed.output("RetrainingStateMachineArn")
