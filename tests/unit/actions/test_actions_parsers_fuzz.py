@@ -11,7 +11,6 @@ and end in the DLQ instead of being rejected. Issue 20 found ``parse_time(10**40
 from __future__ import annotations
 
 import contextlib
-import copy
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import pytest
 from actions_fakes import FakeSageMaker, fake_runtime
+from event_mutations import leaf_paths, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -55,37 +55,14 @@ junk = st.recursive(
 )
 
 
-def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [prefix] if prefix else []
-    if isinstance(value, dict):
-        for key, child in value.items():
-            out += _paths(child, (*prefix, key))
-    elif isinstance(value, list):
-        for i, child in enumerate(value):
-            out += _paths(child, (*prefix, i))
-    return out
-
-
 def mutated(sample: Any) -> st.SearchStrategy[Any]:
-    """The sample with 1-4 of its parts (at any depth) removed or replaced by junk."""
-    paths = _paths(sample)
+    """The sample with 1-4 of its parts (at any depth) removed or replaced, by the edge values more often than not."""
+    paths = leaf_paths(sample)
+    edges = st.sampled_from(EDGE_NUMBERS) | st.sampled_from(EDGE_TEXT) | junk
 
     @st.composite
     def build(draw: st.DrawFn) -> Any:
-        event = copy.deepcopy(sample)
-        for _ in range(draw(st.integers(1, 4))):
-            path = draw(st.sampled_from(paths))
-            parent = event
-            try:
-                for key in path[:-1]:
-                    parent = parent[key]
-                if draw(st.booleans()):
-                    parent.pop(path[-1])
-                else:  # the edge values more often than plain junk
-                    parent[path[-1]] = draw(st.sampled_from(EDGE_NUMBERS) | st.sampled_from(EDGE_TEXT) | junk)
-            except (KeyError, IndexError, TypeError, AttributeError):
-                continue  # an earlier mutation removed or replaced this part
-        return event
+        return mutate(draw, sample, paths, edges)
 
     return build()
 
