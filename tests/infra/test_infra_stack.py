@@ -387,6 +387,7 @@ def test_functions_runtime_handler_environment_and_tags(synth: Synth) -> None:
             "SMX_FUNCTION_TIMEOUT": str(timeout),
             "SMX_LEASE_SECONDS": str(timeout + 30),
             "SMX_SHOW_KEYS": "epochs,learning_rate",
+            "SMX_REDACT_KEYS": "",
         }
         if name in ("stop_training", "notify"):  # starts retraining; reports its unreported ends
             expected["SMX_STATE_MACHINE_ARN"] = {"Fn::Join": ["", [
