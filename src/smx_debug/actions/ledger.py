@@ -90,6 +90,11 @@ class Ledger:
         self.lease_seconds = lease_seconds
         self.retention_seconds = retention_seconds
 
+    def claim(self, pk: str, record: Mapping[str, object]) -> bool:
+        """Claim ``pk`` for one lease; False if it is done or claimed by someone whose lease is live (a plain lease,
+        such as the evaluator's run lease; actions go through :meth:`claim_or_holder`)."""
+        return self.claim_or_holder(pk, record) is None
+
     def claim_or_holder(self, pk: str, record: Mapping[str, object]) -> dict[str, str] | None:
         """Claim ``pk`` for one lease: None when this call holds it now, else the record that holds it (done, or
         claimed by someone whose lease is live), read in the same call (``ReturnValuesOnConditionCheckFailure``),
@@ -193,6 +198,9 @@ class MemoryLedger:
         self._clock = clock
         self.lease_seconds = lease_seconds
         self.retention_seconds = retention_seconds
+
+    def claim(self, pk: str, record: Mapping[str, object]) -> bool:
+        return self.claim_or_holder(pk, record) is None
 
     def claim_or_holder(self, pk: str, record: Mapping[str, object]) -> dict[str, str] | None:
         with self._lock:
