@@ -245,13 +245,13 @@ class CrashingLedger(Ledger):
         super().__init__(*args, **kwargs)
         self.crash, self.claimed, self.held = crash, False, False
 
-    def claim(self, pk: str, record: Mapping[str, object]) -> bool:
-        won = super().claim(pk, record)
+    def claim_or_holder(self, pk: str, record: Mapping[str, object]) -> dict[str, str] | None:
+        holder = super().claim_or_holder(pk, record)
         self.claimed = True
         if self.crash:
-            self.crash, self.held = False, won
+            self.crash, self.held = False, holder is None
             raise Crash(pk)
-        return won
+        return holder
 
 
 # --- the replay ----------------------------------------------------------------------------------

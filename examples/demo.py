@@ -182,7 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--minutes", type=int, default=20, help="simulated job length (job minutes)")
     parser.add_argument("--onset", type=float, default=4.0, help="job minute the CPU bottleneck starts")
     parser.add_argument("--speed", type=float, default=60.0, help="job seconds per wall second")
-    parser.add_argument("--out", type=Path, default=ROOT / "out" / "demo-report.html", help="HTML report path")
+    parser.add_argument("--out", type=Path, default=Path("out") / "demo-report.html",
+                        help="HTML report path; its folder is created (default: out/demo-report.html)")
     parser.add_argument("-v", "--verbose", action="store_true", help="show dependencies' INFO lines and warnings")
     args = parser.parse_args(argv)
     return run(minutes=args.minutes, onset_min=args.onset, speed=args.speed, out=args.out, verbose=args.verbose)
@@ -193,6 +194,12 @@ def run(*, minutes: int, onset_min: float, speed: float, out: Path, verbose: boo
 
     if not verbose:
         _quiet_logs()
+    try:  # the report's folder (out/ on a fresh clone): made now, not after a minute of demo
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"error: --out {str(out)!r}: folder {str(out.parent)!r} cannot be created ({exc.strerror})",
+              file=sys.stderr)
+        return 2
     timeline = Timeline()
     # aws.environment(): every default boto3 client of this process (the CLI's, the SDK's) talks to the local
     # AWS, never to a real account.

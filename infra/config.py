@@ -15,12 +15,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from smx_debug.actions.retrain import STRATEGY_KEYS
 from smx_debug.contracts import DEFAULT_NAMESPACE, MANAGED_TAG, SFN_HISTORY_LIMIT, retrain_history_events
 from smx_debug.errors import ConfigError, UnknownNameError
 
 __all__ = [
-    "CONTEXT_KEYS", "LOG_RETENTION_DAYS", "EvaluatorConfig", "FleetConfig", "GuardConfig", "RetrainingConfig",
-    "config_from_context",
+    "CONTEXT_KEYS", "DEFAULT_RETRAIN_INSTANCE_TYPES", "LOG_RETENTION_DAYS", "EvaluatorConfig", "FleetConfig",
+    "GuardConfig", "RetrainingConfig", "config_from_context", "dead_letter_queue_name", "retraining_state_machine_name",
 ]
 
 # CloudWatch Logs retention periods (days) -> aws_logs.RetentionDays member; 0 means "never expire".
@@ -41,6 +42,28 @@ _TAG_KEY = re.compile(r"^[\w.:/=+\-@]{1,128}$")
 _DEFAULT_ACTIONS = ("notify", "stop")
 
 _BASE = ConfigDict(frozen=True, extra="forbid", strict=True)
+_STATE_MACHINE_NAME_MAX = 80  # Step Functions' StateMachineName: 1-80 characters
+
+
+_QUEUE_NAME_MAX = 80  # SQS QueueName: 1-80 characters
+
+
+def retraining_state_machine_name(stack_name: str) -> str:
+    """The retraining state machine's name: fixed, so functions are told its ARN without a reference cycle."""
+    return f"{stack_name}-retraining"
+
+
+def dead_letter_queue_name(stack_name: str) -> str:
+    """The dead-letter queue's name: fixed, so the key's policy can name the queue without a reference cycle."""
+    return f"{stack_name}-dlq"
+
+
+def _each(values: tuple[str, ...], pattern: re.Pattern[str], field: str, what: str) -> None:
+    for value in values:
+        if not isinstance(value, str) or not pattern.match(value):
+            raise ConfigError(f"{field}: {value!r} is not {what}", field=field, value=value)
+    if len(set(values)) != len(values):
+        raise ConfigError(f"{field}: {list(values)!r} lists a value twice", field=field, value=list(values))
 
 
 def _as_list(value: Any) -> Any:
@@ -70,8 +93,22 @@ def _as_int(value: Any) -> Any:
     return value
 
 
+# What the retraining workflow may launch by default: general-purpose, compute and single-node GPU families, not
+# the 8-GPU p4d/p4de/p5 or Trainium families (add them to retraining.instance_types to allow them).
+DEFAULT_RETRAIN_INSTANCE_TYPES = (
+    "ml.m5.*", "ml.m6i.*", "ml.c5.*", "ml.c6i.*", "ml.g4dn.*", "ml.g5.*", "ml.g6.*", "ml.p3.*",
+)
+_INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9-]+\.([a-z0-9]+|\*)$")
+
+
 class RetrainingConfig(BaseModel):
-    """The retraining workflow (context key ``retraining``, a JSON object)."""
+    """The retraining workflow (context key ``retraining``, a JSON object).
+
+    ``max_runtime_seconds`` bounds both how long the workflow watches a run and, through IAM
+    (``sagemaker:MaxRuntimeInSeconds``), how long a run it launches may last; ``instance_types`` (exact types or
+    ``ml.<family>.*``) are the only ones it may launch (``sagemaker:InstanceTypes``). ``redact_keys``: hyperparameter
+    and environment names whose values never enter the execution's input (docs/actions.md, "Secrets").
+    """
 
     model_config = _BASE
 
@@ -79,11 +116,33 @@ class RetrainingConfig(BaseModel):
     wait_seconds: int = Field(default=300, ge=10, le=86_400)
     max_runtime_seconds: int = Field(default=86_400, ge=60, le=2_419_200)
     max_retraining: int = Field(default=10, ge=1, le=100)
+    instance_types: tuple[str, ...] = DEFAULT_RETRAIN_INSTANCE_TYPES
+    redact_keys: tuple[str, ...] = ()
 
     @field_validator("enabled", mode="before")
     @classmethod
     def _bool(cls, value: Any) -> Any:
         return _as_bool(value)
+
+    @field_validator("instance_types", "redact_keys", mode="before")
+    @classmethod
+    def _types(cls, value: Any) -> Any:
+        return _as_list(value)
+
+    @model_validator(mode="after")
+    def _instance_types(self) -> RetrainingConfig:
+        if not self.instance_types:
+            raise ConfigError("retraining.instance_types: list at least one instance type the workflow may launch",
+                              field="retraining.instance_types", value=list(self.instance_types))
+        _each(self.instance_types, _INSTANCE_TYPE, "retraining.instance_types",
+              "a SageMaker instance type like ml.g5.2xlarge or ml.g5.*")
+        _each(self.redact_keys, _SHOW_KEY, "retraining.redact_keys", "a hyperparameter or environment variable name")
+        changed = [k for k in self.redact_keys if k in STRATEGY_KEYS]
+        if changed:
+            raise ConfigError(
+                f"retraining.redact_keys: {changed[0]!r} cannot be redacted: the retraining strategies change it, so its "
+                "value travels in the execution's input", field="retraining.redact_keys", value=changed[0])
+        return self
 
     @field_validator("wait_seconds", "max_runtime_seconds", "max_retraining", mode="before")
     @classmethod
@@ -318,6 +377,20 @@ class GuardConfig(BaseModel):
         if not re.match(r"^[A-Za-z][A-Za-z0-9-]{0,127}$", self.stack_name):
             raise ConfigError(f"stack_name: {self.stack_name!r} is not a CloudFormation stack name",
                               field="stack_name", value=self.stack_name)
+        queue = dead_letter_queue_name(self.stack_name)
+        if len(queue) > _QUEUE_NAME_MAX:
+            raise ConfigError(
+                f"stack_name: {self.stack_name!r} is {len(self.stack_name)} characters; the dead-letter queue "
+                f"{queue!r} would be {len(queue)}, over SQS's {_QUEUE_NAME_MAX}: use at most "
+                f"{_QUEUE_NAME_MAX - len(dead_letter_queue_name(''))} characters", field="stack_name", value=self.stack_name)
+        machine = retraining_state_machine_name(self.stack_name)
+        if self.retraining.enabled and len(machine) > _STATE_MACHINE_NAME_MAX:
+            longest = _STATE_MACHINE_NAME_MAX - len(retraining_state_machine_name(""))
+            raise ConfigError(
+                f"stack_name: {self.stack_name!r} is {len(self.stack_name)} characters; with retraining on, the "
+                f"state machine {machine!r} would be {len(machine)}, over Step Functions' {_STATE_MACHINE_NAME_MAX}: "
+                f"use at most {longest} characters (or retraining: false)",
+                field="stack_name", value=self.stack_name)
         if not re.match(r"^[A-Za-z0-9_./#:-]{1,255}$", self.metric_namespace) or self.metric_namespace.startswith(
             "AWS/"
         ):
@@ -338,14 +411,6 @@ class GuardConfig(BaseModel):
             raise ConfigError(
                 f"output_transition_to_ia_days: {to_ia!r} must be less than output_expiration_days ({expire})",
                 field="output_transition_to_ia_days", value=to_ia)
-
-
-def _each(values: tuple[str, ...], pattern: re.Pattern[str], field: str, what: str) -> None:
-    for value in values:
-        if not isinstance(value, str) or not pattern.match(value):
-            raise ConfigError(f"{field}: {value!r} is not {what}", field=field, value=value)
-    if len(set(values)) != len(values):
-        raise ConfigError(f"{field}: {list(values)!r} lists a value twice", field=field, value=list(values))
 
 
 CONTEXT_KEYS = tuple(GuardConfig.model_fields)

@@ -36,6 +36,7 @@ __all__ = [
     "Target",
     "build_layer",
     "host_target",
+    "main",
     "stage_evaluator_code",
     "unzipped_size",
 ]
@@ -201,3 +202,15 @@ def stage_evaluator_code(*, staging_root: Path | None = None) -> Path:
             continue
         files[f"smx_debug/{rel}"] = path
     return stage_files("evaluator", files, staging_root)
+
+
+def main() -> int:
+    """``python -m infra.evaluator_asset``: fill the cache ahead (the first synth would), e.g. before going offline."""
+    layer = build_layer(LAMBDA_TARGET)
+    print(f"evaluator layer for {LAMBDA_TARGET.key}: {layer} ({unzipped_size(layer) / 2**20:.0f} MB unzipped); "
+          f"wheels in {_cache_root() / 'wheels' / LAMBDA_TARGET.key}: synth now needs no network")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -40,7 +40,7 @@ from infra.components.functions import handler_function, role_and_logs
 from infra.components.nag import acknowledge_wildcards
 from infra.components.storage import keyed_table
 from infra.evaluator_asset import LAMBDA_TARGET, build_layer, stage_evaluator_code
-from smx_debug.contracts import JOB_ERRORS_METRIC, Env
+from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, JOB_ERRORS_METRIC, PROFILER_OUTPUT, Env
 
 __all__ = ["EVALUATOR_MEMORY_MB", "EVALUATOR_TIMEOUT_SECONDS", "Evaluator"]
 
@@ -190,16 +190,21 @@ class Evaluator(Construct):
                            "dynamodb:DeleteItem")
         ledger.grant(role, *ledger_actions)
         # The watch specs, and the profiler output jobs write to the stack's bucket (read with the one reader,
-        # which lists the window's files). Output written to other buckets needs a grant of its own.
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[bucket.arn_for_objects("*")]))
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn]))
+        # which lists the window's files): those two prefixes, not tensors or models. Output written to other
+        # buckets needs a grant of its own.
+        readable = (f"{EVALUATOR_SPEC_PREFIX}*", f"*/{PROFILER_OUTPUT}/*")
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:GetObject"], resources=[bucket.arn_for_objects(pattern) for pattern in readable]))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+            conditions={"StringLike": {"s3:prefix": list(readable)}}))
         role.add_to_principal_policy(iam.PolicyStatement(
             actions=["cloudwatch:PutMetricData"], resources=["*"],
             conditions={"StringEquals": {"cloudwatch:namespace": namespace}}))
         role.add_to_principal_policy(iam.PolicyStatement(actions=["sns:Publish"], resources=[topic.topic_arn]))
         role.add_to_principal_policy(iam.PolicyStatement(actions=["sqs:SendMessage"],
                                                          resources=[dead_letter_queue.queue_arn]))
-        role.add_to_principal_policy(iam.PolicyStatement(actions=["kms:GenerateDataKey*", "kms:Decrypt"],
+        role.add_to_principal_policy(iam.PolicyStatement(actions=["kms:GenerateDataKey", "kms:Decrypt"],
                                                          resources=[key.key_arn]))
         acknowledge_wildcards(
             role, resources=["*"],
@@ -213,9 +218,7 @@ class Evaluator(Construct):
             "(aws:ResourceTag condition).",
         )
         acknowledge_wildcards(
-            role, resources=[bucket.arn_for_objects("*")],
-            reason="Read only: the watch specs (smx-debug/watch-specs/) and the jobs' Debugger profiler output in the "
-            "stack's bucket.",
+            role, resources=[bucket.arn_for_objects(pattern) for pattern in readable],
+            reason="Read only: the watch specs (smx-debug/watch-specs/) and the jobs' Debugger profiler output "
+            "(<output path>/<job>/profiler-output/) in the stack's bucket; not tensors or models.",
         )
-        acknowledge_wildcards(role, actions=["kms:GenerateDataKey*"],
-                              reason="Data keys of the one stack key, to write to our KMS-encrypted topic and DLQ.")

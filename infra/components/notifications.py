@@ -64,7 +64,7 @@ class Notifications(Construct):
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsPublish",
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
                 resources=["*"],  # in a key policy "*" means this key
                 conditions=from_our_alarms,
             )

@@ -14,6 +14,8 @@ case would. The execution timeout is only a backstop, after the poll budget.
 
 from __future__ import annotations
 
+from typing import Any
+
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -35,14 +37,16 @@ NEXT_ACTIONS = ("launch_new", "monitor", "end")
 BACKSTOP_SECONDS = 3600
 
 
-def run_spec_defaults(settings: RetrainingConfig) -> dict[str, int]:
-    """The deployment's settings that the Defaults state merges under each execution's run spec."""
+def run_spec_defaults(settings: RetrainingConfig) -> dict[str, Any]:
+    """The deployment's settings that the Defaults state merges under each execution's run spec (the launch limits
+    too, which the retrain role's policy enforces: the handler applies them first and says what it refused)."""
     polls = -(-settings.max_runtime_seconds // settings.wait_seconds)
     return {
         "wait_seconds": settings.wait_seconds,
         "max_runtime_seconds": settings.max_runtime_seconds,
         "max_retraining": settings.max_retraining,
         "max_polls": max(1, min(polls, retrain_max_polls(settings.max_retraining))),
+        "instance_types": list(settings.instance_types),
     }
 
 
@@ -140,9 +144,18 @@ class RetrainingWorkflow(Construct):
         definition = defaults.next(apply_defaults).next(init).next(after_init)
 
         self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=cdk.RemovalPolicy.DESTROY)
+        # Our own role, trusted by this state machine only (CDK's default trusts every state machine of the account).
+        stack = cdk.Stack.of(self)
+        machine_arn = stack.format_arn(service="states", resource="stateMachine", resource_name=state_machine_name,
+                                       arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)
+        role = iam.Role(self, "Role", description="smx-debug retraining state machine", assumed_by=iam.ServicePrincipal(
+            "states.amazonaws.com",
+            conditions={"ArnEquals": {"aws:SourceArn": machine_arn}, "StringEquals": {"aws:SourceAccount": stack.account}},
+        ))
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
+            role=role,
             state_machine_name=state_machine_name,
             definition_body=sfn.DefinitionBody.from_chainable(definition),
             timeout=cdk.Duration.seconds(settings.max_runtime_seconds + BACKSTOP_SECONDS),
@@ -153,6 +166,6 @@ class RetrainingWorkflow(Construct):
         )
         # The topic is KMS-encrypted: publishing needs data keys, which the SnsPublish task does not grant.
         self.state_machine.add_to_role_policy(
-            iam.PolicyStatement(actions=["kms:GenerateDataKey*", "kms:Decrypt"], resources=[key.key_arn])
+            iam.PolicyStatement(actions=["kms:GenerateDataKey", "kms:Decrypt"], resources=[key.key_arn])
         )
 

@@ -89,14 +89,20 @@ class OutputBucket(Construct):
             lifecycle_rules=rules,
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
-        # Principal is this account only; the condition narrows it to the SageMaker execution roles.
+        # The grant itself, not a delegation: naming the account as principal would only delegate to each role's
+        # own policy (and AmazonSageMakerFullAccess covers buckets named *sagemaker* only). Any principal, limited
+        # to this account's roles matching the pattern; a fixed aws:PrincipalAccount keeps the policy non-public
+        # for S3 Block Public Access.
         self.bucket.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="SageMakerExecutionRolesWrite",
-                principals=[iam.AccountRootPrincipal()],
+                principals=[iam.AnyPrincipal()],
                 actions=list(_SAGEMAKER_OUTPUT_ACTIONS),
                 resources=[self.bucket.bucket_arn, self.bucket.arn_for_objects("*")],
-                conditions={"StringLike": {"aws:PrincipalArn": sagemaker_role_pattern}},
+                conditions={
+                    "StringLike": {"aws:PrincipalArn": sagemaker_role_pattern},
+                    "StringEquals": {"aws:PrincipalAccount": cdk.Stack.of(self).account},
+                },
             )
         )
 

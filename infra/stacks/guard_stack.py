@@ -33,7 +33,12 @@ from infra.components import (
 )
 from infra.components.evaluator import EVALUATOR_TIMEOUT_SECONDS, Evaluator
 from infra.components.fleet import FleetAnalytics
-from infra.config import LOG_RETENTION_DAYS, GuardConfig
+from infra.config import (
+    LOG_RETENTION_DAYS,
+    GuardConfig,
+    dead_letter_queue_name,
+    retraining_state_machine_name,
+)
 from smx_debug.contracts import (
     DEFAULT_FUNCTION_TIMEOUT_SECONDS,
     DETAIL_TYPE,
@@ -59,8 +64,9 @@ __all__ = [
 ]
 
 LEDGER_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
-# What writing to a KMS-encrypted topic or queue needs (not Encrypt/ReEncrypt*).
-DATA_KEY_ACTIONS = ("kms:GenerateDataKey*", "kms:Decrypt")
+# What writing to a KMS-encrypted topic or queue needs (not Encrypt/ReEncrypt*, not GenerateDataKeyWithoutPlaintext
+# or GenerateDataKeyPair*: SNS and SQS call GenerateDataKey).
+DATA_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 TAGGING_ACTION = "sagemaker:TaggingAction"  # the API whose request carries the tags (AddTags' condition key)
 # Function timeouts (s). The runtime sizes its AWS retries to fit half the timeout and checks that its ledger
 # lease (SMX_LEASE_SECONDS) outlasts the timeout (SMX_FUNCTION_TIMEOUT); both are set from these.
@@ -116,14 +122,16 @@ class GuardStack(cdk.Stack):
         self.dead_letters = sqs.Queue(
             self,
             "DeadLetters",
+            queue_name=dead_letter_queue_name(config.stack_name),  # named, so the key policy below can name it
             encryption=sqs.QueueEncryption.KMS,
             encryption_master_key=self.key,
             enforce_ssl=True,
             retention_period=cdk.Duration.days(14),
         )
         # EventBridge (failed events) and SNS (the alarm subscription's redrive) deliver to the encrypted DLQ only
-        # if they may use the key. Neither sends aws:SourceArn/SourceAccount with its KMS calls, so these grants
-        # cannot be conditioned on them; the queue policy restricts who may send (aws:SourceArn).
+        # if they may use the key. Neither sends aws:SourceArn/SourceAccount with its KMS calls, so these grants are
+        # limited by the encryption context SQS puts on every data key (the queue's ARN): this DLQ only. The queue
+        # policy restricts who may send (aws:SourceArn).
         for sid, service in (("EventBridgeDeadLetters", "events.amazonaws.com"),
                              ("SnsDeadLetters", "sns.amazonaws.com")):
             self.key.add_to_resource_policy(
@@ -132,11 +140,13 @@ class GuardStack(cdk.Stack):
                     principals=[iam.ServicePrincipal(service)],
                     actions=list(DATA_KEY_ACTIONS),
                     resources=["*"],  # in a key policy "*" means this key
+                    conditions={"StringEquals": {"kms:EncryptionContext:aws:sqs:arn": self.format_arn(
+                        service="sqs", resource=dead_letter_queue_name(config.stack_name))}},
                 )
             )
 
         # A fixed name, so functions can be told the ARN without a reference cycle (the workflow invokes retrain).
-        self.state_machine_name = f"{config.stack_name}-retraining"
+        self.state_machine_name = retraining_state_machine_name(config.stack_name)
         self.state_machine_arn = self.format_arn(
             service="states", resource="stateMachine", resource_name=self.state_machine_name,
             arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME,
@@ -186,11 +196,6 @@ class GuardStack(cdk.Stack):
                 resources=["*"],
                 reason="CloudWatch Logs delivery and X-Ray actions do not support resource-level permissions.",
             )
-            acknowledge_wildcards(
-                self.workflow.state_machine.role,
-                actions=["kms:GenerateDataKey*"],
-                reason="Publishing the failure message to our KMS-encrypted topic needs data keys of the stack key.",
-            )
         if self.workflow is not None:
             self.rules.append(self._retraining_ended_rule())
         self.health_alarms = self._health_alarms()
@@ -233,6 +238,7 @@ class GuardStack(cdk.Stack):
             Env.FUNCTION_TIMEOUT: str(TIMEOUTS[name]),
             Env.LEASE_SECONDS: str(TIMEOUTS[name] + LEASE_MARGIN_SECONDS),
             Env.SHOW_KEYS: ",".join(config.show_keys),
+            Env.REDACT_KEYS: ",".join(config.retraining.redact_keys),  # the starters' execution input
         }
         # The starters start executions; notify checks the ARN of the execution events it reports.
         if name in (*RETRAIN_STARTERS, "notify") and config.retraining.enabled:
@@ -247,7 +253,7 @@ class GuardStack(cdk.Stack):
         return [self._training_jobs(f"{prefix.lower()}*") for prefix in self.config.watch_prefixes]
 
     def _job_statements(self, actions: list[str], *, request_tag: bool = False,
-                        conditions: Mapping[str, Mapping[str, str]] | None = None) -> list[iam.PolicyStatement]:
+                        conditions: Mapping[str, Mapping[str, Any]] | None = None) -> list[iam.PolicyStatement]:
         """``actions`` on watched jobs: by name prefix, and by the opt-in tag (on the job or the request).
 
         The tag condition is :func:`contracts.opt_in_iam_condition`, the same rule as the handler and the
@@ -309,7 +315,14 @@ class GuardStack(cdk.Stack):
             return
         # Retraining launches the next run under the same name prefix (or carrying the opt-in tag).
         retrain = fns["retrain"].role
-        for statement in self._job_statements(["sagemaker:CreateTrainingJob"], request_tag=True):
+        limits = config.retraining
+        launch_limits: dict[str, dict[str, Any]] = {  # the configured instance types (every group) and runtime
+            "ForAllValues:StringLike": {"sagemaker:InstanceTypes": list(limits.instance_types)},
+            "Null": {"sagemaker:InstanceTypes": "false"},
+            "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": str(limits.max_runtime_seconds)},
+        }
+        for statement in self._job_statements(["sagemaker:CreateTrainingJob"], request_tag=True,
+                                              conditions=launch_limits):
             retrain.add_to_principal_policy(statement)
         # Tags only as part of CreateTrainingJob (never on an existing job, which would enrol it to be stopped).
         for statement in self._job_statements(["sagemaker:AddTags"], request_tag=True,
@@ -335,11 +348,6 @@ class GuardStack(cdk.Stack):
             resources=[*self.job_arns(), *([self._training_jobs("*")] if self.config.opt_in_tag else [])],
             reason="Training jobs this deployment watches: its name prefixes, or (tag statement) any job whose "
             "opt-in tag is true, enforced by an aws:ResourceTag/aws:RequestTag condition.",
-        )
-        acknowledge_wildcards(
-            fn.role,
-            actions=["kms:GenerateDataKey*"],
-            reason="Data keys of the one stack key, to write to our KMS-encrypted topic and DLQ.",
         )
         if name == "rule_metrics":
             acknowledge_wildcards(

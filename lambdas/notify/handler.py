@@ -17,4 +17,4 @@ def handler(event: Any, context: Any = None) -> Any:
     global _runtime
     if _runtime is None:
         _runtime = Runtime.from_env(context=context)  # the account comes from the function's ARN
-    return handle_notify(event, _runtime)
+    return handle_notify(event, _runtime, context)  # the context bounds the invocation by Lambda's time left

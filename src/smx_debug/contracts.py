@@ -41,6 +41,7 @@ __all__ = [
     "METRIC_NAME",
     "OPT_IN_VALUE",
     "PLAN_TAG",
+    "PROFILER_OUTPUT",
     "REASON_DIMENSION",
     "RETRAIN_RUN_TAG",
     "RULE_FIELDS",
@@ -93,6 +94,9 @@ OPT_IN_VALUE: Final = "true"
 # holds at most 256 characters, so the tag names the spec instead of carrying it.
 EVALUATOR_TAG: Final = "smx-debug:evaluator"
 EVALUATOR_SPEC_PREFIX: Final = "smx-debug/watch-specs/"  # + <sha256 of the spec>.json
+# Debugger writes profiler data under ProfilerConfig.S3OutputPath/<job>/PROFILER_OUTPUT/ (the readers look there;
+# the evaluator's role may read there and nowhere else in the bucket besides the watch specs).
+PROFILER_OUTPUT: Final = "profiler-output"
 # On every run the retraining workflow launches (value: the workflow run, ``<job_name_prefix>-<run_id>``): the
 # execution that launched it monitors it, stops it and plans the next run, so the ``retrain`` action never
 # starts a second workflow for it (which would also escape the first one's retraining budget).
@@ -271,6 +275,8 @@ class Env:
     LEASE_SECONDS: Final = "SMX_LEASE_SECONDS"  # ledger claim lease, default DEFAULT_LEASE_SECONDS
     FUNCTION_TIMEOUT: Final = "SMX_FUNCTION_TIMEOUT"  # the function's timeout in seconds (the lease must outlast it)
     SHOW_KEYS: Final = "SMX_SHOW_KEYS"  # comma-separated hyperparameter/environment keys whose values messages may show
+    # comma-separated hyperparameter/environment keys whose values never enter a retraining execution's input
+    REDACT_KEYS: Final = "SMX_REDACT_KEYS"
 
 
 # ------------------------------------------------------------------------ Step Functions history budget

@@ -1,19 +1,24 @@
-"""Every code block of README.md and docs/*.md that is meant to run is run, extracted from the Markdown.
+"""Every code block of README.md, docs/*.md and the notebook's markdown that a newcomer is told to type is run.
 
 Rules for the blocks (also what a docs author needs to know):
 
-- ```` ```python ```` blocks of one file run in order in one namespace, against the embedded local AWS: its
-  ``environment()`` is active, so default clients (``boto3.client``, ``sagemaker.Session()``, the CLI's) talk
-  to it. ``<Placeholder>`` values in the code are replaced by the local values in :data:`PLACEHOLDERS`; a
-  placeholder not listed there fails the test.
+- Blocks of one file run in order, in a workspace that has what a clone has (every top-level entry of the
+  repository, ``.venv`` and ``node_modules`` linked in) plus a ``train.py`` and a ``plan.yaml`` (the README's
+  placeholders for yours), against the embedded local AWS: its ``environment()`` is active, so default clients
+  (``boto3.client``, ``sagemaker.Session()``, the CLI's) talk to it.
+- ```` ```python ```` blocks share one namespace. ``<Placeholder>`` values are replaced by the local values in
+  :data:`PLACEHOLDERS`, and ``<job>`` (``<job-1>``, ``<job-2>``) by the namespace's ``job``; a placeholder
+  without a value fails the test.
+- ```` ```bash ```` blocks that are not marked run with ``bash -e`` (``make synth`` included).
 - ``<!-- local-aws: play job -->`` on the line before a block: before it runs, SageMaker's part of the training
-  job named by the namespace variable ``job`` is played (``smx_debug.local.playback``), as a real job would run.
-- ``<!-- no-run: reason -->`` on the line before a block: not executed. Python is still compiled, and every
+  job named by the namespace variable ``job`` is played (``smx_debug.local.playback``), as a real job would run;
+  ``<!-- local-aws: cloudwatch minutes -->``: that job's CloudWatch minutes are published as SageMaker would.
+- ``<!-- no-run: reason -->`` on the line before a block: not executed, and the reason says why (a deploy to an
+  account, the test suite itself, a run by .ci/run, values only a reader has). Python is still compiled, and every
   ``smx-debug ...`` command line of a shell block is parsed by the CLI's own parser (placeholders filled,
-  ``[optional]`` parts dropped), so a renamed option or command fails here.
-- ```` ```bash ```` blocks that are not marked are executed with ``bash -e`` against the local AWS.
+  ``[optional]`` parts dropped, the first of ``a|b``), so a renamed option or command fails here.
 - ```` ```json ```` blocks must parse; ```` ```yaml ```` blocks with ``rules:`` must be valid debug plans. Blocks
-  without a language are output or diagrams, not code.
+  without a language are output or diagrams, and hold no command to type.
 """
 
 from __future__ import annotations
@@ -37,7 +42,12 @@ from smx_debug.cli import build_parser
 from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+NOTEBOOK = ROOT / "examples" / "quickstart.ipynb"
+FILES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), NOTEBOOK]
+CI = ROOT / ".ci" / "run"
+# What a clone's working tree has that the workspace must not share: git's own files and what runs write.
+NOT_LINKED = {".git", "out", "cdk.out", ".pytest_cache", ".mypy_cache", ".ruff_cache", ".hypothesis", ".benchmarks"}
+COMMAND = re.compile(r"^\s*(\$ )?(smx-debug|make|python|npx|pip|aws|jupyter|git|source) ")
 OUTPUT_BUCKET = "smx-docs-output"
 PLACEHOLDERS = {
     "<OutputBucketName>": OUTPUT_BUCKET,
@@ -47,6 +57,7 @@ PLACEHOLDERS = {
 }
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 _DIRECTIVE = re.compile(r"<!--\s*(no-run|local-aws)\s*:\s*(.*?)\s*-->\s*$")
+_JOB_PLACEHOLDER = re.compile(r"<job(-\d)?>")
 
 
 @dataclass(frozen=True)
@@ -63,8 +74,16 @@ class Block:
         return f"{self.file.relative_to(ROOT)}:{self.line}"
 
 
+def _markdown(path: Path) -> str:
+    """A Markdown file's text; for a notebook, its markdown cells."""
+    if path.suffix != ".ipynb":
+        return path.read_text(encoding="utf-8")
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return "\n\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+
+
 def blocks(path: Path) -> list[Block]:
-    text = path.read_text(encoding="utf-8")
+    text = _markdown(path)
     out = []
     for m in _FENCE.finditer(text):
         before = text[: m.start()].rstrip("\n").rsplit("\n", 1)[-1].strip()
@@ -80,10 +99,12 @@ def blocks(path: Path) -> list[Block]:
 ALL = [b for f in FILES for b in blocks(f)]
 
 
-def _fill(code: str, block: Block) -> str:
+def _fill(code: str, block: Block, job: str | None = None) -> str:
     for key, value in PLACEHOLDERS.items():
         code = code.replace(key, value)
-    left = re.findall(r"<[A-Z][A-Za-z]+>", code)
+    if job is not None:
+        code = _JOB_PLACEHOLDER.sub(job, code)
+    left = re.findall(r"<[A-Za-z][\w-]*>", code)
     assert not left, f"{block.id}: placeholders without a local value: {left} (add them to PLACEHOLDERS)"
     return code
 
@@ -95,6 +116,7 @@ def _cli_lines(code: str) -> list[list[str]]:
         if not line.startswith("smx-debug "):
             continue
         line = re.sub(r"\[[^\]]*\]", "", line)  # optional parts of a synopsis
+        line = re.sub(r"(\w+)(\|[\w-]+)+", r"\1", line)  # the first of a synopsis' alternatives a|b
         line = re.sub(r"<([^>]+)>", lambda m: re.sub(r"\W+", "-", m.group(1)).strip("-").lower() or "x", line)
         out.append(shlex.split(line)[1:])
     return out
@@ -103,6 +125,28 @@ def _cli_lines(code: str) -> list[list[str]]:
 def test_docs_have_runnable_blocks() -> None:
     runnable = [b for b in ALL if b.lang == "python" and b.directive != "no-run"]
     assert {b.file.name for b in runnable} >= {"README.md", "cost.md"}
+    shell = [b for b in ALL if b.lang == "bash" and b.directive != "no-run"]
+    assert {b.file.name for b in shell} >= {"README.md", "infra.md", "permissions.md"}
+
+
+def test_docs_block_without_language_holds_no_command() -> None:
+    # A command to type goes in a ```bash block, where it runs or is marked no-run with its reason.
+    found = [(b.id, line) for b in ALL if b.lang == "" for line in b.code.splitlines() if COMMAND.match(line)]
+    assert found == []
+
+
+def test_docs_no_run_blocks_say_why() -> None:
+    assert [b.id for b in ALL if b.directive == "no-run" and len(b.argument) < 10] == []
+
+
+def test_readme_quickstart_commands_are_what_ci_runs_verbatim() -> None:
+    (first,) = [b for b in ALL if b.file.name == "README.md" and b.lang == "bash"][:1]
+    assert first.directive == "no-run" and ".ci/run" in first.argument, first
+    commands = {line.split(" #", 1)[0].strip() for line in first.code.splitlines() if line.strip()}
+    ci = [line.strip() for line in CI.read_text().splitlines() if line.strip() and not line.startswith("#")]
+    # fail on the first failure, from the clone's root, the suite and then the demo: nothing else
+    assert ci == ["set -euo pipefail", 'cd "$(dirname "$0")/.."', "make test", "make demo"]
+    assert commands == {"make test", "make demo"}
 
 
 @pytest.mark.parametrize("block", [b for b in ALL if b.lang in {"bash", "sh", "shell", "console"}], ids=lambda b: b.id)
@@ -139,34 +183,56 @@ def _runnable_files() -> list[Path]:
                                     and b.lang in {"python", "bash", "sh", "shell"} for b in ALL)]
 
 
+def _workspace(where: Path) -> None:
+    """What a clone has (the repository's entries, its .venv and node_modules), beside a training script and a plan."""
+    for entry in ROOT.iterdir():
+        if entry.name not in NOT_LINKED:
+            (where / entry.name).symlink_to(entry)
+    (where / "train.py").write_text("print('training')\n")
+    (where / "plan.yaml").symlink_to(ROOT / "examples" / "plans" / "profiling_only.yaml")
+
+
 @pytest.mark.parametrize("path", _runnable_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_docs_runnable_blocks_run_on_the_local_aws(path: Path, local_aws: LocalAws, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     from smx_debug import local
-    from smx_debug.local.playback import JobPlayback
 
     local.install(local_aws)
     local_aws.client("s3").create_bucket(Bucket=OUTPUT_BUCKET,
                                          CreateBucketConfiguration={"LocationConstraint": local_aws.region})
-    # What the README's notebook code has beside it: the repository's examples and a training script.
-    (tmp_path / "examples").symlink_to(ROOT / "examples")
-    (tmp_path / "train.py").write_text("print('training')\n")
+    _workspace(tmp_path)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"__name__": "__docs__",
                                  "role": f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:role/SageMakerExecution-docs"}
     with local_aws.environment():
         for block in [b for b in ALL if b.file == path and b.directive != "no-run"]:
             if block.directive == "local-aws":
-                assert block.argument == "play job", f"{block.id}: unknown directive {block.argument!r}"
-                JobPlayback(local_aws, namespace["job"], namespace["plan"], scenario="cpu_bottleneck", minutes=10,
-                            onset_min=2, speed=1e6).run()
-            code = _fill(block.code, block)
+                _prepare(local_aws, block, namespace)
+            code = _fill(block.code, block, namespace.get("job"))
             if block.lang == "python":
                 exec(compile(code, block.id, "exec"), namespace)  # the documentation's own code
             elif block.lang in {"bash", "sh", "shell"}:
-                path = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
-                env = {**os.environ, **local_aws.environ(), "PATH": path}
-                done = subprocess.run(["bash", "-e", "-c", code], env=env, capture_output=True, text=True, timeout=300)
+                search = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
+                # `make` uses the linked .venv and node_modules as they are: never reinstalls them from here
+                keep = "-o .venv/.stamp-install -o node_modules/.stamp-install"
+                env = {**os.environ, **local_aws.environ(), "PATH": search, "MAKEFLAGS": keep}
+                done = subprocess.run(["bash", "-e", "-c", code], env=env, capture_output=True, text=True, timeout=600)
                 assert done.returncode == 0, f"{block.id}:\n{done.stdout}\n{done.stderr}"
     if path.name == "README.md":  # the notebook code launched a job whose rules settled and were read back
         assert namespace["summary"]["status"].notna().all() and len(namespace["stats"]) > 0
+
+
+def _prepare(aws: LocalAws, block: Block, namespace: dict[str, Any]) -> None:
+    """What ``<!-- local-aws: ... -->`` asks SageMaker to have done for the namespace's ``job`` before the block."""
+    from smx_debug.local import job_metrics
+    from smx_debug.local.playback import JobPlayback
+
+    job = namespace["job"]
+    if block.argument == "play job":
+        JobPlayback(aws, job, namespace["plan"], scenario="cpu_bottleneck", minutes=10, onset_min=2, speed=1e6).run()
+    elif block.argument == "cloudwatch minutes":
+        start = aws.client("sagemaker").describe_training_job(TrainingJobName=job)["CreationTime"]
+        job_metrics.publish_minutes(aws, job, start=start, first=0, last=10,
+                                    scenario=job_metrics.Scenario("cpu_bottleneck", onset=2))
+    else:
+        raise AssertionError(f"{block.id}: unknown directive local-aws: {block.argument!r}")

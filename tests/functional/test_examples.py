@@ -2,7 +2,8 @@
 
 (examples/quickstart.ipynb runs in a real Jupyter kernel: tests/functional/test_notebook.py.)
 
-The demo test runs `make demo`'s own code path (examples/demo.py `run`) with job time compressed further:
+The demo test runs `make demo`'s own entry point (examples/demo.py `main`, default `--out`, from a working
+directory without `out/`, as on a fresh clone) with job time compressed further:
 the deploy, the SDK launch, the streamed profiler output, the live rules, the handlers, the alarm, the
 inbox, the stop and the report are all real; only the pacing differs.
 """
@@ -38,11 +39,14 @@ def _example(name: str) -> ModuleType:
 
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
-    out = tmp_path_factory.mktemp("demo") / "report.html"
+    """`make demo` as a user runs it on a fresh clone: no --out, from a working directory without out/."""
+    workdir = tmp_path_factory.mktemp("fresh-clone")
     buffer, errors = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(buffer), contextlib.redirect_stderr(errors):
-        code = _example("demo").run(minutes=14, onset_min=3.0, speed=1e6, out=out)
-    return code, buffer.getvalue() + errors.getvalue(), out
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(buffer), \
+            contextlib.redirect_stderr(errors):
+        patch.chdir(workdir)
+        code = _example("demo").main(["--minutes", "14", "--onset", "3", "--speed", "1e6"])
+    return code, buffer.getvalue() + errors.getvalue(), workdir / "out" / "demo-report.html"
 
 
 def test_demo_prints_no_warning_no_dependency_info_and_no_nan(demo_run: tuple[int, str, Path]) -> None:

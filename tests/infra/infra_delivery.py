@@ -21,8 +21,6 @@ from smx_debug.local import iam
 from smx_debug.local.iam import SOURCE_KEYS_TO_KMS, Principal, Request
 
 DATA_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
-Statement = dict[str, Any]
-
 ACCOUNT = "111122223333"
 FOREIGN_ACCOUNT = "999988887777"
 REGION = "us-west-2"
@@ -63,7 +61,7 @@ class Resolver:
         kind = self.resources[name]["Type"]
         refs = {
             "AWS::SNS::Topic": lambda: self._arn("sns", name),
-            "AWS::SQS::Queue": lambda: f"https://sqs.{self.region}.amazonaws.com/{self.account}/{name}",
+            "AWS::SQS::Queue": lambda: f"https://sqs.{self.region}.amazonaws.com/{self.account}/{self._name(name)}",
             "AWS::S3::Bucket": lambda: name.lower(),
             "AWS::StepFunctions::StateMachine": lambda: self._arn("states", f"stateMachine:{self._name(name)}"),
             "AWS::KMS::Key": lambda: f"key-{name}",
@@ -74,7 +72,7 @@ class Resolver:
         kind = self.resources[name]["Type"]
         arns = {
             "AWS::SNS::Topic": lambda: self._arn("sns", name),
-            "AWS::SQS::Queue": lambda: self._arn("sqs", name),
+            "AWS::SQS::Queue": lambda: self._arn("sqs", self._name(name)),
             "AWS::Lambda::Function": lambda: self._arn("lambda", f"function:{name}"),
             "AWS::S3::Bucket": lambda: self._arn("s3", name.lower(), region=False, account=False),
             "AWS::DynamoDB::Table": lambda: self._arn("dynamodb", f"table/{name}"),
@@ -90,7 +88,7 @@ class Resolver:
         if (kind, attr) == ("AWS::SNS::Topic", "TopicArn"):
             return arns[kind]()
         if (kind, attr) == ("AWS::SQS::Queue", "QueueName"):
-            return name
+            return self._name(name)
         if (kind, attr) == ("AWS::SQS::Queue", "QueueUrl"):
             return self.ref(name)
         if (kind, attr) == ("AWS::SNS::Topic", "TopicName"):
@@ -388,24 +386,42 @@ def check_edge(t: Template, edge: Edge) -> list[str]:
     return problems
 
 
+def _encryption_context(t: Template, edge: Edge) -> dict[str, str]:
+    """What SQS and SNS put in the encryption context of every data key: the queue's or topic's ARN."""
+    kind = t.resources[edge.target]["Type"]
+    if kind == "AWS::SQS::Queue":
+        return {"kms:EncryptionContext:aws:sqs:arn": t.arn(edge.target)}
+    if kind == "AWS::SNS::Topic":
+        return {"kms:EncryptionContext:aws:sns:topicArn": t.arn(edge.target)}
+    return {}
+
+
 def _check_key(t: Template, edge: Edge, key: str) -> list[str]:
     problems: list[str] = []
     key_policy, key_arn = t.key_policy(key), t.arn(key)
+    encryption = _encryption_context(t, edge)
     for action in DATA_KEY_ACTIONS:
         if edge.role is None:
             sends_source = SOURCE_KEYS_TO_KMS.get(edge.service, True)
-            context = _context(edge, ACCOUNT) if sends_source else {}
+            context = {**(_context(edge, ACCOUNT) if sends_source else {}), **encryption}
             request = Request(Principal(ACCOUNT, service=edge.service), action, key_arn, context)
             if not iam.decide(request, resource=key_policy, key_policy=True).allowed:
                 problems.append(f"{edge.name}: the policy of key {key} does not allow {edge.service} {action} "
                                 f"(context {sorted(context)})")
+            elif not sends_source and iam.decide(
+                Request(Principal(ACCOUNT, service=edge.service), action, key_arn,
+                        {k: f"{v}-another" for k, v in encryption.items()}), resource=key_policy,
+                key_policy=True).allowed:
+                problems.append(f"{edge.name}: key {key} also lets {edge.service} {action} for another resource "
+                                "(no encryption-context condition)")
             elif sends_source and iam.decide(
                 Request(Principal(FOREIGN_ACCOUNT, service=edge.service), action, key_arn,
-                        _context(edge, FOREIGN_ACCOUNT)), resource=key_policy, key_policy=True).allowed:
+                        {**_context(edge, FOREIGN_ACCOUNT), **encryption}), resource=key_policy,
+                key_policy=True).allowed:
                 problems.append(f"{edge.name}: key {key} also lets {edge.service} act for account {FOREIGN_ACCOUNT}")
         else:
             role_arn = t.arn(str(edge.role))
-            decision = iam.decide(Request(role_principal(role_arn), action, key_arn, {}),
+            decision = iam.decide(Request(role_principal(role_arn), action, key_arn, encryption),
                                   identity=t.role_policy(str(edge.role)), resource=key_policy, key_policy=True)
             if not decision.allowed:
                 problems.append(f"{edge.name}: role {edge.role} may not {action} with key {key} ({decision.reason})")

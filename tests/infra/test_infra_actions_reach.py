@@ -59,7 +59,9 @@ def test_retrain_may_create_the_next_run_with_the_flagged_jobs_tags_and_the_work
     context: dict[str, Any] = {f"aws:RequestTag/{k}": v for k, v in request_tags.items()}
     context["aws:TagKeys"] = list(request_tags)
     arn = _arn(f"{name}-1123-1")
-    assert allowed(roles["retrain"], "sagemaker:CreateTrainingJob", arn, context)
+    # the flagged job's instance type, its runtime capped at retraining.max_runtime_seconds (retrain.build_request)
+    launch = {"sagemaker:InstanceTypes": ["ml.p3.2xlarge"], "sagemaker:MaxRuntimeInSeconds": "86400"}
+    assert allowed(roles["retrain"], "sagemaker:CreateTrainingJob", arn, {**context, **launch})
     assert allowed(roles["retrain"], "sagemaker:AddTags", arn,
                    {**context, "sagemaker:TaggingAction": "CreateTrainingJob"})
 

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers_infra import Synth
+from helpers_infra import Synth, functions_by_handler
 
-from infra.config import GuardConfig, config_from_context
+from infra.config import GuardConfig, config_from_context, retraining_state_machine_name
 from smx_debug.errors import ConfigError, UnknownNameError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,3 +102,39 @@ def test_app_script_bad_context_prints_error_and_exits_2(tmp_path: Path) -> None
         "error: cdk context notification_sms: '12345' is not an E.164 phone number like +15555550123"
     )
     assert list(tmp_path.iterdir()) == []
+
+
+def test_config_stack_name_too_long_for_the_state_machine_is_refused_naming_stack_name() -> None:
+    name = "S" + "x" * 69  # 70 characters: its state machine would be named past Step Functions' 80
+    with pytest.raises(ConfigError) as caught:
+        config_from_context({"stack_name": name})
+    assert (caught.value.field, caught.value.value) == ("stack_name", name)
+    assert "stack_name" in str(caught.value) and "80" in str(caught.value) and "69" in str(caught.value)
+
+
+def test_config_long_stack_name_is_accepted_without_retraining() -> None:
+    assert config_from_context({"stack_name": "S" + "x" * 69, "retraining": False}).stack_name == "S" + "x" * 69
+
+
+def test_synth_longest_stack_name_with_retraining_synthesizes(synth: Synth) -> None:
+    name = "S" + "x" * 68  # 69 characters, the longest the stack's state machine name allows
+    template, stack = synth(stack_name=name)
+    assert stack.state_machine_name == retraining_state_machine_name(name)
+    template.has_resource_properties("AWS::StepFunctions::StateMachine", {"StateMachineName": f"{name}-retraining"})
+
+
+@pytest.mark.parametrize(("value", "fragment"), [(["learning_rate"], "strategies change it"),
+                                                 (["api key"], "environment variable name"),
+                                                 (["TOKEN", "TOKEN"], "twice")])
+def test_config_retraining_redact_keys_are_checked_naming_the_key(value: list[str], fragment: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        config_from_context({"retraining": {"redact_keys": value}})
+    assert caught.value.field == "retraining.redact_keys" and fragment in str(caught.value)
+
+
+def test_synth_redact_keys_reach_every_function_that_starts_retraining(synth: Synth) -> None:
+    template, _ = synth(retraining={"redact_keys": "wandb_api_key,HF_TOKEN"})
+    functions = template.find_resources("AWS::Lambda::Function")
+    for handler in ("stop_training", "evaluator"):
+        env = functions[functions_by_handler(template)[handler]]["Properties"]["Environment"]["Variables"]
+        assert env["SMX_REDACT_KEYS"] == "wandb_api_key,HF_TOKEN", handler

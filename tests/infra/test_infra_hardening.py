@@ -57,11 +57,11 @@ def test_roles_get_data_keys_only(full: Template) -> None:
         for statement in full.role_policy(role):
             actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
             kms = {a for a in actions if a.startswith("kms:")}
-            assert kms <= {"kms:GenerateDataKey*", "kms:Decrypt"}, (role, statement)
+            assert kms <= {"kms:GenerateDataKey", "kms:Decrypt"}, (role, statement)
     for _, props in full.of_type("AWS::KMS::Key"):
         for statement in props["KeyPolicy"]["Statement"]:
             if "Service" in statement["Principal"]:
-                assert statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"], statement
+                assert statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"], statement
 
 
 @pytest.mark.parametrize("context", [{}, FULL, {"sagemaker_execution_role_pattern": "arn:aws-cn:iam::*:role/Sm*"}],
@@ -69,7 +69,8 @@ def test_roles_get_data_keys_only(full: Template) -> None:
 def test_no_hard_coded_partition(synth_cached: Synth, context: dict[str, Any]) -> None:
     template, _ = synth_cached(**context)
     text = json.dumps(template.to_json())
-    assert '"arn:aws' not in text and ":aws:" not in text.replace('"aws:', "")
+    # ("aws:" starts global condition keys, also inside kms:EncryptionContext:aws:sqs:arn)
+    assert '"arn:aws' not in text and ":aws:" not in text.replace('"aws:', "").replace("EncryptionContext:aws:", "")
 
 
 def test_only_the_rule_action_handlers_start_the_retraining_state_machine(full: Template) -> None:

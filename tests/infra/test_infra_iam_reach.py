@@ -45,10 +45,12 @@ def can(statements: list[dict[str, Any]], capability: str, name: str, tags: dict
     if capability == "tag":  # enrol an existing job: add the opt-in tag to it
         context = {**_tag_context("aws:ResourceTag", tags), **_tag_context("aws:RequestTag", {MANAGED_TAG: "true"})}
         return allowed(statements, "sagemaker:AddTags", arn, context)
-    # create: CreateTrainingJob with the scenario's tags plus a rule-action tag (so AddTags is authorised too)
+    # create: CreateTrainingJob with the scenario's tags plus a rule-action tag (so AddTags is authorised too), on
+    # an instance type and for a runtime the deployment allows (test_infra_least_privilege checks the limits)
     request_tags = {**tags, f"{RULE_TAG_PREFIX}LossNotDecreasing": "stop"}
     context = _tag_context("aws:RequestTag", request_tags)
-    return allowed(statements, "sagemaker:CreateTrainingJob", arn, context) and allowed(
+    launch = {"sagemaker:InstanceTypes": ["ml.g5.2xlarge"], "sagemaker:MaxRuntimeInSeconds": "3600"}
+    return allowed(statements, "sagemaker:CreateTrainingJob", arn, {**context, **launch}) and allowed(
         statements, "sagemaker:AddTags", arn, {**context, "sagemaker:TaggingAction": "CreateTrainingJob"})
 
 

@@ -20,6 +20,7 @@ from helpers_infra import (
     watch_rules,
 )
 
+from infra.config import DEFAULT_RETRAIN_INSTANCE_TYPES
 from smx_debug.contracts import LEDGER_TTL_ATTRIBUTE, watch_pattern
 
 STATE_CHANGE = "SageMaker Training Job State Change"
@@ -226,11 +227,13 @@ def test_buckets_deny_plain_http_and_sagemaker_roles_may_write(synth: Synth) -> 
               if s.get("Sid") == "SageMakerExecutionRolesWrite"]
     assert len(writes) == 1
     # In the stack's own partition and account, whatever partition the configured pattern spells.
-    assert writes[0]["Condition"] == {"StringLike": {"aws:PrincipalArn": {"Fn::Join": ["", [
-        "arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":role/ml-*"]]}}}
-    assert writes[0]["Principal"] == {
-        "AWS": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":root"]]}
+    # Any principal (a grant, not a delegation to the roles' own policies), this account's matching roles only.
+    assert writes[0]["Condition"] == {
+        "StringLike": {"aws:PrincipalArn": {"Fn::Join": ["", [
+            "arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"}, ":role/ml-*"]]}},
+        "StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}},
     }
+    assert writes[0]["Principal"] == {"AWS": "*"}
     assert "s3:PutObject" in writes[0]["Action"]
 
 
@@ -290,7 +293,7 @@ def test_kms_key_rotates_and_grants_services_only_data_key_use(synth: Synth) -> 
         "cloudwatch.amazonaws.com", "events.amazonaws.com", "sns.amazonaws.com"
     ]
     for statement in services:
-        assert statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"], statement
+        assert statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"], statement
 
 
 def test_dead_letter_queue_kms_and_tls_only(synth: Synth) -> None:
@@ -386,6 +389,7 @@ def test_functions_runtime_handler_environment_and_tags(synth: Synth) -> None:
             "SMX_FUNCTION_TIMEOUT": str(timeout),
             "SMX_LEASE_SECONDS": str(timeout + 30),
             "SMX_SHOW_KEYS": "epochs,learning_rate",
+            "SMX_REDACT_KEYS": "",
         }
         if name in ("stop_training", "notify"):  # starts retraining; reports its unreported ends
             expected["SMX_STATE_MACHINE_ARN"] = {"Fn::Join": ["", [
@@ -435,7 +439,8 @@ def test_state_machine_loop_defaults_init_train_wait_monitor_choice_end(synth: S
     }
     # The deployment's settings go under the execution's run spec (its own values win).
     assert states["Defaults"]["Parameters"] == {
-        "defaults": {"wait_seconds": 120, "max_runtime_seconds": 7200, "max_retraining": 10, "max_polls": 60},
+        "defaults": {"wait_seconds": 120, "max_runtime_seconds": 7200, "max_retraining": 10, "max_polls": 60,
+                     "instance_types": list(DEFAULT_RETRAIN_INSTANCE_TYPES)},
         "run_spec.$": "$.run_spec",
     }
     assert states["ApplyDefaults"]["Parameters"] == {"run_spec.$": "States.JsonMerge($.defaults, $.run_spec, false)"}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -32,6 +34,11 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (base / "bad.json").write_text("{\"rules\": \n")
     (base / "empty.yaml").write_text("")
     (base / "unknown_rule.yaml").write_text("rules:\n  - rule: not_a_rule\n")
+    (base / "nan.yaml").write_text("rules:\n  - name: CPUBottleneck\n    parameters: {threshold: .nan}\n")
+    (base / "inf.yaml").write_text("rules:\n  - name: CPUBottleneck\n    parameters: {threshold: .inf}\n")
+    (base / "inf_duration.yaml").write_text(
+        "profiler:\n  framework:\n    start_step: 5\n    duration: .inf\nrules:\n  - name: CPUBottleneck\n")
+    (base / "big.yaml").write_text("rules:\n  - name: CPUBottleneck\n" + "# padding\n" * 200_000)
     return {"data": str(data), "base": str(base)}
 
 
@@ -100,6 +107,28 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("fleet-root-is-a-file", ["fleet", "idle_gpu_hours", "--root", "{base}/a_file"], ["a_file", "a file"]),
     ("fleet-json-missing-folder", ["fleet", "rules_fired", "--root", "{base}", "--json", "{base}/nope/x.json"],
      ["--json", "nope"]),
+    # issue 20, defect 11
+    ("report-onset-huge", ["report", "{data}", "--out", "{base}/r.html", "--onset", "1e30"], ["--onset", "1e30"]),
+    ("report-onset-inf", ["report", "{data}", "--out", "{base}/r.html", "--onset", "inf"], ["--onset", "inf"]),
+    ("report-onset-negative", ["report", "{data}", "--out", "{base}/r.html", "--onset", "-5"], ["--onset", "-5"]),
+    ("set-nan", ["rules", "evaluate", "{data}", "--set", "CPUBottleneck.threshold=nan"],
+     ["CPUBottleneck.threshold", "nan"]),
+    ("set-inf", ["rules", "evaluate", "{data}", "--set", "CPUBottleneck.threshold=inf"],
+     ["CPUBottleneck.threshold", "inf"]),
+    ("set-int-parameter-nan", ["rules", "evaluate", "{data}", "--set", "LossNotDecreasing.num_steps=nan"],
+     ["LossNotDecreasing.num_steps", "nan"]),
+    ("plan-parameter-nan", ["plan", "validate", "{base}/nan.yaml"], ["nan.yaml", "threshold", "nan"]),
+    ("plan-parameter-inf", ["plan", "validate", "{base}/inf.yaml"], ["inf.yaml", "threshold", "inf"]),
+    ("plan-duration-inf", ["plan", "validate", "{base}/inf_duration.yaml"], ["inf_duration.yaml", "duration"]),
+    ("plan-too-big", ["plan", "validate", "{base}/big.yaml"], ["big.yaml", "MB"]),
+    ("source-cloudwatch-for-a-folder", ["rules", "evaluate", "{data}", "--source", "cloudwatch"],
+     ["--source", "cloudwatch", "job"]),
+    ("report-source-cloudwatch-for-a-folder",
+     ["report", "{data}", "--source", "cloudwatch", "--out", "{base}/r4.html"], ["--source", "cloudwatch"]),
+    ("trace-ledger-table-bad", ["trace", "{data}", "-o", "{base}/t.json", "--ledger-table", "bad table!"],
+     ["--ledger-table", "bad table!"]),
+    ("report-ledger-table-too-short", ["report", "{data}", "--out", "{base}/r5.html", "--ledger-table", "ab"],
+     ["--ledger-table", "ab"]),
 ]
 
 
@@ -126,3 +155,18 @@ def test_cli_bad_input_is_one_line_exit_2(paths: dict[str, str], argv: list[str]
 def test_cli_bad_inputs_leave_nothing_half_written(paths: dict[str, str]) -> None:
     base = Path(paths["base"])
     assert not (base / "r.html").exists() and not (base / "nope").exists()
+    assert not (base / "t.json").exists() and not (base / "r4.html").exists()
+
+
+def test_cli_plan_validate_yaml_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:
+    # 1 KB of YAML whose aliases expand to 10**9 nodes: refused by the loader, never expanded
+    lines = ['a0: &a0 ["x", "x", "x", "x", "x", "x", "x", "x", "x", "x"]']
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 10)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + "\nrules: *a9\n")
+    assert bomb.stat().st_size < 1500
+    done = subprocess.run([sys.executable, "-m", "smx_debug", "plan", "validate", str(bomb)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: ") and "bomb.yaml" in done.stderr and "alias" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr

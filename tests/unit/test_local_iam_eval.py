@@ -157,6 +157,28 @@ def test_condition_set_operators_on_a_multivalued_key(operator: str, keys: list[
     assert condition_holds(operator, "aws:TagKeys", ["environment", "cost-center"], context) is holds
 
 
+@pytest.mark.parametrize(("types", "holds"), [
+    (["ml.g5.2xlarge"], True),
+    (["ml.g5.2xlarge", "ml.p3.2xlarge"], True),
+    (["ml.g5.2xlarge", "ml.p5.48xlarge"], False),  # every instance group must be allowed
+    ([], False),  # no value: ForAllValues alone would hold; the Null guard refuses
+    (None, False),
+])
+def test_condition_for_all_values_like_with_a_null_guard_needs_every_value_and_the_key(
+    types: list[str] | None, holds: bool
+) -> None:
+    """reference_policies_condition-single-vs-multi-valued-context-keys.html: ForAllValues "returns true if there
+    are no context keys in the request" (or the set is empty), so a policy that means "only these values" adds a
+    Null check that the key is present (retrain's sagemaker:InstanceTypes statement, issue 20 defect 14)."""
+    context = {} if types is None else {"sagemaker:InstanceTypes": types}
+    statement = allow("sagemaker:CreateTrainingJob", Condition={
+        "ForAllValues:StringLike": {"sagemaker:InstanceTypes": ["ml.g5.*", "ml.p3.2xlarge"]},
+        "Null": {"sagemaker:InstanceTypes": "false"},
+        "NumericLessThanEquals": {"sagemaker:MaxRuntimeInSeconds": "7200"}})
+    request = Request(ROLE, "sagemaker:CreateTrainingJob", "*", {**context, "sagemaker:MaxRuntimeInSeconds": "3600"})
+    assert evaluate([statement], request).allowed is holds
+
+
 def test_condition_single_valued_operator_on_a_multivalued_key_raises() -> None:
     """A single-valued operator on a multivalued key is ambiguous (the page above warns against it): refused."""
     with pytest.raises(UnsupportedPolicyError, match="ForAnyValue"):
@@ -227,6 +249,30 @@ def test_decide_account_principal_in_a_resource_policy_only_delegates() -> None:
     assert not decide(req, identity=[], resource=[account_grant], resource_account=ACCOUNT).allowed
 
 
+def test_decide_any_principal_limited_by_principal_arn_and_account_grants_by_itself() -> None:
+    """reference_policies_elements_principal.html ("All principals": ``"*"``, narrowed with conditions) and
+    reference_policies_condition-keys.html (aws:PrincipalArn, aws:PrincipalAccount): unlike naming the account,
+    which only delegates, ``"*"`` with conditions that the caller meets grants a same-account role without any
+    identity policy of its own; a role of another name or account is not granted (the stack's bucket statement
+    for SageMaker execution roles, issue 20 defect 6)."""
+    grant = {"Effect": "Allow", "Principal": "*", "Action": "s3:PutObject", "Resource": f"{BUCKET}/*",
+             "Condition": {"StringLike": {"aws:PrincipalArn": "arn:aws:iam::*:role/*SageMaker*"},
+                           "StringEquals": {"aws:PrincipalAccount": ACCOUNT}}}
+
+    def put(principal: Principal) -> Request:
+        return Request(principal, "s3:PutObject", f"{BUCKET}/k",
+                       {"aws:PrincipalArn": str(principal.arn), "aws:PrincipalAccount": principal.account})
+
+    sagemaker = Principal(ACCOUNT, arn=f"arn:aws:iam::{ACCOUNT}:role/AmazonSageMaker-ExecutionRole-1")
+    foreign = Principal(OTHER, arn=f"arn:aws:iam::{OTHER}:role/AmazonSageMaker-ExecutionRole-1")
+    decision = decide(put(sagemaker), identity=[], resource=[grant], resource_account=ACCOUNT)
+    assert decision.allowed and decision.policy == "resource-based"
+    assert not decide(put(ROLE), identity=[], resource=[grant], resource_account=ACCOUNT).allowed
+    assert not decide(put(foreign), identity=[allow("s3:*")], resource=[grant], resource_account=ACCOUNT).allowed
+    delegation = {**grant, "Principal": {"AWS": f"arn:aws:iam::{ACCOUNT}:root"}}
+    assert not decide(put(sagemaker), identity=[], resource=[delegation], resource_account=ACCOUNT).allowed
+
+
 def test_decide_cross_account_needs_both_policies() -> None:
     """reference_policies_evaluation-logic-cross-account.html: the identity policy in the trusted account and
     the resource policy in the trusting account must both allow."""
@@ -288,6 +334,27 @@ def test_decide_key_policy_must_allow_even_when_iam_allows() -> None:
     assert not decide(req, identity=[allow("kms:*")], resource=other_only, key_policy=True).allowed
     direct = [{"Effect": "Allow", "Principal": {"AWS": ROLE.arn}, "Action": "kms:Decrypt", "Resource": "*"}]
     assert decide(req, identity=[], resource=direct, key_policy=True).allowed
+
+
+@pytest.mark.parametrize(("context", "allowed"), [
+    ({"kms:EncryptionContext:aws:sqs:arn": "arn:aws:sqs:us-west-2:111122223333:stack-dlq"}, True),
+    ({"kms:EncryptionContext:aws:sqs:arn": "arn:aws:sqs:us-west-2:111122223333:another"}, False),
+    ({}, False),
+])
+def test_decide_key_policy_service_grant_limited_by_encryption_context(context: dict[str, str], allowed: bool) -> None:
+    """kms developer guide, conditions-kms.html#conditions-kms-encryption-context: kms:EncryptionContext:<key>
+    limits a grant to the data keys of one resource (SQS puts the queue's ARN under aws:sqs:arn), for services
+    such as EventBridge whose KMS calls carry no aws:SourceArn (the stack's dead-letter queue, issue 20 defect 14)."""
+    key_policy = [*DEFAULT_KEY_POLICY, {
+        "Sid": "EventBridgeDeadLetters", "Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"},
+        "Action": ["kms:Decrypt", "kms:GenerateDataKey"], "Resource": "*",
+        "Condition": {"StringEquals": {
+            "kms:EncryptionContext:aws:sqs:arn": "arn:aws:sqs:us-west-2:111122223333:stack-dlq"}}}]
+    service = Principal(ACCOUNT, service="events.amazonaws.com")
+    for action in ("kms:GenerateDataKey", "kms:Decrypt"):
+        assert decide(Request(service, action, KEY, context), resource=key_policy, key_policy=True).allowed is allowed
+    assert not decide(Request(service, "kms:GenerateDataKeyPair", KEY, context), resource=key_policy,
+                      key_policy=True).allowed  # kms:GenerateDataKey, not GenerateDataKey*
 
 
 # ---------------------------------------------------------------- Service Authorization Reference

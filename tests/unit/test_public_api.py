@@ -17,8 +17,8 @@ PUBLIC = {
     ],
     "smx_debug.actions": [
         "ACTIONS", "ActionSpec", "AlarmChange", "ClaimInProgressError", "DEFAULT_NAMESPACE",
-        "DEFAULT_STRATEGIES", "DecodedTags", "EventRefusedError", "JobStateChange", "Ledger", "LedgerLike",
-        "METRIC_NAME", "MalformedEventError", "MemoryLedger", "Notification", "Once", "RuleStatus", "Runtime",
+        "DEFAULT_STRATEGIES", "Deadline", "DecodedTags", "EventRefusedError", "JobStateChange", "Ledger", "LedgerLike",
+        "METRIC_NAME", "MalformedEventError", "MemoryLedger", "Notification", "Once", "OutOfTimeError", "RuleStatus", "Runtime",
         "Settings", "Trigger", "VerifiedJob", "alarm_notification", "call_budget_seconds", "debugger_triggers",
         "decode_tags", "encode_tags", "handle_notify", "handle_retrain", "handle_rule_metrics",
         "handle_state_change", "handle_stop_training", "init_state", "monitor_step", "once",

@@ -6,6 +6,7 @@ Entry points: :func:`respond` (the action core, for any caller that has a :class
 
 from __future__ import annotations
 
+from smx_debug.actions.deadline import Deadline, OutOfTimeError
 from smx_debug.actions.events import (
     AlarmChange,
     JobStateChange,
@@ -42,6 +43,7 @@ __all__ = [
     "ActionSpec",
     "AlarmChange",
     "ClaimInProgressError",
+    "Deadline",
     "DecodedTags",
     "EventRefusedError",
     "JobStateChange",
@@ -51,6 +53,7 @@ __all__ = [
     "MemoryLedger",
     "Notification",
     "Once",
+    "OutOfTimeError",
     "RuleStatus",
     "Runtime",
     "Settings",

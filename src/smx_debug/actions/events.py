@@ -122,15 +122,26 @@ class JobStateChange:
 
 
 def parse_time(value: object) -> float | None:
-    """Epoch seconds from epoch ms/s (number or digit string), an ISO-8601 string or a datetime; else None."""
+    """Epoch seconds from epoch ms/s (number or digit string), an ISO-8601 string or a datetime; else None.
+
+    A value no clock could have sent (an integer past a float's range, a date whose UTC time falls outside
+    datetime's years 1-9999) is None too, like any other unusable time.
+    """
     if isinstance(value, bool):
         return None
     if isinstance(value, datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=UTC)
-        return moment.timestamp()
+        try:
+            seconds = moment.timestamp()
+        except (OverflowError, ValueError):  # e.g. 9999-12-31T23:59-23:59 is past year 9999 in UTC
+            return None
+        return seconds if seconds >= 0 else None
     number: float | None = None
     if isinstance(value, int | float):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer past a float's range (10**400)
+            return None
     elif isinstance(value, str) and 0 < len(value) <= 40:
         text = value.strip()
         try:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.events import (
     MalformedEventError,
     parse_alarm_message,
@@ -79,6 +80,10 @@ class Runtime:
     def region(self) -> str:
         return self.settings.region or _DEFAULT_REGION
 
+    def deadline(self, context: Any) -> Deadline:
+        """This invocation's deadline: Lambda's time left, against one call's worst case."""
+        return Deadline.of(context, self.settings.call_budget)
+
 
 def _guard(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     try:
@@ -94,11 +99,12 @@ def _guard(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def handle_state_change(event: object, runtime: Runtime, actions: Collection[str]) -> dict[str, Any]:
+def handle_state_change(event: object, runtime: Runtime, actions: Collection[str],
+                        deadline: Deadline | None = None) -> dict[str, Any]:
     """The Debugger-event path: parse -> verify with SageMaker -> :func:`respond` with SageMaker's triggers.
 
     An event that claims no rule found issues costs no AWS call; one that does is checked against
-    DescribeTrainingJob and ListTags, and only what SageMaker shows is acted on.
+    DescribeTrainingJob and ListTags, and only what SageMaker shows is acted on, within ``deadline``.
     """
     change = parse_state_change(event)
     if not change.triggered():
@@ -119,21 +125,26 @@ def handle_state_change(event: object, runtime: Runtime, actions: Collection[str
         ledger=runtime.ledger,
         clients=runtime.clients,
         actions=actions,
+        deadline=deadline,
     )
 
 
-def handle_rule_metrics(event: object, runtime: Runtime) -> dict[str, Any]:
-    """EventBridge state change -> ``SmxDebug/RuleTriggered`` datapoints for newly triggered rules."""
+def handle_rule_metrics(event: object, runtime: Runtime, context: Any = None) -> dict[str, Any]:
+    """EventBridge state change -> ``SmxDebug/RuleTriggered`` datapoints for newly triggered rules; ``context``
+    (Lambda's) bounds the invocation."""
+    deadline = runtime.deadline(context)
     return _guard(
-        "rule_metrics", lambda: {"action": "metrics", **handle_state_change(event, runtime, ("metric",))}
+        "rule_metrics",
+        lambda: {"action": "metrics", **handle_state_change(event, runtime, ("metric",), deadline)},
     )
 
 
-def handle_stop_training(event: object, runtime: Runtime) -> dict[str, Any]:
+def handle_stop_training(event: object, runtime: Runtime, context: Any = None) -> dict[str, Any]:
     """EventBridge state change -> StopTrainingJob (``stop``) and the retraining workflow (``retrain``)."""
+    deadline = runtime.deadline(context)
     return _guard(
         "stop_training",
-        lambda: {"action": "stop", **handle_state_change(event, runtime, ("stop", "retrain"))},
+        lambda: {"action": "stop", **handle_state_change(event, runtime, ("stop", "retrain"), deadline)},
     )
 
 
@@ -144,7 +155,7 @@ def _sns_records(event: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
     return [r for r in records if isinstance(r, Mapping)]
 
 
-def _notify_alarms(records: list[Mapping[str, Any]], runtime: Runtime) -> dict[str, Any]:
+def _notify_alarms(records: list[Mapping[str, Any]], runtime: Runtime, deadline: Deadline) -> dict[str, Any]:
     sent: list[dict[str, str]] = []
     rejected: list[str] = []
     topic = runtime.settings.topic_arn
@@ -173,6 +184,8 @@ def _notify_alarms(records: list[Mapping[str, Any]], runtime: Runtime) -> dict[s
             alarm_key(alarm.alarm_name, alarm.new_state, when),
             {"action": "notify", "alarm": alarm.alarm_name, "actor": runtime.settings.actor},
             act,
+            repeatable=False,
+            deadline=deadline,
         )
         if done.acted:
             sent.append(
@@ -187,7 +200,7 @@ def _notify_alarms(records: list[Mapping[str, Any]], runtime: Runtime) -> dict[s
     return {"action": "notify", "alarms": sent, "rejected_records": rejected}
 
 
-def _notify_execution(event: object, runtime: Runtime) -> dict[str, Any]:
+def _notify_execution(event: object, runtime: Runtime, deadline: Deadline) -> dict[str, Any]:
     change = parse_execution_change(event)
     settings = runtime.settings
     result: dict[str, Any] = {"action": "notify", "execution": change.execution_arn, "status": change.status}
@@ -215,21 +228,24 @@ def _notify_execution(event: object, runtime: Runtime) -> dict[str, Any]:
         key,
         {"action": "notify", "execution": change.execution_arn, "actor": settings.actor},
         act,
+        repeatable=False,
+        deadline=deadline,
     )
     return {**result, "sent": done.acted}
 
 
-def handle_notify(event: object, runtime: Runtime) -> dict[str, Any]:
+def handle_notify(event: object, runtime: Runtime, context: Any = None) -> dict[str, Any]:
     """EventBridge state change -> rule message; SNS-delivered CloudWatch alarm -> alarm message; the
     retraining execution timed out or aborted -> a message (every other ending is its end step's)."""
+    deadline = runtime.deadline(context)
 
     def body() -> dict[str, Any]:
         records = _sns_records(event) if isinstance(event, Mapping) else None
         if records is not None:
-            return _notify_alarms(records, runtime)
+            return _notify_alarms(records, runtime, deadline)
         if isinstance(event, Mapping) and event.get("source") == EXECUTION_EVENT_SOURCE:
-            return _notify_execution(event, runtime)
-        return {"action": "notify", **handle_state_change(event, runtime, ("notify",))}
+            return _notify_execution(event, runtime, deadline)
+        return {"action": "notify", **handle_state_change(event, runtime, ("notify",), deadline)}
 
     return _guard("notify", body)
 

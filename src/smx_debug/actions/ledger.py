@@ -3,7 +3,8 @@
 A claim is a lease (Powertools' idempotency utility is the model; its bug #1038 was a claim that never
 expired). Claiming ``pk`` is a conditional put that succeeds when the item does not exist, or when it is
 an unfinished claim whose lease has run out (its holder died: Lambda timeout, out of memory, a crash
-between claim and action). Only the winner acts. A completed item is never taken over; it carries the TTL
+between claim and action). Only the winner acts; a loser gets the record that holds the key in the same
+answer (``ReturnValuesOnConditionCheckFailure``). A completed item is never taken over; it carries the TTL
 attribute :data:`~smx_debug.contracts.LEDGER_TTL_ATTRIBUTE`, which the stack enables on the table, so the
 table does not grow forever. Every item records who did what, when and why.
 
@@ -40,7 +41,7 @@ class LedgerLike(Protocol):
 
     lease_seconds: float
 
-    def claim(self, pk: str, record: Mapping[str, object]) -> bool: ...
+    def claim_or_holder(self, pk: str, record: Mapping[str, object]) -> dict[str, str] | None: ...
     def complete(self, pk: str, outcome: Mapping[str, object]) -> None: ...
     def release(self, pk: str) -> None: ...
     def get(self, pk: str) -> dict[str, str] | None: ...
@@ -52,6 +53,11 @@ def _attr(value: object) -> dict[str, Any]:
     if isinstance(value, int | float):
         return {"N": repr(value)}
     return {"S": str(value).encode("utf-8", "replace").decode("utf-8")[:4096]}
+
+
+def _strings(item: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
+    """A DynamoDB item with every attribute as a string."""
+    return {k: str(next(iter(v.values()))) for k, v in item.items()}
 
 
 def _text(value: object) -> str:
@@ -85,7 +91,25 @@ class Ledger:
         self.retention_seconds = retention_seconds
 
     def claim(self, pk: str, record: Mapping[str, object]) -> bool:
-        """Claim ``pk`` for one lease; False if it is done, or claimed by someone whose lease is live."""
+        """Claim ``pk`` for one lease; False if it is done or claimed by someone whose lease is live (a plain lease,
+        such as the evaluator's run lease; actions go through :meth:`claim_or_holder`)."""
+        return self.claim_or_holder(pk, record) is None
+
+    def claim_or_holder(self, pk: str, record: Mapping[str, object]) -> dict[str, str] | None:
+        """Claim ``pk`` for one lease: None when this call holds it now, else the record that holds it (done, or
+        claimed by someone whose lease is live), read in the same call (``ReturnValuesOnConditionCheckFailure``),
+        so finding an action done costs one request, not two."""
+        for _ in range(2):
+            holder = self._claim(pk, record)
+            if holder is None or holder:
+                return holder
+            holder = self.get(pk)  # an answer without the item: read it
+            if holder is not None:
+                return holder
+            # released between the two requests (its holder failed and gave it up): claim again
+        return {}
+
+    def _claim(self, pk: str, record: Mapping[str, object]) -> dict[str, str] | None:
         now = self._clock()
         lease_until = now + self.lease_seconds
         item = {
@@ -107,12 +131,14 @@ class Ledger:
                     "#lease": "lease_until",
                 },
                 ExpressionAttributeValues={":claimed": {"S": CLAIMED}, ":now": _attr(now)},
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-                return False
+                response: Mapping[str, Any] = exc.response  # "Item" (ALL_OLD) is not in botocore's stubs
+                return _strings(response.get("Item") or {})
             raise
-        return True
+        return None
 
     def complete(self, pk: str, outcome: Mapping[str, object]) -> None:
         """Mark a claim done, record the outcome and start the record's retention (TTL)."""
@@ -153,9 +179,7 @@ class Ledger:
         item = self._ddb.get_item(
             TableName=self.table, Key={LEDGER_KEY_ATTRIBUTE: {"S": pk}}, ConsistentRead=True
         ).get("Item")
-        if not item:
-            return None
-        return {k: str(next(iter(v.values()))) for k, v in item.items()}
+        return _strings(item) if item else None
 
 
 class MemoryLedger:
@@ -176,14 +200,17 @@ class MemoryLedger:
         self.retention_seconds = retention_seconds
 
     def claim(self, pk: str, record: Mapping[str, object]) -> bool:
+        return self.claim_or_holder(pk, record) is None
+
+    def claim_or_holder(self, pk: str, record: Mapping[str, object]) -> dict[str, str] | None:
         with self._lock:
             return self._claim(pk, record)
 
-    def _claim(self, pk: str, record: Mapping[str, object]) -> bool:
+    def _claim(self, pk: str, record: Mapping[str, object]) -> dict[str, str] | None:
         now = self._clock()
         held = self.items.get(pk)
         if held is not None and not (held["state"] == CLAIMED and float(held["lease_until"]) < now):
-            return False
+            return {LEDGER_KEY_ATTRIBUTE: pk, **held}
         lease_until = now + self.lease_seconds
         self.items[pk] = {
             **{k: _text(v) for k, v in record.items() if v is not None and k not in _RESERVED},
@@ -192,7 +219,7 @@ class MemoryLedger:
             "lease_until": repr(lease_until),
             LEDGER_TTL_ATTRIBUTE: str(int(lease_until + self.retention_seconds)),
         }
-        return True
+        return None
 
     def complete(self, pk: str, outcome: Mapping[str, object]) -> None:
         now = self._clock()

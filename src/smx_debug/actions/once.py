@@ -7,13 +7,18 @@
    event later (Lambda's retries come 1 and 2 minutes after a failure, after the lease has run out); the
    redelivery then either sees the record done or takes the expired claim over. Returning normally here
    would lose the event when the holder had died.
-3. Act. An exception releases the claim (so a retry may act at once) and propagates.
+3. Act. An exception releases the claim (so a retry may act at once) and propagates, except when the request
+   may have taken effect and the action cannot tell afterwards (``repeatable=False``: a message published, a
+   datapoint put) and the answer was lost on the way back (:data:`ANSWER_LOST`: a read timeout, a connection
+   closed mid-answer). That claim is kept until its lease runs out, so the immediate redelivery finds it live and
+   fails with :class:`ClaimInProgressError` instead of acting twice; a redelivery after the lease acts again
+   (docs/actions.md, "A lost answer").
 4. Complete: record the outcome; the record is kept for the ledger's retention (TTL). The action has happened by
    now, so a throttled complete is tried again (up to :data:`COMPLETE_ATTEMPTS` times, on top of botocore's own
    retries) rather than failing the invocation, whose redelivery would act a second time.
 
 A process that dies between 1 and 4 releases nothing: its claim blocks others until the lease runs out,
-then the next delivery takes it over. Imports only the standard library.
+then the next delivery takes it over. Imports only botocore and the standard library.
 """
 
 from __future__ import annotations
@@ -22,10 +27,17 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
+
+from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import DONE, LedgerLike
 from smx_debug.errors import SmxDebugError
 
-__all__ = ["COMPLETE_ATTEMPTS", "ClaimInProgressError", "Once", "once"]
+__all__ = ["ANSWER_LOST", "COMPLETE_ATTEMPTS", "ClaimInProgressError", "Once", "once"]
+
+# The request was sent and its answer never came: it may have taken effect. (A connection that could not be
+# made, EndpointConnectionError or ConnectTimeoutError, sent nothing: its claim is released.)
+ANSWER_LOST: tuple[type[Exception], ...] = (ReadTimeoutError, ConnectionClosedError)
 
 COMPLETE_ATTEMPTS = 4
 # DynamoDB's answers that mean "not now": the update can be sent again unchanged.
@@ -61,27 +73,43 @@ def once(
     key: str,
     record: Mapping[str, object],
     act: Callable[[], Mapping[str, object]],
+    *,
+    repeatable: bool = True,
+    deadline: Deadline | None = None,
 ) -> Once:
     """Run ``act`` at most once per ``key`` across invocations; ``act`` returns the outcome to record.
 
+    ``repeatable``: whether ``act`` run again finds out what an earlier run did (StopTrainingJob on a stopped
+    job, StartExecution under the same name). False (Publish, PutMetricData): a lost answer keeps the claim.
+
+    ``deadline``: the claim and the action each start only while one call's worst case fits in what is left of
+    the invocation; a claim taken too late to act is released (:mod:`smx_debug.actions.deadline`).
+
     Raises:
         ClaimInProgressError: another invocation holds a live claim on ``key``.
+        OutOfTimeError: too little of the invocation is left; nothing is left claimed.
     """
-    if ledger.claim(key, record):
-        return _act(ledger, key, act)
-    held = ledger.get(key)
-    if held is None and ledger.claim(key, record):
-        # Released between our claim and our read (its holder failed and gave it up).
-        return _act(ledger, key, act)
-    held = held or ledger.get(key)
-    if held is not None and held.get("state") == DONE:
+    if deadline is not None:
+        deadline.require(f"claim {key!r}")
+    held = ledger.claim_or_holder(key, record)
+    if held is None:
+        return _act(ledger, key, act, repeatable, deadline)
+    if held.get("state") == DONE:
         return Once(key=key, acted=False, record=held)
     raise ClaimInProgressError(key, held)
 
 
-def _act(ledger: LedgerLike, key: str, act: Callable[[], Mapping[str, object]]) -> Once:
+def _act(ledger: LedgerLike, key: str, act: Callable[[], Mapping[str, object]], repeatable: bool,
+         deadline: Deadline | None) -> Once:
+    if deadline is not None and not deadline.fits():
+        ledger.release(key)  # claimed too late to act: the redelivery takes it at once
+        deadline.require(f"act on {key!r}")
     try:
         outcome = dict(act())
+    except ANSWER_LOST:
+        if repeatable:
+            ledger.release(key)
+        raise  # not repeatable: the claim stays until its lease runs out (it may have happened)
     except Exception:
         ledger.release(key)
         raise

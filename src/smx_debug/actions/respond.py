@@ -28,6 +28,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import DONE, LedgerLike
 from smx_debug.actions.notify import rule_notification
 from smx_debug.actions.once import once
@@ -76,9 +77,12 @@ def respond(
     clients: ClientFactory,
     actions: Collection[str] = ACTIONS,
     clock: Callable[[], float] = time.time,
+    deadline: Deadline | None = None,
 ) -> dict[str, Any]:
     """Carry out the ``actions`` (a subset of :data:`ACTIONS`) that ``triggered`` rules ask for on ``job``.
 
+    ``deadline``: the invocation's (:class:`~smx_debug.actions.deadline.Deadline`); an action that no longer fits
+    fails with ``OutOfTimeError`` without claiming, so the redelivery does it.
     Returns a JSON-able summary. Raises the first action failure after every action ran (see module doc).
     """
     unknown = sorted(set(actions) - set(ACTIONS))
@@ -95,16 +99,17 @@ def respond(
     if "metric" in actions:
         result["metrics"] = [
             failures.run(
-                f"metric {t.rule}", functools.partial(_metric, job, t, settings, ledger, clients, clock)
+                f"metric {t.rule}", functools.partial(_metric, job, t, settings, ledger, clients, clock, deadline)
             )
             for t in triggered
         ]
     if "stop" in actions:
-        result["stop"] = failures.run("stop", lambda: _stop(job, asked, settings, ledger, clients))
+        result["stop"] = failures.run("stop", lambda: _stop(job, asked, settings, ledger, clients, deadline))
     if "retrain" in actions:
-        result["retrain"] = failures.run("retrain", lambda: _retrain(job, asked, settings, ledger, clients))
+        result["retrain"] = failures.run("retrain",
+                                         lambda: _retrain(job, asked, settings, ledger, clients, deadline))
     if "notify" in actions:
-        result["notify"] = _notify(job, asked, settings, ledger, clients, failures)
+        result["notify"] = _notify(job, asked, settings, ledger, clients, failures, deadline)
     if failures.errors:
         log_json(
             logging.ERROR,
@@ -125,6 +130,7 @@ def _metric(
     ledger: LedgerLike,
     clients: ClientFactory,
     clock: Callable[[], float],
+    deadline: Deadline | None,
 ) -> dict[str, Any]:
     def act() -> dict[str, object]:
         datum = {"MetricName": METRIC_NAME, "Value": 1.0, "Unit": "Count", "Timestamp": clock()}
@@ -140,6 +146,8 @@ def _metric(
         key,
         {"action": "metric", "job": job.name, "rule": trigger.rule, "source": trigger.source},
         act,
+        repeatable=False,  # a datapoint put twice counts twice
+        deadline=deadline,
     )
     return {"rule": trigger.rule, "published": done.acted}
 
@@ -167,6 +175,7 @@ def _stop(
     settings: Settings,
     ledger: LedgerLike,
     clients: ClientFactory,
+    deadline: Deadline | None,
 ) -> dict[str, Any]:
     trigger = _first_asking(asked, _STOP)
     if trigger is None:
@@ -174,7 +183,7 @@ def _stop(
     if job.status != "InProgress":
         # Already stopping, finished: nothing to do, and not an error.
         return {"rule": trigger.rule, "skipped": f"job status is {job.status}"}
-    done = stop_once(clients("sagemaker"), ledger, job.name, _record(job, trigger, settings))
+    done = stop_once(clients("sagemaker"), ledger, job.name, _record(job, trigger, settings), deadline)
     if not done.acted:
         return {"rule": trigger.rule, "skipped": "already handled (ledger)", "duplicate": True}
     return {"rule": trigger.rule, "outcome": done.record.get("outcome"), "step": trigger.step}
@@ -186,6 +195,7 @@ def _retrain(
     settings: Settings,
     ledger: LedgerLike,
     clients: ClientFactory,
+    deadline: Deadline | None,
 ) -> dict[str, Any]:
     trigger = _first_asking(asked, _RETRAIN)
     if trigger is None:
@@ -204,7 +214,7 @@ def _retrain(
     sagemaker, states = clients("sagemaker"), clients("stepfunctions")
 
     def act() -> dict[str, object]:
-        spec = run_spec_from_job(job, trigger, sagemaker)
+        spec = run_spec_from_job(job, trigger, sagemaker, redact=settings.redact_keys)
         try:
             arn = states.start_execution(
                 stateMachineArn=machine, name=name, input=json.dumps({"run_spec": spec}, sort_keys=True)
@@ -220,6 +230,7 @@ def _retrain(
         retrain_key(job.name),
         {"action": "retrain", "job": job.name, **_record(job, trigger, settings)},
         act,
+        deadline=deadline,
     )
     if not done.acted:
         return {"rule": trigger.rule, "skipped": "already handled (ledger)", "duplicate": True}
@@ -262,6 +273,7 @@ def _notify(
     ledger: LedgerLike,
     clients: ClientFactory,
     failures: _Failures,
+    deadline: Deadline | None,
 ) -> dict[str, Any]:
     plan = decode_tags(job.tags).plan
     sent: list[dict[str, Any]] = []
@@ -296,7 +308,8 @@ def _notify(
                 "actor": settings.actor,
             }
             done = failures.run(
-                f"notify {trigger.rule} -> {topic}", functools.partial(once, ledger, key, record, act)
+                f"notify {trigger.rule} -> {topic}",
+                functools.partial(once, ledger, key, record, act, repeatable=False, deadline=deadline),
             )
             if isinstance(done, dict):
                 sent.append({"rule": trigger.rule, "topic": topic, **done})

@@ -30,10 +30,12 @@ Imports only boto3 and the standard library.
 from __future__ import annotations
 
 import copy
+import fnmatch
 import logging
+import math
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
@@ -65,6 +67,8 @@ __all__ = [
     "END",
     "LAUNCH_NEW",
     "MONITOR",
+    "REDACTED",
+    "STRATEGY_KEYS",
     "RetrainSpecError",
     "end_step",
     "init_state",
@@ -77,6 +81,11 @@ __all__ = [
 ]
 
 LAUNCH_NEW, MONITOR, END = "launch_new", "monitor", "end"
+# The hyperparameters the strategies change: they travel in run_spec.hyperparameters, so they are never redacted.
+STRATEGY_KEYS = ("warmup_learning_rate", "learning_rate", "add_batch_norm")
+# The value a redacted hyperparameter or environment variable has in the run spec (SMX_REDACT_KEYS).
+REDACTED = "(redacted by smx-debug: read from the flagged job at launch)"
+_REDACTABLE = ("HyperParameters", "Environment")
 DEFAULT_STRATEGIES: tuple[dict[str, Any], ...] = (
     {"name": "halve_warmup", "floor": 0.005},
     {"name": "add_batch_norm"},
@@ -103,10 +112,10 @@ def _number(hyper: Mapping[str, Any], key: str, default: float) -> float:
     value = hyper.get(key, default)
     try:
         out = float(value)
-    except (TypeError, ValueError):
-        raise RetrainSpecError(f"run_spec.hyperparameters.{key}: {value!r} is not a number") from None
-    if out != out or out < 0:
-        raise RetrainSpecError(f"run_spec.hyperparameters.{key}: {value!r} must be a number >= 0")
+    except (TypeError, ValueError, OverflowError):
+        raise RetrainSpecError(f"run_spec.hyperparameters.{key}: {str(value)[:40]!r} is not a number") from None
+    if not math.isfinite(out) or out < 0:
+        raise RetrainSpecError(f"run_spec.hyperparameters.{key}: {value!r} must be a finite number >= 0")
     return out
 
 
@@ -147,7 +156,7 @@ def _check_spec(run_spec: object) -> dict[str, Any]:
     hyper = spec.get("hyperparameters", {})
     if not isinstance(hyper, Mapping):
         raise RetrainSpecError(f"run_spec.hyperparameters: expected an object, got {type(hyper).__name__}")
-    for key in ("warmup_learning_rate", "learning_rate", "add_batch_norm"):
+    for key in STRATEGY_KEYS:
         if key in hyper:
             _number(hyper, key, 0.0)
     spec["hyperparameters"] = dict(hyper)
@@ -177,6 +186,9 @@ def _check_spec(run_spec: object) -> dict[str, Any]:
     rules = spec.get("rules")
     if rules is not None and not (isinstance(rules, list) and all(isinstance(r, str) for r in rules)):
         raise RetrainSpecError(f"run_spec.rules: {rules!r} must be a list of rule configuration names")
+    types = spec.get("instance_types")
+    if types is not None and not (isinstance(types, list) and all(isinstance(t, str) for t in types)):
+        raise RetrainSpecError(f"run_spec.instance_types: {str(types)[:200]!r} must be a list of instance types")
     _check_history_budget(spec)
     return spec
 
@@ -215,6 +227,32 @@ def _check_history_budget(spec: dict[str, Any]) -> None:
             f"with {spec['max_retraining']} runs (at most {cap})"
         )
     spec["wait_seconds"], spec["max_polls"] = wait, polls
+
+
+_HISTORY_COUNTERS = ("num_retraining", *_COUNTERS.values(), "num_errors", "num_polls")
+_RUN_ID = re.compile(r"[A-Za-z0-9-]{1,20}")
+
+
+def _check_history(raw: object) -> dict[str, Any]:
+    """The ``history`` of a state document from ``init`` (counters, run id, runs); RetrainSpecError naming the
+    first field that is not what ``init`` and the steps write."""
+    if not isinstance(raw, Mapping):
+        raise RetrainSpecError(f"state.history: expected an object from init, got {type(raw).__name__}")
+    history = dict(raw)
+    for key in _HISTORY_COUNTERS:
+        value = history.setdefault(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1_000_000:
+            raise RetrainSpecError(f"state.history.{key}: {str(value)[:40]!r} is not a count")
+    run_id = history.get("run_id")
+    if not isinstance(run_id, str) or not _RUN_ID.fullmatch(run_id):
+        raise RetrainSpecError(f"state.history.run_id: {str(run_id)[:40]!r} is not a run id from init")
+    latest = history.setdefault("latest_job_name", None)
+    if latest is not None and not isinstance(latest, str):
+        raise RetrainSpecError(f"state.history.latest_job_name: {str(latest)[:40]!r} is not a job name")
+    jobs = history.setdefault("jobs", [])
+    if not isinstance(jobs, list) or not all(isinstance(j, Mapping) for j in jobs):
+        raise RetrainSpecError("state.history.jobs: expected a list of runs")
+    return history
 
 
 def init_state(run_spec: object, clock: Callable[[], float] = time.time) -> dict[str, Any]:
@@ -283,7 +321,8 @@ _ACTION_PREFIX = re.compile(r'(training_job_prefix\\*"\s*:\s*\\*")([A-Za-z0-9-]*
 def _retarget_rules(request: dict[str, Any], job_name: str) -> None:
     """Point built-in stop_training actions at the new run, or the rule container would stop the old one."""
     for kind in RULE_KINDS:
-        for rule in request.get(RULE_FIELDS[kind][1]) or []:
+        rules = request.get(RULE_FIELDS[kind][1])
+        for rule in rules if isinstance(rules, list) else []:  # anything else fails botocore's validation
             params = rule.get("RuleParameters") if isinstance(rule, dict) else None
             if isinstance(params, dict) and isinstance(params.get("action_json"), str):
                 params["action_json"] = _ACTION_PREFIX.sub(
@@ -307,15 +346,53 @@ def _owned_tags(tags: object, workflow_run: str) -> list[dict[str, str]]:
     return [*kept, {"Key": RETRAIN_RUN_TAG, "Value": workflow_run}]
 
 
+def _instance_types(request: Mapping[str, Any]) -> list[str]:
+    """The instance types a CreateTrainingJob request asks for (``sagemaker:InstanceTypes``: every group's)."""
+    resources = request.get("ResourceConfig")
+    resources = resources if isinstance(resources, Mapping) else {}
+    groups = resources.get("InstanceGroups")
+    found = [resources.get("InstanceType"), *[g.get("InstanceType") for g in groups if isinstance(g, Mapping)]] \
+        if isinstance(groups, list) else [resources.get("InstanceType")]
+    return [str(t) for t in found if t is not None]
+
+
+def _within_limits(request: dict[str, Any], spec: Mapping[str, Any]) -> None:
+    """The deployment's limits (merged under the run spec by the state machine's Defaults state), which the retrain
+    role's policy enforces too: the runtime is capped at ``max_runtime_seconds``; an instance type outside
+    ``instance_types`` is refused here, naming it, rather than by an AccessDenied."""
+    limit = spec.get("max_runtime_seconds")
+    if isinstance(limit, int) and not isinstance(limit, bool):
+        stopping = request.get("StoppingCondition")
+        stopping = dict(stopping) if isinstance(stopping, Mapping) else {}
+        runtime = stopping.get("MaxRuntimeInSeconds")
+        if not isinstance(runtime, int) or isinstance(runtime, bool) or runtime > limit:
+            stopping["MaxRuntimeInSeconds"] = limit
+        request["StoppingCondition"] = stopping
+    allowed = spec.get("instance_types")
+    if allowed is None:
+        return
+    for instance_type in _instance_types(request):
+        if not any(fnmatch.fnmatchcase(instance_type, pattern) for pattern in allowed):
+            raise RetrainSpecError(
+                f"run_spec.request.ResourceConfig: instance type {instance_type!r} is not among those this deployment "
+                f"lets retraining launch (retraining.instance_types: {', '.join(allowed) or 'none'})"
+            )
+
+
 def build_request(state: Mapping[str, Any]) -> dict[str, Any]:
-    """The CreateTrainingJob request for the next run: template + job name + current hyperparameters."""
+    """The CreateTrainingJob request for the next run: template + job name + current hyperparameters, within the
+    deployment's limits (instance types, runtime)."""
     spec, history = state["run_spec"], state["history"]
     request = copy.deepcopy(dict(spec["request"]))
-    run = int(history["num_retraining"]) + 1
+    _within_limits(request, spec)
+    run = history["num_retraining"] + 1
     request["TrainingJobName"] = f"{spec['job_name_prefix']}-{history['run_id']}-{run}"[:63].strip("-")
     _retarget_rules(request, request["TrainingJobName"])
     request["Tags"] = _owned_tags(request.get("Tags"), f"{spec['job_name_prefix']}-{history['run_id']}")
-    hyper = {str(k): str(v) for k, v in (request.get("HyperParameters") or {}).items()}
+    given = request.get("HyperParameters") or {}
+    if not isinstance(given, Mapping):
+        raise RetrainSpecError(f"run_spec.request.HyperParameters: expected an object, got {type(given).__name__}")
+    hyper = {str(k): str(v) for k, v in given.items()}
     hyper.update({str(k): _hyper_str(v) for k, v in spec["hyperparameters"].items()})
     request["HyperParameters"] = hyper
     return request
@@ -336,6 +413,28 @@ def _publish(runtime: Runtime, state: Mapping[str, Any], subject: str, message: 
         log_json(logging.WARNING, handler="retrain", progress_not_sent=str(exc)[:500])
 
 
+def _with_redacted_values(request: dict[str, Any], spec: Mapping[str, Any], sagemaker: Any) -> dict[str, Any]:
+    """The request with each :data:`REDACTED` value read back from the flagged job (``run_spec.after_job``), for
+    the CreateTrainingJob call only: the state keeps the placeholder."""
+    wanted = [(f, k) for f in _REDACTABLE if isinstance(request.get(f), Mapping)
+              for k, v in request[f].items() if v == REDACTED]
+    if not wanted:
+        return request
+    after = spec.get("after_job")
+    source = after.get("job_name") if isinstance(after, Mapping) else None
+    if not isinstance(source, str):
+        raise RetrainSpecError(f"run_spec.request: {wanted[0][0]}.{wanted[0][1]} is redacted and run_spec.after_job "
+                               "names no job to read it from")
+    description = sagemaker.describe_training_job(TrainingJobName=source)
+    filled = {**request}
+    for field, key in wanted:
+        values = description.get(field) or {}
+        if key not in values:
+            raise RetrainSpecError(f"run_spec.request.{field}.{key}: redacted, and job {source} no longer has it")
+        filled[field] = {**filled[field], key: values[key]}
+    return filled
+
+
 def train_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     """Launch the next run with the current hyperparameters; next_action becomes monitor."""
     if state.get("next_action") != LAUNCH_NEW:
@@ -344,7 +443,7 @@ def train_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     request = build_request(state)
     validate_request(request, sagemaker)
     try:
-        sagemaker.create_training_job(**request)
+        sagemaker.create_training_job(**_with_redacted_values(request, state["run_spec"], sagemaker))
     except ClientError as exc:
         # Step Functions may rerun a step that timed out: the job name is deterministic, so a second
         # CreateTrainingJob for the same run is recognised instead of launching twice.
@@ -379,7 +478,7 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     job = history.get("latest_job_name")
     if not isinstance(job, str) or not job:
         raise RetrainSpecError("history.latest_job_name: no run to monitor (call train first)")
-    history["num_polls"] = int(history.get("num_polls", 0)) + 1
+    history["num_polls"] += 1
     if history["num_polls"] > spec["max_polls"]:
         # The next turn could outrun the execution's history: end here, with a message (the job keeps
         # running, guarded by its rules' own actions).
@@ -462,13 +561,16 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
 
 
 def _fail(state: dict[str, Any], step: str, exc: BaseException, retryable: bool) -> dict[str, Any]:
-    history = state.setdefault("history", {})
-    history["num_errors"] = int(history.get("num_errors", 0)) + 1
+    history = state.get("history")
+    if not isinstance(history, dict):  # the failure may be that history is not an object at all
+        history = state["history"] = {}
+    errors = history.get("num_errors")
+    history["num_errors"] = (errors if isinstance(errors, int) and not isinstance(errors, bool) else 0) + 1
     code = (
         exc.response.get("Error", {}).get("Code", "") if isinstance(exc, ClientError) else type(exc).__name__
     )
     # botocore's validation messages quote the offending value ("..., value: <v>, type: ..."): names only.
-    message = _QUOTED_VALUE.sub(r"\1(value hidden)\2", str(exc)[:1000])
+    message = _QUOTED_VALUE.sub(r"\1(value hidden)\2", str(exc))[:1000]
     state["error"] = {"step": step, "code": code, "message": message, "retryable": retryable}
     if not retryable or history["num_errors"] >= MAX_ERRORS:
         state["next_action"] = END
@@ -566,19 +668,25 @@ def end_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     return state
 
 
-_STRATEGY_KEYS = ("warmup_learning_rate", "learning_rate", "add_batch_norm")
-
-
-def run_spec_from_job(job: VerifiedJob, trigger: Trigger, sagemaker: Any) -> dict[str, Any]:
+def run_spec_from_job(job: VerifiedJob, trigger: Trigger, sagemaker: Any,
+                      redact: Collection[str] = ()) -> dict[str, Any]:
     """The run spec that retrains ``job`` after ``trigger`` flagged it: its own CreateTrainingJob request (the
     fields of DescribeTrainingJob that CreateTrainingJob takes, its tags) and the hyperparameters the
-    strategies change; ``after_job`` makes ``init`` plan the first change at once."""
+    strategies change; ``after_job`` makes ``init`` plan the first change at once.
+
+    The values of the hyperparameters and environment variables named in ``redact`` become :data:`REDACTED` (the
+    run spec is the execution's input, which Step Functions shows); ``train`` reads them from ``job`` at launch.
+    :data:`STRATEGY_KEYS` are never redacted (the strategies change them; the deployment's config refuses them)."""
     members = sagemaker.meta.service_model.operation_model("CreateTrainingJob").input_shape.members
     request = {
         key: copy.deepcopy(value)
         for key, value in job.description.items()
         if key in members and key not in ("TrainingJobName", "Tags") and value is not None
     }
+    for field in _REDACTABLE:
+        values = request.get(field)
+        if isinstance(values, dict):
+            request[field] = {k: REDACTED if k in redact and k not in STRATEGY_KEYS else v for k, v in values.items()}
     tags = [{"Key": k, "Value": v} for k, v in sorted(job.tags.items()) if not k.startswith("aws:")]
     if tags:
         request["Tags"] = tags
@@ -586,7 +694,7 @@ def run_spec_from_job(job: VerifiedJob, trigger: Trigger, sagemaker: Any) -> dic
     return {
         "request": request,
         "job_name_prefix": job.name[:40],
-        "hyperparameters": {k: hyper[k] for k in _STRATEGY_KEYS if k in hyper},
+        "hyperparameters": {k: hyper[k] for k in STRATEGY_KEYS if k in hyper},
         "rules": [trigger.rule],
         "after_job": {
             "job_name": job.name,
@@ -626,6 +734,7 @@ def run_step(event: object, runtime: Runtime) -> dict[str, Any]:
         if not isinstance(raw, Mapping) or not isinstance(raw.get("history"), Mapping):
             raise RetrainSpecError("state: a state document from init is required")
         state = copy.deepcopy(dict(raw))
+        state["history"] = _check_history(state["history"])
         state["run_spec"] = _check_spec(state.get("run_spec"))
         return train_step(state, runtime) if step == "train" else monitor_step(state, runtime)
     except (RetrainSpecError, ParamValidationError) as exc:

@@ -62,6 +62,7 @@ class Settings:
     function_timeout: float = DEFAULT_FUNCTION_TIMEOUT_SECONDS
     lease_seconds: float = DEFAULT_LEASE_SECONDS
     show_keys: frozenset[str] = frozenset()  # hyperparameter/environment keys whose values messages may show
+    redact_keys: frozenset[str] = frozenset()  # keys whose values never enter a retraining execution's input
     actor: str = "smx-debug"  # recorded in the ledger as who acted (the function name in Lambda)
 
     def __post_init__(self) -> None:
@@ -117,6 +118,7 @@ class Settings:
             function_timeout=_number(env, Env.FUNCTION_TIMEOUT, DEFAULT_FUNCTION_TIMEOUT_SECONDS, 3, 900),
             lease_seconds=_number(env, Env.LEASE_SECONDS, DEFAULT_LEASE_SECONDS, 4, 86_400),
             show_keys=frozenset(k.strip() for k in env.get(Env.SHOW_KEYS, "").split(",") if k.strip()),
+            redact_keys=frozenset(k.strip() for k in env.get(Env.REDACT_KEYS, "").split(",") if k.strip()),
             actor=env.get("AWS_LAMBDA_FUNCTION_NAME") or "smx-debug",
         )
 

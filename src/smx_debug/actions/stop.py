@@ -10,6 +10,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import LedgerLike
 from smx_debug.actions.once import Once, once
 from smx_debug.contracts import stop_key
@@ -27,7 +28,8 @@ def describe_status(sagemaker: Any, job_name: str) -> str | None:
         raise
 
 
-def stop_once(sagemaker: Any, ledger: LedgerLike, job_name: str, record: Mapping[str, object]) -> Once:
+def stop_once(sagemaker: Any, ledger: LedgerLike, job_name: str, record: Mapping[str, object],
+              deadline: Deadline | None = None) -> Once:
     """StopTrainingJob ``job_name`` under the ledger key ``<job>#stop``: whoever asks first (a rule action,
     the retraining loop) stops it; everyone else finds the record. A job that left InProgress before the
     call is recorded as not stopped, not raised."""
@@ -41,4 +43,4 @@ def stop_once(sagemaker: Any, ledger: LedgerLike, job_name: str, record: Mapping
             return {"outcome": f"not stopped: job was {describe_status(sagemaker, job_name) or 'unknown'}"}
         return {"outcome": "stopped", "previous_status": "InProgress"}
 
-    return once(ledger, stop_key(job_name), {"action": "stop", "job": job_name, **record}, act)
+    return once(ledger, stop_key(job_name), {"action": "stop", "job": job_name, **record}, act, deadline=deadline)

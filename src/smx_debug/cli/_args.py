@@ -26,10 +26,13 @@ __all__ = [
     "positive_float",
     "positive_int",
     "require_data",
+    "table_name",
 ]
 
 # SageMaker's TrainingJobName pattern (CreateTrainingJob): 1-63 characters, letters, digits and inner hyphens.
 JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+# DynamoDB's TableName: a name (3-255 of letters, digits, '_', '-', '.') or the table's ARN.
+TABLE_NAME_RE = re.compile(r"^([a-zA-Z0-9_.-]{3,255}|arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[a-zA-Z0-9_.-]{3,255})$")
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -83,6 +86,15 @@ def job_name(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"not a valid training job name: {text!r} (1-63 letters, digits and hyphens, starting and ending "
             "with a letter or digit)"
+        )
+    return text
+
+
+def table_name(text: str) -> str:
+    """A DynamoDB table name or table ARN."""
+    if not TABLE_NAME_RE.match(text):
+        raise argparse.ArgumentTypeError(
+            f"not a DynamoDB table name: {text!r} (3-255 letters, digits, '_', '-' and '.', or a table ARN)"
         )
     return text
 

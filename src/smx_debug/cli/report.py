@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from datetime import datetime
@@ -10,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from smx_debug.cli._args import check_output_file, non_negative_float, positive_int, require_data
+from smx_debug.cli._args import check_output_file, non_negative_float, positive_int, require_data, table_name
 from smx_debug.cli.evaluate import add_rule_options, rule_selection
 from smx_debug.contracts import Env
 from smx_debug.errors import ConfigError
@@ -18,22 +19,32 @@ from smx_debug.errors import ConfigError
 __all__ = ["add_outcome_options", "load_framework_events", "load_outcome", "parse_time", "register"]
 
 
+_LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z, the last time datetime (and the report) can show
+
+
 def parse_time(text: str, option: str) -> int:
-    """An ISO-8601 time (UTC when no offset is given) or epoch seconds, as epoch ns."""
+    """An ISO-8601 time (UTC when no offset is given) or epoch seconds from 1970 to 9999, as epoch ns."""
     from datetime import UTC
 
+    def bad(why: str) -> ConfigError:
+        return ConfigError(f"{option} {why}, got {text!r}", field=option, value=text)
+
     try:
-        return int(float(text) * 1e9)
+        seconds = float(text)
     except ValueError:
-        pass
-    try:
-        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ConfigError(f"{option} must be an ISO-8601 time or epoch seconds, got {text!r}", field=option,
-                          value=text) from None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return int(when.timestamp() * 1e9)
+        try:
+            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise bad("must be an ISO-8601 time or epoch seconds") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        try:
+            seconds = when.timestamp()
+        except (OverflowError, ValueError):
+            raise bad("is outside the years 1970-9999") from None
+    if not math.isfinite(seconds) or not 0 <= seconds <= _LAST_SECOND:
+        raise bad("must be a time from 1970 to 9999 (epoch seconds 0 to 253402300799)")
+    return int(seconds * 1e9)
 
 
 def load_framework_events(job_or_path: str) -> Any:
@@ -51,7 +62,8 @@ def add_outcome_options(parser: argparse.ArgumentParser) -> None:
     """``--onset`` and ``--ledger-table``: what :func:`load_outcome` reads besides the job."""
     parser.add_argument("--onset", metavar="TIME",
                         help="when the problem started, if known (ISO-8601 UTC or epoch seconds): marked on timelines")
-    parser.add_argument("--ledger-table", default=os.environ.get(Env.LEDGER_TABLE) or None, metavar="TABLE",
+    parser.add_argument("--ledger-table", type=table_name, default=os.environ.get(Env.LEDGER_TABLE) or None,
+                        metavar="TABLE",
                         help=f"DynamoDB actions ledger to read the stop from (default: ${Env.LEDGER_TABLE})")
 
 

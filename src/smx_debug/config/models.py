@@ -31,7 +31,7 @@ __all__ = [
     "encode_value",
 ]
 
-PositiveFloat = Annotated[StrictFloat, Field(gt=0)]
+PositiveFloat = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]
 ParamValue = StrictBool | StrictInt | StrictFloat | StrictStr
 Reduction = Literal["min", "max", "median", "mean", "std", "variance", "sum", "prod", "l1", "l2"]
 

@@ -12,6 +12,7 @@ from pydantic import Field, StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
 from smx_debug.config._base import FrozenModel, PositiveInt, S3Uri
+from smx_debug.config._limits import check_size, load_yaml
 from smx_debug.config.models import CollectionConfig, HookConfig, ProfilerSettings, RuleConfig
 from smx_debug.config.warnings import SmxDebugWarning
 from smx_debug.contracts import EVALUATOR_TAG, RULE_KINDS
@@ -174,6 +175,7 @@ class DebugPlan(FrozenModel):
         except OSError as exc:
             raise ConfigError(f"plan file {str(path)!r}: {exc.strerror}", field="path", value=str(path)) from None
         if path.suffix.lower() == ".json":
+            check_size(text, str(path))
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as exc:
@@ -182,9 +184,11 @@ class DebugPlan(FrozenModel):
                     field="(file)",
                     value=str(path),
                 ) from None
+            except RecursionError:
+                raise ConfigError(f"{path}: nested too deeply to be a plan", field="(file)", value=str(path)) from None
         else:
             try:
-                data = yaml.safe_load(text)
+                data = load_yaml(text, str(path))
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""

@@ -80,6 +80,11 @@ def load_job(
     if source not in ("auto", "debugger", "cloudwatch"):
         raise ConfigError(f"source must be auto, debugger or cloudwatch, got {source!r}", field="source", value=source)
     path = Path(job_or_path)
+    if source == "cloudwatch" and (path.exists() or job_or_path.startswith("s3://")):
+        where = "an s3:// prefix" if job_or_path.startswith("s3://") else "a local path"
+        raise ConfigError(f"source 'cloudwatch' (--source) reads a training job's CloudWatch metrics: give the job "
+                          f"name, not {where} ({job_or_path!r}, whose profiler output is read as it is)",
+                          field="source", value=source)
     if path.exists():
         return load_path(path, report), JobInfo(name=path.resolve().name, source=str(path))
     if job_or_path.startswith("s3://"):

@@ -20,6 +20,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, NoRegionError
 
+from smx_debug.contracts import PROFILER_OUTPUT
 from smx_debug.errors import ConfigError, NotFoundError, RegionError, translate_client_error
 
 __all__ = [
@@ -314,7 +315,7 @@ def job_paths(job_name: str, *, sagemaker_client: Any = None, description: dict[
     return JobPaths(
         job_name=job_name,
         debugger=_join(hook, job_name, "debug-output") if hook else None,
-        profiler=_join(prof, job_name, "profiler-output") if prof else None,
+        profiler=_join(prof, job_name, PROFILER_OUTPUT) if prof else None,
         rule_output=_join(rule_base, job_name, "rule-output") if rule_base else None,
     )
 
@@ -350,8 +351,8 @@ def open_source(
         return src
     path = Path(text)
     if path.exists():
-        if output == "profiler" and (path / "profiler-output").is_dir():
-            path = path / "profiler-output"
+        if output == "profiler" and (path / PROFILER_OUTPUT).is_dir():
+            path = path / PROFILER_OUTPUT
         return LocalSource(path)
     if os.sep in text or text.startswith("."):
         raise NotFoundError(f"local path {text!r} does not exist")

@@ -8,6 +8,7 @@ The data lives in :mod:`smx_debug.rules._builtin` (our own copy, cross-checked a
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from dataclasses import dataclass
 from typing import Literal
@@ -60,6 +61,8 @@ class ParamSpec:
             except re.error as exc:
                 return f"invalid regular expression ({exc})"
         if isinstance(value, int | float) and not isinstance(value, bool):
+            if not math.isfinite(value):  # NaN passes every comparison below as False
+                return "must be a finite number"
             if self.ge is not None and value < self.ge:
                 return f"must be >= {self.ge:g}"
             if self.gt is not None and value <= self.gt:

@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from smx_debug.contracts import FLEET_TEAM_TAG, ISSUES_FOUND, MANAGED_TAG, OPT_IN_VALUE, SOURCE_EVALUATOR
+from smx_debug.contracts import (
+    FLEET_TEAM_TAG,
+    ISSUES_FOUND,
+    MANAGED_TAG,
+    OPT_IN_VALUE,
+    PROFILER_OUTPUT,
+    SOURCE_EVALUATOR,
+)
 
 __all__ = ["FleetJob", "FleetSimulation", "FleetSpec"]
 
@@ -142,7 +149,7 @@ class FleetSimulation:
         for job in self.jobs:
             for minute in range(job.minutes):
                 t0 = job.start + timedelta(minutes=minute)
-                folder = root / job.name / "profiler-output" / "system" / "incremental" / t0.strftime("%Y%m%d%H")
+                folder = root / job.name / PROFILER_OUTPUT / "system" / "incremental" / t0.strftime("%Y%m%d%H")
                 folder.mkdir(parents=True, exist_ok=True)
                 for node in range(self.spec.nodes):
                     (folder / f"{int(t0.timestamp())}.algo-{node + 1}.json").write_bytes(

@@ -40,12 +40,12 @@ class CrashingLedger(Ledger):
         super().__init__(*args, **kwargs)
         self.crashes = crashes
 
-    def claim(self, pk: str, record: Mapping[str, object]) -> bool:
-        won = super().claim(pk, record)
-        if won and self.crashes:
+    def claim_or_holder(self, pk: str, record: Mapping[str, object]) -> dict[str, str] | None:
+        holder = super().claim_or_holder(pk, record)
+        if holder is None and self.crashes:
             self.crashes -= 1
             raise Crash(pk)
-        return won
+        return holder
 
 
 def _runtime(stack: Stack, ledger: Ledger, machine: str | None = None) -> Runtime:

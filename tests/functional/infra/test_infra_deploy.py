@@ -105,8 +105,9 @@ def test_deploy_bucket_policy_and_properties_match_template(aws: LocalAws, deplo
     writes = [s for s in json.loads(s3.get_bucket_policy(Bucket=bucket)["Policy"])["Statement"]
               if s.get("Sid") == "SageMakerExecutionRolesWrite"]
     assert [(w["Principal"], w["Condition"]) for w in writes] == [
-        ({"AWS": "arn:aws:iam::123456789012:root"},
-         {"StringLike": {"aws:PrincipalArn": "arn:aws:iam::123456789012:role/*SageMaker*"}})
+        ({"AWS": "*"},
+         {"StringLike": {"aws:PrincipalArn": "arn:aws:iam::123456789012:role/*SageMaker*"},
+          "StringEquals": {"aws:PrincipalAccount": "123456789012"}})
     ]
     assert s3.get_bucket_versioning(Bucket=bucket)["Status"] == "Enabled"
     assert s3.get_public_access_block(Bucket=bucket)["PublicAccessBlockConfiguration"] == {
@@ -145,6 +146,7 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
             "SMX_FUNCTION_TIMEOUT": str(timeout),
             "SMX_LEASE_SECONDS": str(timeout + 30),
             "SMX_SHOW_KEYS": "",
+            "SMX_REDACT_KEYS": "",
         }
         if name in ("stop_training", "notify"):  # starts retraining; reports executions that timed out
             expected["SMX_STATE_MACHINE_ARN"] = deployed.output("RetrainingStateMachineArn")

@@ -31,7 +31,8 @@ def _validation(operation: str, message: str) -> ClientError:
 
 
 class FakeSageMaker:
-    """Jobs by name: DescribeTrainingJob, ListTags (by ARN), StopTrainingJob; ``stopped`` records stops."""
+    """Jobs by name: DescribeTrainingJob, ListTags (by ARN), StopTrainingJob, CreateTrainingJob; ``stopped`` and
+    ``created`` record stops and creates."""
 
     def __init__(
         self,
@@ -47,6 +48,7 @@ class FakeSageMaker:
         self.jobs: dict[str, dict[str, Any]] = {JOB: detail}
         self.tags: dict[str, dict[str, str]] = {detail["TrainingJobArn"]: sample_tags if tags is None else tags}
         self.stopped: list[str] = []
+        self.created: list[dict[str, Any]] = []
         self.calls: list[str] = []
 
     @property
@@ -86,6 +88,16 @@ class FakeSageMaker:
         self.stopped.append(TrainingJobName)
         job["TrainingJobStatus"] = "Stopping"
         return {}
+
+    def create_training_job(self, **request: Any) -> dict[str, Any]:
+        """Records the request; a name already used is ResourceInUse, as SageMaker answers."""
+        self.calls.append("CreateTrainingJob")
+        name = request["TrainingJobName"]
+        if name in self.jobs:
+            raise ClientError({"Error": {"Code": "ResourceInUse", "Message": f"{name} exists"}}, "CreateTrainingJob")
+        self.created.append(request)
+        self.add_job(name, {t["Key"]: t["Value"] for t in request.get("Tags", [])})
+        return {"TrainingJobArn": self.jobs[name]["TrainingJobArn"]}
 
     def get_paginator(self, name: str) -> Any:
         assert name == "list_tags"

@@ -8,7 +8,6 @@ and huge strings, plus arbitrary JSON values. AWS is replaced by fakes (tests/un
 
 from __future__ import annotations
 
-import copy
 import json
 import logging
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 from actions_fakes import FakeSageMaker, fake_runtime
+from event_mutations import leaf_paths, mutate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -39,18 +39,7 @@ junk = st.recursive(
 )
 
 
-def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
-    out = [prefix]
-    if isinstance(value, dict):
-        for key, child in value.items():
-            out += _paths(child, (*prefix, key))
-    elif isinstance(value, list):
-        for i, child in enumerate(value):
-            out += _paths(child, (*prefix, i))
-    return out
-
-
-PATHS = [[p for p in _paths(sample) if p] for sample in SAMPLES]
+PATHS = [leaf_paths(sample) for sample in SAMPLES]
 
 
 @st.composite
@@ -58,20 +47,7 @@ def malformed_events(draw: st.DrawFn) -> Any:
     if draw(st.integers(0, 9)) == 0:
         return draw(junk)
     index = draw(st.integers(0, len(SAMPLES) - 1))
-    event = copy.deepcopy(SAMPLES[index])
-    for _ in range(draw(st.integers(1, 4))):
-        path = draw(st.sampled_from(PATHS[index]))
-        parent = event
-        try:
-            for key in path[:-1]:
-                parent = parent[key]
-            if draw(st.booleans()):
-                parent.pop(path[-1])
-            else:
-                parent[path[-1]] = draw(junk)
-        except (KeyError, IndexError, TypeError, AttributeError):
-            continue  # an earlier mutation removed or replaced this part
-    return event
+    return mutate(draw, SAMPLES[index], PATHS[index], junk)
 
 
 class _Capture(logging.Handler):

@@ -55,3 +55,11 @@ def test_once_complete_other_errors_are_not_retried() -> None:
     with pytest.raises(ClientError):
         once(ledger, "job#stop", {"action": "stop"}, lambda: {"outcome": "stopped"})
     assert ledger.calls == 1
+
+
+def test_ledger_claim_is_a_plain_lease_and_a_loser_reads_the_holder_in_the_same_call() -> None:
+    ledger = MemoryLedger(lease_seconds=90)
+    assert ledger.claim("run", {"actor": "a"}) is True
+    assert ledger.claim("run", {"actor": "b"}) is False
+    holder = ledger.claim_or_holder("run", {"actor": "b"})
+    assert holder is not None and holder["actor"] == "a" and holder["state"] == "claimed"

@@ -306,12 +306,12 @@ class CrashAfterClaim(MemoryLedger):
         super().__init__(clock, lease_seconds=lease_seconds)
         self.crash_next = True
 
-    def claim(self, pk: str, record: Any) -> bool:
-        won = super().claim(pk, record)
-        if won and self.crash_next:
+    def claim_or_holder(self, pk: str, record: Any) -> dict[str, str] | None:
+        holder = super().claim_or_holder(pk, record)
+        if holder is None and self.crash_next:
             self.crash_next = False
             raise Crash(pk)
-        return won
+        return holder
 
 
 @pytest.mark.parametrize(("token", "key", "done"), [("stop", f"{JOB}#stop", "stopped"), ("retrain", f"{JOB}#retrain", "started")])

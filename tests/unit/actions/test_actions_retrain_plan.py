@@ -265,3 +265,28 @@ def test_a_rejected_request_is_reported_by_parameter_name_without_its_value() ->
     state = handle_retrain({"step": "train", "state": init_state(spec)}, fake_runtime())
     assert state["error"]["code"] == "ParamValidationError"
     assert "Environment.WANDB_API_KEY" in state["error"]["message"] and "12345" not in state["error"]["message"]
+
+
+def test_build_request_caps_runtime_at_the_deployments_max_runtime() -> None:
+    # The Defaults state merges retraining.max_runtime_seconds under the run spec; IAM refuses anything longer
+    # (sagemaker:MaxRuntimeInSeconds), so the next run is launched with at most that.
+    spec = {**copy.deepcopy(SPEC), "max_runtime_seconds": 7200}
+    assert build_request(init_state(spec))["StoppingCondition"]["MaxRuntimeInSeconds"] == 7200
+    spec["request"]["StoppingCondition"] = {"MaxRuntimeInSeconds": 600, "MaxWaitTimeInSeconds": 1200}
+    assert build_request(init_state(spec))["StoppingCondition"] == {"MaxRuntimeInSeconds": 600,
+                                                                      "MaxWaitTimeInSeconds": 1200}
+
+
+@pytest.mark.parametrize(("types", "allowed"), [(["ml.p3.*"], True), (["ml.p3.2xlarge", "ml.g5.*"], True),
+                                                (["ml.g5.*"], False), ([], False)])
+def test_train_step_launches_only_the_deployments_instance_types(types: list[str], allowed: bool) -> None:
+    spec = {**copy.deepcopy(SPEC), "instance_types": types}
+    sagemaker = FakeSageMaker()
+    state = handle_retrain({"step": "train", "state": init_state(spec)}, fake_runtime(sagemaker=sagemaker))
+    if allowed:
+        assert state["error"] is None and [r["ResourceConfig"]["InstanceType"] for r in sagemaker.created] == [
+            "ml.p3.2xlarge"]
+        return
+    assert sagemaker.created == [] and state["next_action"] == "end"
+    assert state["error"]["code"] == "RetrainSpecError" and "ml.p3.2xlarge" in state["error"]["message"]
+    assert "retraining.instance_types" in state["error"]["message"]
