@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from smx_debug.local import LocalAws
+from smx_debug.local import LocalAws, reset_handlers
 
 DATA = Path(__file__).parent / "data"
 
@@ -60,6 +60,7 @@ def _local_aws_server() -> Iterator[LocalAws]:
 def local_aws(_local_aws_server: LocalAws) -> Iterator[LocalAws]:
     """The moto server, shared by the session but emptied before each test."""
     _local_aws_server.reset()
+    reset_handlers()  # warm handlers and uncollected SNS deliveries belong to the previous test's resources
     yield _local_aws_server
 
 

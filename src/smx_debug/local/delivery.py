@@ -79,9 +79,11 @@ class Delivery:
 
 
 def reset_handlers() -> None:
-    """Forget warm in-process handlers, so the next delivery is a cold start (call after ``aws.reset()``)."""
+    """Forget warm in-process handlers, so the next delivery is a cold start, and the SNS -> Lambda deliveries not
+    yet collected (call after ``aws.reset()``: they belong to resources that are gone)."""
     with _env_lock:
         _module_cache.clear()
+        _sns_deliveries.clear()
 
 
 def install(aws: LocalAws | None = None) -> None:

@@ -976,6 +976,8 @@ def resource_tags(aws: Any, arn: str) -> dict[str, str] | None:
     service, _, _, rest = _arn_parts(arn)
     try:
         if service == "sagemaker":
+            if rest.startswith("training-job/"):  # moto's ListTags answers 500 for a job that does not exist
+                _admin(aws, "sagemaker").describe_training_job(TrainingJobName=rest.split("/", 1)[1])
             out: dict[str, str] = {}
             for page in _admin(aws, "sagemaker").get_paginator("list_tags").paginate(ResourceArn=arn):
                 out.update({t["Key"]: t["Value"] for t in page.get("Tags", [])})
