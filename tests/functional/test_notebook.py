@@ -67,3 +67,12 @@ def test_notebook_what_if_threshold_changes_the_verdict(executed: Any) -> None:
 def test_notebook_opens_the_report_inline(executed: Any) -> None:
     report = _html(executed, "<iframe srcdoc=")
     assert "CPUBottleneck" in report and "&lt;svg" in report
+
+
+def test_notebook_runs_as_the_documented_notebook_user_with_nothing_denied(executed: Any) -> None:
+    printed = "".join(o.get("text", "") for _, o in _outputs(executed) if o.output_type == "stream")
+    found = re.search(r"\[iam\] (\d+) calls by the notebook user checked against docs/permissions\.md's policy: "
+                      r"(\d+) denied", printed)
+    assert found, "the notebook did not print how many of its calls the local IAM checked"
+    calls, denied = int(found[1]), int(found[2])
+    assert calls >= 10 and denied == 0  # launch, the rules' polls, the reads of S3: all the user's own

@@ -9,8 +9,9 @@ each through moto's public backend objects:
   result shape (moto's skips filters and ignores pages);
 - :mod:`~smx_debug.local.rule_statuses`: rule evaluation statuses and the job's state-change event;
 - :mod:`~smx_debug.local.delivery`: EventBridge -> Lambda and SNS -> Lambda, handlers run in-process;
-- :mod:`~smx_debug.local.iam`: every call a deployed function makes, and every delivery edge, authorized
-  against the deployed policies (roles, resource policies, key policies) before it reaches moto;
+- :mod:`~smx_debug.local.iam`: every call a deployed function (or a principal of ``iam.as_principal``, the
+  notebook user) makes, and every delivery edge, authorized against the deployed policies (roles, resource
+  policies, key policies) before it reaches moto;
 - :mod:`~smx_debug.local.alarms`: CloudWatch alarm evaluation and notification;
 - :mod:`~smx_debug.local.bucket_policy`: whole bucket policies, conditions included, evaluated by the local IAM;
 - :mod:`~smx_debug.local.concurrency`: reserved concurrency a new account refuses (quota 10), refused;

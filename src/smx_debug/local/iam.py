@@ -1,4 +1,4 @@
-"""IAM on the local AWS: every call a deployed function's code makes is authorized before it reaches moto.
+"""IAM on the local AWS: every call a deployed function (or a principal) makes is authorized before it reaches moto.
 
 moto enforces no IAM. Here, when the local AWS runs a deployed function's code in process
 (:func:`smx_debug.local.delivery.invoke_handler`: EventBridge, SNS, the schedule and Step Functions' Lambda
@@ -24,6 +24,11 @@ failed to load), so no call is waved through. The service-to-service edges (alar
 EventBridge -> Lambda and its DLQ, the schedule -> the evaluator, Step Functions -> Lambda and its SNS tasks) are
 authorized by :func:`authorize_service` / :func:`authorize_role_edge` with the same evaluator. Every decision is recorded
 (:func:`records`), so a test or the demo can say how many calls were checked and which statement allowed each.
+
+A person is a principal too: :func:`as_principal` makes a role with a given identity policy (the notebook user's
+of docs/permissions.md) and returns a :class:`LocalPrincipal` whose sessions and clients (also the SageMaker
+SDK's, given its session) call as ``arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION``, authorized the same way
+and recorded with ``user=True`` (apart from the deployed functions' :func:`summary_line`).
 
 The loopback endpoint is plain HTTP, but it stands for the HTTPS endpoint every SDK client uses against AWS
 (botocore's default): ``aws:SecureTransport`` is ``true`` for those calls. This module needs moto (at call
@@ -59,6 +64,7 @@ __all__ = [
     "CallContext",
     "Caller",
     "Decision",
+    "LocalPrincipal",
     "Outcome",
     "Principal",
     "Record",
@@ -66,6 +72,7 @@ __all__ = [
     "UnsupportedPolicyError",
     "action_resource_types",
     "as_function",
+    "as_principal",
     "authorize_call",
     "authorize_role_edge",
     "authorize_service",
@@ -760,7 +767,11 @@ _TAG_FAMILIES = ("aws:ResourceTag/", "sagemaker:ResourceTag/", "iam:ResourceTag/
 
 @dataclass(frozen=True)
 class Caller:
-    """A deployed function as IAM sees it: its role session and where it runs."""
+    """A deployed function as IAM sees it: its role session and where it runs.
+
+    With ``user``, a person's role session instead (:func:`as_principal`): ``function`` is the session name
+    and ``handler`` the role's name.
+    """
 
     aws: Any  # LocalAws
     function: str
@@ -769,6 +780,12 @@ class Caller:
     role_id: str
     region: str
     account: str
+    user: bool = False
+
+    @property
+    def who(self) -> str:
+        """The caller in this module's own messages."""
+        return f"principal {self.principal.name!r}" if self.user else f"deployed function {self.function!r}"
 
     @property
     def principal(self) -> Principal:
@@ -797,6 +814,7 @@ class Record:
     policy: str
     message: str = ""
     call: int = 0  # the API call or delivery this authorization belongs to (one call may need several)
+    user: bool = False  # a call by a principal of as_principal (a person), not by a deployed function
 
 
 _lock = threading.RLock()
@@ -877,23 +895,114 @@ def as_function(aws: Any, function: str) -> Iterator[dict[str, str]]:
     """Within the block, clients created from the environment (``boto3.session.Session()``) are the deployed
     ``function``'s: its key and this plugin (for code that runs a function's core outside
     :func:`~smx_debug.local.delivery.invoke_handler`). Raises NotFoundError when it is not deployed."""
-    import os
-
     from smx_debug.errors import NotFoundError
 
     env = function_environment(aws, function)
     if env is None:
         raise NotFoundError(f"function {function!r} is not deployed on the local AWS")
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
+    with _environ(env):
         yield env
+
+
+@contextlib.contextmanager
+def _environ(values: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` updated with ``values`` within the block, then as it was."""
+    import os
+
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+_PRINCIPAL_POLICY = "identity"  # the name of the inline policy as_principal gives its role
+
+
+@dataclass(frozen=True)
+class LocalPrincipal:
+    """A person's role session on the local AWS (:func:`as_principal`): every call of its clients is authorized
+    against the role's identity policy before it reaches moto, and recorded with ``user=True``."""
+
+    caller: Caller
+    credentials: Mapping[str, str]  # aws_access_key_id, aws_secret_access_key, aws_session_token
+
+    def session(self) -> Any:
+        """A boto3 session of the local AWS whose clients are this principal's (also those the SageMaker SDK
+        makes from it: pass it as ``boto_session``)."""
+        session = self.caller.aws.session(credentials=self.credentials)
+        _register(session.events)
+        return session
+
+    def client(self, service: str, **kwargs: Any) -> Any:
+        """A client of ``service`` that calls as this principal."""
+        return self.session().client(service, **kwargs)
+
+    @contextlib.contextmanager
+    def environment(self) -> Iterator[None]:
+        """Within the block, this process's default clients (``boto3.client(...)``, ``sagemaker.Session()``, the
+        CLI's, a new ``boto3.Session()``'s) are this principal's, on the local AWS (:meth:`LocalAws.environment`)."""
+        import boto3
+
+        env = {"AWS_ACCESS_KEY_ID": self.credentials["aws_access_key_id"],
+               "AWS_SECRET_ACCESS_KEY": self.credentials["aws_secret_access_key"],
+               "AWS_SESSION_TOKEN": self.credentials["aws_session_token"], PLUGIN_ENV: PLUGIN}
+        with self.caller.aws.environment(), _environ(env):  # the outer one restores boto3's default session
+            boto3.DEFAULT_SESSION = self.session()
+            yield
+
+    def records(self) -> list[Record]:
+        """The authorizations of this principal's calls since the last :func:`reset_records`."""
+        return [r for r in records() if r.user and r.caller == self.caller.handler]
+
+    def summary_line(self, who: str, policy: str) -> str:
+        """``[iam] N calls by <who> checked against <policy>: M denied``, like the demo's line."""
+        made = self.records()
+        denied = {r.call for r in made if not r.allowed}
+        return f"[iam] {len({r.call for r in made})} calls by {who} checked against {policy}: {len(denied)} denied"
+
+
+def as_principal(aws: Any, policy: Mapping[str, Any], *, name: str, session_name: str = "session") -> LocalPrincipal:
+    """Run clients as a person: a role ``name`` in the local IAM whose only identity policy is ``policy``
+    (replaced if the role exists), assumed as ``session_name``. The calls of the principal's clients
+    (:meth:`LocalPrincipal.session`, :meth:`LocalPrincipal.client`) are authorized like a deployed function's
+    (the same evaluator, :data:`CALLS`, resource and key policies, AWS's AccessDenied answers), and the server
+    refuses a request signed with its key that was not authorized.
+
+    Example:
+        >>> user = iam.as_principal(aws, notebook_policy(bucket="b", role_arn=role), name="notebook-user")  # doctest: +SKIP
+        >>> user.client("sagemaker").stop_training_job(TrainingJobName="j")  # doctest: +SKIP
+        ClientError: ... (AccessDeniedException) ... is not authorized to perform: sagemaker:StopTrainingJob ...
+    """
+    from botocore.exceptions import ClientError
+
+    from smx_debug.local.server import LOCAL_ACCOUNT_ID as account
+
+    install()
+    iam = _admin(aws, "iam")
+    trust = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
+                                                     "Principal": {"AWS": f"arn:aws:iam::{account}:root"}}]}
+    try:
+        role = iam.get_role(RoleName=name)["Role"]
+    except ClientError:
+        role = iam.create_role(RoleName=name, AssumeRolePolicyDocument=json.dumps(trust))["Role"]
+    for page in iam.get_paginator("list_role_policies").paginate(RoleName=name):
+        for old in page["PolicyNames"]:
+            iam.delete_role_policy(RoleName=name, PolicyName=old)
+    iam.put_role_policy(RoleName=name, PolicyName=_PRINCIPAL_POLICY, PolicyDocument=json.dumps(policy))
+    caller = Caller(aws=aws, function=session_name, handler=name, role_arn=str(role["Arn"]),
+                    role_id=str(role["RoleId"]), region=aws.region, account=account, user=True)
+    key = "ASIA" + hashlib.sha1(f"{aws.endpoint_url}|{role['Arn']}|{session_name}".encode()).hexdigest()[:16].upper()
+    with _lock:
+        _callers[key] = caller
+        _identity_cache.pop(caller.role_arn, None)
+    return LocalPrincipal(caller, {"aws_access_key_id": key, "aws_secret_access_key": "local-" + key.lower(),
+                                   "aws_session_token": f"local-session-{session_name}"})
 
 
 # -- policies, tags and keys read from the local AWS at call time ---------------------------------------
@@ -1116,15 +1225,15 @@ def authorize_call(caller: Caller, service: str, operation: str, params: Mapping
     mapper = CALLS.get((service, operation))
     if mapper is None:
         _record(Record(caller.handler, f"{service}:{operation}", "", "", False, None, "",
-                       "not in the local IAM's table of calls", call))
-        raise UnsupportedPolicyError(f"{service} {operation} by function {caller.function!r} is not in the local "
-                                     "IAM's table of calls (smx_debug.local.iam.CALLS): add it with its resources")
+                       "not in the local IAM's table of calls", call, caller.user))
+        raise UnsupportedPolicyError(f"{service} {operation} by {caller.who} is not in the local IAM's table of "
+                                     "calls (smx_debug.local.iam.CALLS): add it with its resources")
     label = f"{service}:{operation}"
     for access in mapper(params, caller.region, caller.account):
         decision = _authorize_access(caller, access)
         message = "" if decision.allowed else _message(caller.principal, access.action, access.resource, decision)
         _record(Record(caller.handler, label, access.action, access.resource, decision.allowed, decision.statement,
-                       decision.policy, message, call))
+                       decision.policy, message, call, caller.user))
         if not decision.allowed:
             return Outcome(False, message)
         found = kms_key(caller.aws, access.target or access.resource) if access.kms else None
@@ -1135,7 +1244,7 @@ def authorize_call(caller: Caller, service: str, operation: str, params: Mapping
             decision = _authorize_kms(caller, action, key_arn, encryption, via=service)
             message = "" if decision.allowed else _message(caller.principal, action, key_arn, decision)
             _record(Record(caller.handler, label, action, key_arn, decision.allowed, decision.statement,
-                           decision.policy, message, call))
+                           decision.policy, message, call, caller.user))
             if not decision.allowed:
                 return Outcome(False, message)
     return Outcome(True)
@@ -1232,13 +1341,18 @@ def authorize_role_edge(aws: Any, service: str, role_arn: str, action: str, targ
 def initialize_client_plugin(client: Any) -> None:
     """botocore's client-plugin entry point (``BOTOCORE_EXPERIMENTAL__PLUGINS``): authorize every request
     of a deployed function's client before it is sent."""
-    model = client.meta.service_model
-    client.meta.events.register("before-parameter-build", _remember_params)
-    client.meta.events.register("before-send", functools.partial(_authorize_send, model))
+    _register(client.meta.events)
+
+
+def _register(events: Any) -> None:
+    """The two handlers that authorize each request, on a client's events or a session's (whose clients copy
+    them when they are created); once, also when both apply (a session's client with the plugin loaded)."""
+    events.register("before-parameter-build", _remember_params, unique_id="smx-iam-params")
+    events.register("before-send", _authorize_send, unique_id="smx-iam-send")
 
 
 def _remember_params(params: Mapping[str, Any], model: Any, context: dict[str, Any], **_: Any) -> None:
-    context["smx_iam_call"] = (model.service_model.service_id.hyphenize(), model.name, dict(params))
+    context["smx_iam_call"] = (model.service_model, model.name, dict(params))
 
 
 def _access_key(headers: Mapping[str, Any]) -> str | None:
@@ -1249,15 +1363,15 @@ def _access_key(headers: Mapping[str, Any]) -> str | None:
     return found.group(1) if found else None
 
 
-def _authorize_send(service_model: Any, request: Any, **_: Any) -> Any:
+def _authorize_send(request: Any, **_: Any) -> Any:
     caller = caller_of(_access_key(request.headers) or "")
     if caller is None:
         return None
     call = (request.context or {}).get("smx_iam_call")
     if call is None:
-        raise UnsupportedPolicyError("a request by a deployed function arrived without its API parameters")
-    service, operation, params = call
-    outcome = authorize_call(caller, service, operation, params)
+        raise UnsupportedPolicyError(f"a request by {caller.who} arrived without its API parameters")
+    service_model, operation, params = call
+    outcome = authorize_call(caller, service_model.service_id.hyphenize(), operation, params)
     if not outcome.allowed:
         return denied_response(service_model, request, outcome.message)
     request.headers[STAMP_HEADER] = "1"
@@ -1335,10 +1449,10 @@ def install() -> None:
             key = _access_key({"Authorization": environ.get("HTTP_AUTHORIZATION", "")})
             caller = caller_of(key or "")
             if caller is not None and not environ.get("HTTP_" + STAMP_HEADER.upper().replace("-", "_")):
-                message = (f"request by deployed function {caller.function!r} was not authorized by the local IAM "
-                           f"(its client lacks the {PLUGIN_ENV} plugin)")
+                message = (f"request by {caller.who} was not authorized by the local IAM (its client lacks the "
+                           f"{PLUGIN_ENV} plugin)")
                 _record(Record(caller.handler, environ.get("PATH_INFO", ""), "", "", False, None, "", message,
-                               _new_call()))
+                               _new_call(), caller.user))
                 start_response("403 Forbidden", [("Content-Type", "text/plain")])
                 return [message.encode()]
             return original(self, environ, start_response)
@@ -1355,7 +1469,7 @@ def denials(since: Sequence[Record] | None = None) -> list[Record]:
 
 def summary_line() -> str:
     """The demo's line: how many calls by deployed functions were checked, how many denied."""
-    made = [r for r in records() if not r.caller.endswith(".amazonaws.com")]
+    made = [r for r in records() if not r.user and not r.caller.endswith(".amazonaws.com")]
     calls = {r.call for r in made}
     denied = {r.call for r in made if not r.allowed}
     return (f"[iam] {len(calls)} calls by deployed functions checked against their roles' policies: "

@@ -25,12 +25,15 @@ def disable_sdk_telemetry() -> None:
     telemetry_logging._send_telemetry_request = lambda *args, **kwargs: None
 
 
-def sagemaker_session(aws: LocalAws, *, sagemaker_client: Any = None, default_bucket: str | None = None) -> Any:
+def sagemaker_session(aws: LocalAws, *, boto_session: Any = None, sagemaker_client: Any = None,
+                      default_bucket: str | None = None) -> Any:
     """A ``sagemaker.Session`` whose every call goes to ``aws``: no real STS, no real default bucket.
 
     The SDK finds the account (STS ``GetCallerIdentity``) and creates its default bucket
     ``sagemaker-<region>-<account>`` through clients it makes with explicit endpoints; the local session sends
-    those to ``aws`` as well. Telemetry is off; the SDK's INFO lines are hidden unless its loggers are set.
+    those to ``aws`` as well. ``boto_session`` (one of ``aws``'s, by default ``aws.session()``) is whose calls
+    they are: ``as_principal(...).session()`` makes them a principal's, authorized by the local IAM.
+    Telemetry is off; the SDK's INFO lines are hidden unless its loggers are set.
     """
     # The SDK's INFO lines ("Creating training-job ...", where it looked for its config) would reach the root
     # handler its own modules install at import (logging.basicConfig(level=INFO)): quiet unless configured.
@@ -44,8 +47,9 @@ def sagemaker_session(aws: LocalAws, *, sagemaker_client: Any = None, default_bu
 
     install(aws)  # jobs created through this session keep their ProfilerConfig, as on SageMaker
     disable_sdk_telemetry()
+    boto_session = boto_session if boto_session is not None else aws.session()
     return Session(
-        boto_session=aws.session(),
-        sagemaker_client=sagemaker_client if sagemaker_client is not None else aws.client("sagemaker"),
+        boto_session=boto_session,
+        sagemaker_client=sagemaker_client if sagemaker_client is not None else boto_session.client("sagemaker"),
         default_bucket=default_bucket,
     )

@@ -11,7 +11,7 @@ import json
 import logging
 import os
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from types import TracebackType
 from typing import Any
 
@@ -110,16 +110,16 @@ class LocalAws:
     ) -> None:
         self.stop()
 
-    def session(self) -> boto3.Session:
-        """A boto3 session with fake credentials for the local account; all its clients go to this server."""
+    def session(self, *, credentials: Mapping[str, str] | None = None) -> boto3.Session:
+        """A boto3 session for the local account; all its clients go to this server.
+
+        Its credentials are the account's fake administrator keys, or ``credentials`` (``aws_access_key_id``,
+        ``aws_secret_access_key``, ``aws_session_token``): a principal's own, see
+        :func:`smx_debug.local.iam.as_principal`.
+        """
         if not self.endpoint_url:
             raise RuntimeError("LocalAws.session() before start(): use `with LocalAws() as aws:`")
-        return _LocalSession(
-            self.endpoint_url,
-            region_name=self.region,
-            aws_access_key_id=_FAKE_CREDENTIALS["aws_access_key_id"],
-            aws_secret_access_key=_FAKE_CREDENTIALS["aws_secret_access_key"],
-        )
+        return _LocalSession(self.endpoint_url, region_name=self.region, **(credentials or _FAKE_CREDENTIALS))
 
     def client(self, service: str, **kwargs: Any) -> Any:
         """A boto3 client for ``service`` pointed at the local server (standard retries, a pool of

@@ -1,5 +1,7 @@
 """The notebook user's policy is generated from the calls the code makes: run the notebook path on the local AWS
-with every AWS call of the user's own clients recorded, and compare with smx_debug.permissions.
+as a user whose only permissions are that policy (smx_debug.local.iam.as_principal: every call authorized before
+it runs, a denial fails the test), with every AWS call of the user's own clients recorded, and compare with
+smx_debug.permissions.
 
 SageMaker's part (JobPlayback writing profiler output, rule statuses) uses its own clients and is not recorded.
 """
@@ -17,7 +19,7 @@ import pytest
 
 from smx_debug import DebugPlan, SmxDebugWarning, local, reports
 from smx_debug.evaluate.jobs import load_job
-from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws
+from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws, iam
 from smx_debug.local.playback import JobPlayback
 from smx_debug.permissions import NOTEBOOK_CALLS, iam_actions, notebook_policy
 
@@ -32,7 +34,9 @@ def _record(session: Any, calls: set[tuple[str, str]]) -> None:
     session.events.register("before-call", before_call)
 
 
-def test_permissions_notebook_calls_are_exactly_what_the_code_calls(local_aws: LocalAws) -> None:
+def test_permissions_notebook_calls_are_exactly_what_the_code_calls_and_the_policy_allows_them(
+    local_aws: LocalAws
+) -> None:
     import sagemaker
     from sagemaker.estimator import Estimator
 
@@ -40,7 +44,9 @@ def test_permissions_notebook_calls_are_exactly_what_the_code_calls(local_aws: L
                                          CreateBucketConfiguration={"LocationConstraint": local_aws.region})
     local.install(local_aws)  # jobs keep their ProfilerConfig, as on SageMaker
     calls: set[tuple[str, str]] = set()
-    with local_aws.environment():
+    user = iam.as_principal(local_aws, notebook_policy(bucket="guard-out", role_arn=ROLE, job_prefix="team-a-"),
+                            name="notebook-user", session_name="notebook")
+    with user.environment():
         _record(boto3.DEFAULT_SESSION, calls)
         plan = DebugPlan.from_file(ROOT / "examples" / "plans" / "cpu_bottleneck_guard.yaml")
         plan = plan.with_output_path("s3://guard-out/debugger")
@@ -49,7 +55,7 @@ def test_permissions_notebook_calls_are_exactly_what_the_code_calls(local_aws: L
             estimator = Estimator(**plan.to_estimator_kwargs(
                 image_uri="763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311",
                 role=ROLE, instance_type="ml.p3.2xlarge", instance_count=1, output_path="s3://guard-out/model",
-                sagemaker_session=sagemaker.Session(), tags={"team": "a"}))
+                base_job_name="team-a-resnet", sagemaker_session=sagemaker.Session(), tags={"team": "a"}))
         estimator.fit(wait=False)
         job = estimator.latest_training_job.name
         JobPlayback(local_aws, job, plan, scenario="cpu_bottleneck", minutes=8, onset_min=2, speed=1e6).run()
@@ -60,6 +66,8 @@ def test_permissions_notebook_calls_are_exactly_what_the_code_calls(local_aws: L
         load_job(job, source="debugger")
         load_job(job, source="cloudwatch")
     assert calls - {("sts", "GetCallerIdentity")} == NOTEBOOK_CALLS  # STS: allowed to everyone
+    checked = {r.operation.split(":")[1] for r in user.records()}  # GetCallerIdentity needs nothing to check
+    assert checked == {operation for _, operation in NOTEBOOK_CALLS}  # each authorized, none denied (conftest)
 
 
 def test_permissions_policy_scopes_every_action_the_calls_need() -> None:
@@ -83,8 +91,10 @@ def test_permissions_doc_shows_the_generated_policy() -> None:
     assert json.loads(body) == expected
 
 
-@pytest.mark.parametrize("call", sorted(NOTEBOOK_CALLS))
-def test_permissions_every_call_is_a_real_botocore_operation(call: tuple[str, str]) -> None:
+@pytest.mark.parametrize("call", sorted(NOTEBOOK_CALLS | {("sts", "GetCallerIdentity")}))
+def test_permissions_every_call_is_a_real_botocore_operation_the_local_iam_authorizes(call: tuple[str, str]) -> None:
+    """The notebook user's calls (the SDK's STS lookup too) are in the local IAM's table, keyed as botocore keys them."""
     signing = {"monitoring": "cloudwatch"}
     client = boto3.client(signing.get(call[0], call[0]), region_name="us-west-2")  # type: ignore[call-overload]
     assert call[1] in client.meta.service_model.operation_names
+    assert (client.meta.service_model.service_id.hyphenize(), call[1]) in iam.CALLS
