@@ -975,7 +975,8 @@ def as_principal(aws: Any, policy: Mapping[str, Any], *, name: str, session_name
     refuses a request signed with its key that was not authorized.
 
     Example:
-        >>> user = iam.as_principal(aws, notebook_policy(bucket="b", role_arn=role), name="notebook-user")  # doctest: +SKIP
+        >>> policy = notebook_policy(bucket="b", role_arn=role)  # doctest: +SKIP
+        >>> user = iam.as_principal(aws, policy, name="notebook-user")  # doctest: +SKIP
         >>> user.client("sagemaker").stop_training_job(TrainingJobName="j")  # doctest: +SKIP
         ClientError: ... (AccessDeniedException) ... is not authorized to perform: sagemaker:StopTrainingJob ...
     """
