@@ -1,0 +1,128 @@
+"""The catalog's types: a rule (RuleSpec), its parameters (ParamSpec) and the collections it needs."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from smx_debug.contracts import RuleKind
+from smx_debug.errors import UnknownNameError
+
+__all__ = [
+    "CollectionRequirement",
+    "ParamSpec",
+    "ParamType",
+    "ParamValue",
+    "RuleSpec",
+    "closest",
+]
+
+ParamType = Literal["int", "float", "bool", "str", "regex"]
+ParamValue = bool | int | float | str
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """One rule parameter: type, default (None: the container decides), bounds and a description."""
+
+    name: str
+    type: ParamType
+    default: ParamValue | None
+    description: str
+    ge: float | None = None
+    gt: float | None = None
+    le: float | None = None
+    required: bool = False
+
+    def check(self, value: object) -> str | None:
+        """Return why ``value`` is not acceptable, or None when it is."""
+        if self.type == "bool":
+            ok = isinstance(value, bool)
+        elif self.type == "int":
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        elif self.type == "float":
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, str)
+        if not ok:
+            return f"expected {self.type}, got {type(value).__name__}"
+        if self.type == "regex":
+            try:
+                re.compile(str(value))
+            except re.error as exc:
+                return f"invalid regular expression ({exc})"
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            if not math.isfinite(value):  # NaN passes every comparison below as False
+                return "must be a finite number"
+            if self.ge is not None and value < self.ge:
+                return f"must be >= {self.ge:g}"
+            if self.gt is not None and value <= self.gt:
+                return f"must be > {self.gt:g}"
+            if self.le is not None and value > self.le:
+                return f"must be <= {self.le:g}"
+        return None
+
+
+@dataclass(frozen=True)
+class CollectionRequirement:
+    """A tensor collection a rule needs saved, with the parameters smdebug_rulesconfig gives it."""
+
+    name: str
+    include_regex: str | None = None
+    save_interval: int | None = None
+    save_steps: str | None = None
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """One catalog entry.
+
+    ``saved_steps_needed`` is how many saved steps of its collection the rule needs before it can
+    fire: an int, or the name of the parameter that says so (used for the starvation warning).
+    ``parameter_prefixes`` is set only for ProfilerReport, whose parameters are
+    ``<ProfilerRule>_<parameter>``. ``collections`` are added to the hook automatically.
+    """
+
+    name: str
+    function: str
+    kind: RuleKind
+    description: str
+    parameters: tuple[ParamSpec, ...] = ()
+    collections: tuple[CollectionRequirement, ...] = ()
+    frameworks: tuple[str, ...] = ()
+    saved_steps_needed: int | str = 1
+    parameter_prefixes: bool = False
+    reads: tuple[str, ...] = ()
+    """Collections the rule reads without requiring them (for the starvation warning only)."""
+
+    def param(self, name: str) -> ParamSpec:
+        """The parameter ``name``; raises UnknownNameError suggesting the closest one."""
+        for spec in self.parameters:
+            if spec.name == name:
+                return spec
+        names = [p.name for p in self.parameters]
+        suggestion = closest(name, names)
+        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+        known = ", ".join(names) or "none"
+        raise UnknownNameError(
+            f"rule {self.name} has no parameter {name!r}{hint} (parameters: {known})",
+            name=name,
+            suggestion=suggestion,
+        )
+
+    def needed_saved_steps(self, parameters: dict[str, ParamValue]) -> int:
+        """Saved steps the rule needs before it can fire, given the user's parameters."""
+        if isinstance(self.saved_steps_needed, int):
+            return self.saved_steps_needed
+        value = parameters.get(self.saved_steps_needed, self.param(self.saved_steps_needed).default)
+        return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 1
+
+
+def closest(name: str, candidates: list[str]) -> str | None:
+    """The candidate closest to ``name`` (case-insensitive), or None if nothing is close."""
+    lowered = {c.lower(): c for c in candidates}
+    match = difflib.get_close_matches(name.lower(), list(lowered), n=1, cutoff=0.6)
+    return lowered[match[0]] if match else None
