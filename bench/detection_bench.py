@@ -155,7 +155,7 @@ def _data(seed: int, fault: Fault | None, torch: Any) -> tuple[Any, Any, Any, An
 
 def _plan() -> Any:
     from smx_debug import DebugPlan
-    from smx_debug.evaluate.catalog import TENSOR_RULES
+    from smx_debug.rules.params import TENSOR_RULES
 
     return DebugPlan.model_validate({"name": "detection-bench", "region": "us-west-2",
                                      "s3_output_path": "s3://detection-bench/runs", "framework": "pytorch",

@@ -68,9 +68,9 @@ def write_trial(root: Path, steps: int) -> int:
 
 def main(argv: Sequence[str] = ()) -> int:
     from smx_debug.evaluate import configured_rule
-    from smx_debug.evaluate.catalog import TENSOR_RULES
     from smx_debug.evaluate.tensor_eval import TensorEvaluator
     from smx_debug.evaluate.tensor_feed import read_records
+    from smx_debug.rules.params import TENSOR_RULES
     from smx_debug.tensors import create_trial
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])

@@ -27,7 +27,7 @@ ALLOWED = {
     ("src/smx_debug/reports/profiler_report.py", "RuleTriggered"): "a field of Debugger's rule report JSON",
     ("src/smx_debug/evaluate/result.py", "RuleTriggered"): "a field of Debugger's rule report JSON",
     ("src/smx_debug/evaluate/live.py", "IssuesFound"): "the RuleStatus Literal type (mypy checks the values)",
-    ("src/smx_debug/evaluate/catalog.py", "true"): "parsing a boolean rule parameter",
+    ("src/smx_debug/rules/params.py", "true"): "parsing a boolean rule parameter",
     ("infra/config.py", "true"): "parsing a boolean cdk.json context value",
     ("src/smx_debug/config/render.py", "DebugRuleConfigurations"): "CreateTrainingJob field, spelled out (STYLE 3)",
     ("src/smx_debug/config/render.py", "ProfilerRuleConfigurations"): "CreateTrainingJob field, spelled out (STYLE 3)",

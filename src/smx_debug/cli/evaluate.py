@@ -60,8 +60,8 @@ def rule_selection(args: argparse.Namespace, *, tensors: bool = False
         parse_assignment,
         rules_from_plan,
     )
-    from smx_debug.evaluate.catalog import TENSOR_RULES, rule_defaults
     from smx_debug.evaluate.tensor_eval import tensor_rules_from_plan
+    from smx_debug.rules.params import TENSOR_RULES, rule_defaults
 
     skipped: list[str] = []
     if args.plan:
@@ -94,8 +94,8 @@ def rule_selection(args: argparse.Namespace, *, tensors: bool = False
 
 def _wants_tensors(args: argparse.Namespace) -> bool:
     """Evaluate on a trial's tensors: a rule that only reads tensors is asked for, or JOB_OR_PATH is a trial."""
-    from smx_debug.evaluate.catalog import SCALAR_RULES, TENSOR_RULES
     from smx_debug.evaluate.tensor_feed import is_trial
+    from smx_debug.rules.params import SCALAR_RULES, TENSOR_RULES
 
     if args.source == "cloudwatch":
         return False

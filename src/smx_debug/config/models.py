@@ -17,7 +17,8 @@ from smx_debug.config._base import (
 )
 from smx_debug.config.actions import RuleAction
 from smx_debug.errors import UnknownNameError
-from smx_debug.rules.catalog import RuleSpec, get_rule, list_rules
+from smx_debug.rules.catalog import RuleSpec, get_rule
+from smx_debug.rules.params import CONFIGURATION_NAME_PATTERN, split_profiler_report_key
 
 __all__ = [
     "CollectionConfig",
@@ -108,34 +109,11 @@ class HookConfig(FrozenModel):
         return out
 
 
-def _profiler_report_param(key: str) -> tuple[RuleSpec, str] | UnknownNameError:
-    """Resolve a ProfilerReport parameter ``<Rule>_<parameter>`` (rule name case-insensitive)."""
-    rule_part, sep, param = key.partition("_")
-    rules = {s.name.lower(): s for s in list_rules("profiler") if not s.parameter_prefixes}
-    spec = rules.get(rule_part.lower())
-    if not sep or spec is None:
-        from smx_debug.rules.catalog import closest
-
-        candidates = [f"{s.name}_{p.name}" for s in rules.values() for p in s.parameters]
-        suggestion = closest(key, candidates)
-        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
-        return UnknownNameError(
-            f"ProfilerReport parameters are <ProfilerRule>_<parameter>; {key!r} names no profiler rule{hint}",
-            name=key,
-            suggestion=suggestion,
-        )
-    try:
-        spec.param(param.lower())
-    except UnknownNameError as exc:
-        return exc
-    return spec, param.lower()
-
-
 class RuleConfig(FrozenModel):
     """One rule from the catalog with its parameters and actions."""
 
     name: StrictStr
-    configuration_name: StrictStr | None = Field(default=None, pattern=r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$")
+    configuration_name: StrictStr | None = Field(default=None, max_length=256, pattern=CONFIGURATION_NAME_PATTERN)
     """``RuleConfigurationName`` (default: the rule's class name); needed to use a rule twice."""
     parameters: dict[StrictStr, ParamValue] = Field(default_factory=dict)
     actions: tuple[RuleAction, ...] = ()
@@ -149,7 +127,7 @@ class RuleConfig(FrozenModel):
         for key, value in self.parameters.items():
             where = f"parameters.{key}"
             if spec.parameter_prefixes:
-                resolved = _profiler_report_param(key)
+                resolved = split_profiler_report_key(key)
                 if isinstance(resolved, UnknownNameError):
                     raise unknown_name_error(where, resolved)
                 target, pname = resolved

@@ -6,14 +6,6 @@ The rules read pandas frames (docs/CONTRACTS.md) bundled in :class:`JobData` and
 
 from __future__ import annotations
 
-from smx_debug.evaluate.catalog import (
-    PROFILER_RULES,
-    SCALAR_RULES,
-    parse_assignment,
-    parse_value,
-    resolve_params,
-    rule_defaults,
-)
 from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS, instance_metrics, training_metrics
 from smx_debug.evaluate.configured import ConfiguredRule, configured_rule, rules_from_plan
 from smx_debug.evaluate.data import (
@@ -29,6 +21,14 @@ from smx_debug.evaluate.load import LoadReport, load_path, load_source
 from smx_debug.evaluate.metrics_file import read_scalars
 from smx_debug.evaluate.registry import REGISTRY, evaluate, evaluate_rule
 from smx_debug.evaluate.result import RuleResult, encode_parameters
+from smx_debug.rules.params import (
+    PROFILER_RULES,
+    SCALAR_RULES,
+    parse_assignment,
+    parse_value,
+    resolve_params,
+    rule_defaults,
+)
 
 __all__ = [
     "INSTANCE_METRICS",

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.errors import ConfigError
-from smx_debug.evaluate.catalog import PROFILER_RULES, SCALAR_RULES, resolve_params, rule_defaults
+from smx_debug.rules.params import PROFILER_RULES, SCALAR_RULES, resolve_params, rule_defaults
 
 if TYPE_CHECKING:
     from smx_debug.config import DebugPlan

@@ -157,7 +157,7 @@ class RunReport:
 
 
 def _kind(rule: str) -> RuleKind:
-    from smx_debug.evaluate.catalog import PROFILER_RULES
+    from smx_debug.rules.params import PROFILER_RULES
 
     return "profiler" if rule in PROFILER_RULES else "debugger"
 
@@ -197,9 +197,9 @@ def _keep_minutes(cursor: Cursor, settings: EvaluatorSettings) -> int:
 
 def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tuple[list[Trigger], list[str]]:
     """Evaluate the job's rules on its window; returns new triggers and notes."""
-    from smx_debug.evaluate.catalog import resolve_params
     from smx_debug.evaluate.data import JobData
     from smx_debug.evaluate.registry import REGISTRY
+    from smx_debug.rules.params import resolve_params
     from smx_debug.watch.frames import DEVICE_RULES, device_counts, scalar_frame, system_frame
 
     info = cursor.info

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX
 from smx_debug.errors import ConfigError
+from smx_debug.rules.params import check_configuration_name
 
 __all__ = ["EVALUATOR_RULES", "MINUTE_DEFAULTS", "SPEC_VERSION", "WatchSpec", "WatchedRule"]
 
@@ -38,7 +39,6 @@ MINUTE_DEFAULTS: Final[Mapping[str, Mapping[str, ParamValue]]] = {
 EVALUATOR_RULES: Final = tuple(MINUTE_DEFAULTS)
 _WINDOWS: Final = {"CPUBottleneck": 5, "LowGPUUtilization": 5, "GPUMemoryIncrease": 10}
 DEFAULT_RULE_WINDOW: Final = 10
-_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
 
 
 @dataclass(frozen=True)
@@ -53,9 +53,10 @@ class WatchedRule:
     parameters: Mapping[str, ParamValue] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name or not set(self.name) <= _NAME_CHARS:
+        problem = check_configuration_name(self.name)
+        if problem is not None:
             raise ConfigError(
-                f"watch spec: rule configuration name {self.name!r} must be letters, digits and '-'",
+                f"watch spec: rule configuration name {self.name!r} {problem}",
                 field="rules[].name",
                 value=self.name,
             )

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from smx_debug.evaluate import configured_rule
-from smx_debug.evaluate.catalog import TENSOR_RULES
 from smx_debug.evaluate.tensor_eval import evaluate_trial
+from smx_debug.rules.params import TENSOR_RULES
 
 TRIALS = Path(__file__).resolve().parents[2] / "data" / "tensor_rules"
 EXPECTED: dict[str, dict[str, Any]] = json.loads((TRIALS / "expected.json").read_text())

@@ -13,9 +13,9 @@ from tensor_batches import batch, run, series, split
 
 from smx_debug.errors import ConfigError
 from smx_debug.evaluate import configured_rule
-from smx_debug.evaluate.catalog import TENSOR_RULES, rule_defaults
 from smx_debug.evaluate.tensor_data import TensorBatch
 from smx_debug.rules import get_rule
+from smx_debug.rules.params import TENSOR_RULES, rule_defaults
 
 RNG = np.random.default_rng(7)
 

@@ -1,31 +1,42 @@
-"""Rule parameters: names, defaults and validation, in one adapter module.
+"""Rule parameters: the one owner of their defaults, their validation and their encodings.
 
-Defaults and bounds come from the project's rule catalog (:func:`smx_debug.rules.get_rule`); if a rule
-is missing there we fall back to ``smdebug_rulesconfig`` (profiler rules) or to the defaults of the
-Debugger developer guide (scalar rules), so switching the source is a change here only. Tensor rules
-(:data:`TENSOR_RULES`) take their defaults from the catalog only; a rule we cannot evaluate (the XGBoost
-rules, SimilarAcrossRuns) raises :class:`~smx_debug.errors.ConfigError` naming it and why.
+Defaults and bounds come from the rule catalog (:func:`smx_debug.rules.get_rule`); every check of a value
+is :meth:`ParamSpec.check <smx_debug.rules.spec.ParamSpec.check>`. The encodings live here too: ProfilerReport's
+``<Rule>_<parameter>`` keys (:func:`split_profiler_report_key`), the command line's ``Rule.param=value``
+(:func:`parse_assignment`) and the ``RuleConfigurationName`` rule (:func:`check_configuration_name`).
+Which rules smx-debug evaluates is said here as well (:data:`PROFILER_RULES`, :data:`SCALAR_RULES`,
+:data:`TENSOR_RULES`); a rule we cannot evaluate (the XGBoost rules, SimilarAcrossRuns) raises
+:class:`~smx_debug.errors.ConfigError` naming it and why. Standard library only.
 """
 
 from __future__ import annotations
 
 import difflib
-import inspect
+import re
 from collections.abc import Iterable, Mapping
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 from smx_debug.errors import ConfigError, UnknownNameError
+from smx_debug.rules.catalog import get_rule, list_rules
+from smx_debug.rules.spec import ParamSpec, RuleSpec, closest
 
 __all__ = [
+    "CONFIGURATION_NAME_PATTERN",
+    "PROFILER_REPORT",
     "PROFILER_RULES",
     "SCALAR_RULES",
     "TENSOR_RULES",
+    "check_configuration_name",
     "parse_assignment",
     "parse_value",
     "resolve_params",
     "rule_defaults",
+    "split_profiler_report_key",
+    "unsupported_reason",
 ]
+
+PROFILER_REPORT: Final = "ProfilerReport"
 
 PROFILER_RULES: tuple[str, ...] = (
     "BatchSize",
@@ -52,34 +63,32 @@ _NOT_LOCAL = {
                          "it locally: Debugger's rule container does",
 }
 
-# Developer-guide defaults of the scalar rules, used only if the catalog lacks a rule.
-_SCALAR_DEFAULTS: dict[str, dict[str, Any]] = {
-    "LossNotDecreasing": {"tensor_regex": None, "num_steps": 10, "diff_percent": 0.1,
-                          "increase_threshold_percent": 5, "mode": None},
-    "Overfit": {"start_step": 0, "patience": 1, "ratio_threshold": 0.1},
-    "Overtraining": {"patience_train": 5, "patience_validation": 10, "delta": 0.01},
-    "StalledTrainingRule": {"threshold": 1800},
-}
+# SageMaker's RuleConfigurationName becomes part of the rule's processing job name: letters, digits and
+# inner hyphens (the stricter of botocore's '.*' and ProcessingJobName's pattern). One rule for the plan and the
+# evaluator's watch spec.
+CONFIGURATION_NAME_PATTERN: Final = r"^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$"
+_CONFIGURATION_NAME = re.compile(CONFIGURATION_NAME_PATTERN)
+
+
+def check_configuration_name(name: object) -> str | None:
+    """Why ``name`` is not a RuleConfigurationName (letters, digits, inner '-'; 1-256 characters), or None."""
+    if not isinstance(name, str) or not name:
+        return "must be a non-empty string"
+    if len(name) > 256:
+        return "must be at most 256 characters"
+    if not _CONFIGURATION_NAME.match(name):
+        return "must be letters, digits and '-', not starting or ending with '-'"
+    return None
 
 
 @cache
-def _catalog_specs(rule: str) -> dict[str, Any] | None:
+def _catalog_specs(rule: str) -> dict[str, ParamSpec] | None:
     """ParamSpecs of ``rule`` from the rule catalog, or None if the catalog lacks the rule."""
-    from smx_debug.rules import get_rule
-
     try:
         spec = get_rule(rule)
     except LookupError:
         return None
     return {p.name: p for p in spec.parameters}
-
-
-@cache
-def _rulesconfig_defaults(rule: str) -> dict[str, Any]:
-    from smdebug_rulesconfig.profiler_rules import rules as rc  # type: ignore[import-untyped]
-
-    sig = inspect.signature(getattr(rc, rule).__init__)
-    return {n: p.default for n, p in sig.parameters.items() if n != "self"}
 
 
 def _unknown(kind: str, name: str, choices: Iterable[str]) -> UnknownNameError:
@@ -93,8 +102,6 @@ def unsupported_reason(rule: str) -> str | None:
     specs = _catalog_specs(rule)
     if specs is None:
         return None
-    from smx_debug.rules import get_rule
-
     if "xgboost" in get_rule(rule).frameworks:
         return ("it reads what smdebug's XGBoost hook saves (trees, feature importance), and smx-debug has no "
                 "XGBoost hook; Debugger's rule container evaluates it for XGBoost jobs")
@@ -114,14 +121,8 @@ def rule_defaults(rule: str) -> dict[str, Any]:
         if reason is not None:
             raise ConfigError(f"rule {rule} cannot be evaluated by smx-debug: {reason}", field="rule", value=rule)
         raise _unknown("rule", rule, (*PROFILER_RULES, *SCALAR_RULES, *TENSOR_RULES))
-    specs = _catalog_specs(rule)
-    if specs is not None:
-        # The catalog leaves some defaults to the rule container (None); we fill them from the guide.
-        guide = _SCALAR_DEFAULTS.get(rule, {})
-        return {name: spec.default if spec.default is not None else guide.get(name) for name, spec in specs.items()}
-    if rule in _SCALAR_DEFAULTS:
-        return dict(_SCALAR_DEFAULTS[rule])
-    return dict(_rulesconfig_defaults(rule))
+    specs = _catalog_specs(rule) or {}  # every rule of the three lists is in the catalog (tested)
+    return {name: spec.default for name, spec in specs.items()}
 
 
 def parse_value(text: str) -> Any:
@@ -176,3 +177,25 @@ def resolve_params(rule: str, overrides: Mapping[str, Any] | None = None) -> dic
             raise _unknown(f"parameter of {rule}", name, params)
         params[name] = _coerce(rule, name, value)
     return params
+
+
+def split_profiler_report_key(key: str) -> tuple[RuleSpec, str] | UnknownNameError:
+    """Resolve a ProfilerReport parameter ``<Rule>_<parameter>`` (rule name case-insensitive) into the profiler
+    rule and its parameter name, or the UnknownNameError (with the closest key) saying why it names none."""
+    rule_part, sep, param = key.partition("_")
+    rules = {s.name.lower(): s for s in list_rules("profiler") if not s.parameter_prefixes}
+    spec = rules.get(rule_part.lower())
+    if not sep or spec is None:
+        candidates = [f"{s.name}_{p.name}" for s in rules.values() for p in s.parameters]
+        suggestion = closest(key, candidates)
+        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+        return UnknownNameError(
+            f"ProfilerReport parameters are <ProfilerRule>_<parameter>; {key!r} names no profiler rule{hint}",
+            name=key,
+            suggestion=suggestion,
+        )
+    try:
+        spec.param(param.lower())
+    except UnknownNameError as exc:
+        return exc
+    return spec, param.lower()
