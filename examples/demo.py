@@ -219,7 +219,7 @@ def run(*, minutes: int, onset_min: float, speed: float, out: Path, verbose: boo
 def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min: float, speed: float,
          out: Path) -> int:
     from smx_debug.cli import main as cli_main
-    from smx_debug.evaluate import LiveEvaluator, rules_from_plan
+    from smx_debug.evaluate import LiveEvaluator
     from smx_debug.reports import SystemMetricsReader, framework_metrics, rule_summary, step_durations
     from smx_debug.simulate import Simulation, SimulationSpec
 
@@ -250,7 +250,7 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
     s3 = aws.client("s3")
     reader = SystemMetricsReader(f"s3://{bucket}/{profiler_prefix}/", s3_client=s3, progress=False)
     # One evaluation per configuration of the plan, keyed by its configuration name (custom names included).
-    live = LiveEvaluator(rules=rules_from_plan(plan, expand_profiler_report=False)[0])
+    live = LiveEvaluator(rules=plan.evaluated_rules(expand_profiler_report=False)[0])
     details: dict[str, str] = {}  # rule -> StatusDetails of its last transition
     say("simulate", f"{spec.nodes} nodes x ({spec.cpus} vCPU, {spec.gpus} GPU), {spec.interval_ms} ms samples, "
         f"CPU bottleneck from job minute {onset_min:g}; {speed:g} job seconds per wall second")

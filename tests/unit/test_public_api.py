@@ -41,7 +41,7 @@ PUBLIC = {
         "REGISTRY", "RuleResult", "RuleStatus", "SCALAR_RULES", "Transition", "configured_rule",
         "empty_dataloader", "empty_scalars", "empty_steps", "empty_system", "encode_parameters", "evaluate",
         "evaluate_rule", "instance_metrics", "load_path", "load_source", "parse_assignment", "parse_value",
-        "read_scalars", "resolve_params", "rule_defaults", "rules_from_plan", "series_frame", "training_metrics",
+        "read_scalars", "resolve_params", "rule_defaults", "series_frame", "training_metrics",
     ],
     "smx_debug.htmlreport": [
         "CostEstimate", "InstanceSpec", "JobOutcome", "ReportInput", "ReportModel", "RightSizing",

@@ -53,20 +53,19 @@ def rule_selection(args: argparse.Namespace, *, tensors: bool = False
     ``--set param=value`` is that rule's. No plan, no --rule: every rule (``tensors``: every tensor rule).
     """
     from smx_debug.config import DebugPlan
-    from smx_debug.evaluate import (
+    from smx_debug.rules.configured import configured_rule
+    from smx_debug.rules.params import (
         PROFILER_RULES,
         SCALAR_RULES,
-        configured_rule,
+        TENSOR_RULES,
         parse_assignment,
-        rules_from_plan,
+        rule_defaults,
     )
-    from smx_debug.evaluate.tensor_eval import tensor_rules_from_plan
-    from smx_debug.rules.params import TENSOR_RULES, rule_defaults
 
     skipped: list[str] = []
     if args.plan:
         plan = DebugPlan.from_file(args.plan)
-        configs, skipped = tensor_rules_from_plan(plan) if tensors else rules_from_plan(plan)
+        configs, skipped = plan.tensor_rules() if tensors else plan.evaluated_rules()
     else:
         configs = [configured_rule(r) for r in (TENSOR_RULES if tensors else (*PROFILER_RULES, *SCALAR_RULES))]
     if args.rule:

@@ -17,7 +17,15 @@ from smx_debug.config.models import CollectionConfig, HookConfig, ProfilerSettin
 from smx_debug.config.warnings import SmxDebugWarning
 from smx_debug.contracts import EVALUATOR_TAG, RULE_KINDS
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
+from smx_debug.rules.configured import ConfiguredRule, checked_rule
 from smx_debug.rules.images import RULE_IMAGE_ACCOUNTS
+from smx_debug.rules.params import (
+    PROFILER_RULES,
+    SCALAR_RULES,
+    TENSOR_RULES,
+    split_profiler_report_key,
+    unsupported_reason,
+)
 from smx_debug.tags import MAX_TAGS, ActionSpec, encode_tags
 
 if TYPE_CHECKING:
@@ -238,6 +246,57 @@ class DebugPlan(FrozenModel):
             WatchedRule(name=r.rule_configuration_name, rule=r.spec.name, parameters=dict(r.parameters))
             for r in self.rules if r.spec.name in EVALUATOR_RULES
         ))
+
+    def evaluated_rules(self, *, expand_profiler_report: bool = True) -> tuple[list[ConfiguredRule], list[str]]:
+        """The plan's rules smx-debug evaluates on profiling data and scalars, and the configuration names of the
+        others (tensor rules: :meth:`tensor_rules`).
+
+        Each profiler or scalar rule is one configuration named by its ``rule_configuration_name``.
+        ``ProfilerReport`` expands to the ten profiler rules, named by class, with its ``<Rule>_<param>``
+        parameters (unless ``expand_profiler_report=False``); an explicit configuration of the plan with the
+        same name takes precedence. Parameters were checked when the plan was read and are not checked again.
+        """
+        ordered: list[tuple[bool, ConfiguredRule]] = []  # (from ProfilerReport?, configuration) in plan order
+        skipped: list[str] = []
+        for rc in self.rules:
+            cls = rc.spec.name
+            if rc.spec.parameter_prefixes:  # ProfilerReport
+                if not expand_profiler_report:
+                    continue
+                params: dict[str, dict[str, Any]] = {}
+                for key, value in rc.parameters.items():
+                    resolved = split_profiler_report_key(key)
+                    if not isinstance(resolved, Exception):  # RuleConfig refused any other key
+                        params.setdefault(resolved[0].name, {})[resolved[1]] = value
+                ordered.extend((True, checked_rule(r, name=r, parameters=params.get(r, {}))) for r in PROFILER_RULES)
+            elif cls in PROFILER_RULES or cls in SCALAR_RULES:
+                config = checked_rule(cls, name=rc.rule_configuration_name, parameters=rc.parameters)
+                ordered.append((False, config))
+            else:
+                skipped.append(rc.rule_configuration_name)
+        explicit = {c.name for from_report, c in ordered if not from_report}
+        return [c for from_report, c in ordered if not (from_report and c.name in explicit)], skipped
+
+    def tensor_rules(self) -> tuple[list[ConfiguredRule], list[str]]:
+        """The plan's rules smx-debug evaluates on tensors (each named by its configuration name), and the
+        configuration names of the others (profiler rules, SimilarAcrossRuns).
+
+        Raises:
+            ConfigError: for an XGBoost rule (TreeDepth, FeatureImportanceOverweight, CreateXgboostReport), naming it.
+        """
+        configs: list[ConfiguredRule] = []
+        skipped: list[str] = []
+        for rc in self.rules:
+            cls = rc.spec.name
+            if cls in TENSOR_RULES:
+                configs.append(checked_rule(cls, name=rc.rule_configuration_name, parameters=rc.parameters))
+                continue
+            reason = unsupported_reason(cls)
+            if reason is not None and "xgboost" in rc.spec.frameworks:
+                raise ConfigError(f"the plan's rule {rc.rule_configuration_name!r} ({cls}) cannot be evaluated by "
+                                  f"smx-debug: {reason}", field="rules", value=cls)
+            skipped.append(rc.rule_configuration_name)
+        return configs, skipped
 
     def rule_collections(self, rule: RuleConfig) -> tuple[CollectionConfig, ...]:
         """The merged collection configurations a rule requires."""

@@ -7,7 +7,6 @@ The rules read pandas frames (docs/CONTRACTS.md) bundled in :class:`JobData` and
 from __future__ import annotations
 
 from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS, instance_metrics, training_metrics
-from smx_debug.evaluate.configured import ConfiguredRule, configured_rule, rules_from_plan
 from smx_debug.evaluate.data import (
     JobData,
     empty_dataloader,
@@ -21,6 +20,7 @@ from smx_debug.evaluate.load import LoadReport, load_path, load_source
 from smx_debug.evaluate.metrics_file import read_scalars
 from smx_debug.evaluate.registry import REGISTRY, evaluate, evaluate_rule
 from smx_debug.evaluate.result import RuleResult, encode_parameters
+from smx_debug.rules.configured import ConfiguredRule, configured_rule
 from smx_debug.rules.params import (
     PROFILER_RULES,
     SCALAR_RULES,
@@ -58,7 +58,6 @@ __all__ = [
     "read_scalars",
     "resolve_params",
     "rule_defaults",
-    "rules_from_plan",
     "series_frame",
     "training_metrics",
 ]

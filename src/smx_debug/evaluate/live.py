@@ -10,7 +10,6 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from smx_debug.contracts import ISSUES_FOUND
-from smx_debug.evaluate.configured import ConfiguredRule, RuleLike, configure
 from smx_debug.evaluate.data import (
     JobData,
     empty_dataloader,
@@ -20,6 +19,7 @@ from smx_debug.evaluate.data import (
 )
 from smx_debug.evaluate.registry import run
 from smx_debug.evaluate.result import RuleResult
+from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure
 from smx_debug.rules.params import PROFILER_RULES
 
 __all__ = ["LiveEvaluator", "RuleStatus", "Transition"]

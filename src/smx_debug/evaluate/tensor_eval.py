@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from smx_debug.errors import ConfigError
-
-if TYPE_CHECKING:
-    from smx_debug.config import DebugPlan
-from smx_debug.evaluate.configured import ConfiguredRule, RuleLike, configure, configured_rule
 from smx_debug.evaluate.result import RuleResult
 from smx_debug.evaluate.tensor_data import TensorBatch
 from smx_debug.evaluate.tensor_feed import TrialFeed
@@ -44,9 +40,10 @@ from smx_debug.evaluate.tensor_rules import (
     WeightUpdateRatio,
 )
 from smx_debug.evaluate.tensor_verdict import Selection
-from smx_debug.rules.params import TENSOR_RULES, unsupported_reason
+from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure
+from smx_debug.rules.params import TENSOR_RULES
 
-__all__ = ["TENSOR_REGISTRY", "TensorEvaluator", "evaluate_trial", "tensor_rules_from_plan"]
+__all__ = ["TENSOR_REGISTRY", "TensorEvaluator", "evaluate_trial"]
 
 TENSOR_REGISTRY: dict[str, TensorRule] = {rule.name: rule for rule in (
     VanishingGradient(), ExplodingTensor(), DeadRelu(), PoorWeightInitialization(), SaturatedActivation(),
@@ -129,26 +126,3 @@ def evaluate_trial(trial: Any, rules: Iterable[RuleLike] | None = None, *, s3_cl
 
         trial = create_trial(trial, s3_client=s3_client, sagemaker_client=sagemaker_client)
     return TensorEvaluator(trial, rules).refresh()
-
-
-
-def tensor_rules_from_plan(plan: DebugPlan) -> tuple[list[ConfiguredRule], list[str]]:
-    """The plan's rules evaluated on tensors (each named by its configuration name), and the configuration names
-    of the others (profiler rules, SimilarAcrossRuns).
-
-    Raises:
-        ConfigError: for an XGBoost rule (TreeDepth, FeatureImportanceOverweight, CreateXgboostReport), naming it.
-    """
-    configs: list[ConfiguredRule] = []
-    skipped: list[str] = []
-    for rc in plan.rules:
-        cls = rc.spec.name
-        if cls in TENSOR_RULES:
-            configs.append(configured_rule(cls, name=rc.rule_configuration_name, overrides=dict(rc.parameters)))
-            continue
-        reason = unsupported_reason(cls)
-        if reason is not None and "xgboost" in rc.spec.frameworks:
-            raise ConfigError(f"the plan's rule {rc.rule_configuration_name!r} ({cls}) cannot be evaluated by "
-                              f"smx-debug: {reason}", field="rules", value=cls)
-        skipped.append(rc.rule_configuration_name)
-    return configs, skipped

@@ -21,6 +21,7 @@ from smx_debug.local import install as install_local
 from smx_debug.local.rule_statuses import rule_status, set_rule_statuses
 from smx_debug.local.server import LocalAws
 from smx_debug.local.training_jobs import set_training_job_status
+from smx_debug.rules.params import PROFILER_REPORT
 
 if TYPE_CHECKING:
     from smx_debug.config import DebugPlan
@@ -28,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["JobPlayback"]
 
-_PROFILER_REPORT = "ProfilerReport"
 _TENSOR_DETAILS = "the local AWS does not evaluate tensor rules (no tensors are written)"
 
 
@@ -94,7 +94,7 @@ class JobPlayback:
 
     def run(self) -> None:
         """Play the whole job in this thread."""
-        from smx_debug.evaluate import LiveEvaluator, rules_from_plan
+        from smx_debug.evaluate import LiveEvaluator
         from smx_debug.reports import SystemMetricsReader, framework_metrics, step_durations
         from smx_debug.reports.sources import split_s3_uri
 
@@ -103,9 +103,9 @@ class JobPlayback:
         bucket, key = split_s3_uri(self.plan.profiler.s3_output_path or self.plan.s3_output_path)
         prefix = f"{key.rstrip('/')}/{self.job_name}/profiler-output".lstrip("/")
         uri = f"s3://{bucket}/{prefix}/"
-        configs, tensor_rules = rules_from_plan(self.plan, expand_profiler_report=False)
+        configs, tensor_rules = self.plan.evaluated_rules(expand_profiler_report=False)
         live = LiveEvaluator(rules=configs)
-        has_report = any(r.rule_configuration_name == _PROFILER_REPORT for r in self.plan.profiler_rules)
+        has_report = any(r.rule_configuration_name == PROFILER_REPORT for r in self.plan.profiler_rules)
         details: dict[str, str] = {}
         set_training_job_status(self.aws, self.job_name, "InProgress")
         self._publish(live.status, details, tensor_rules, has_report, final=False)
@@ -131,8 +131,8 @@ class JobPlayback:
                  has_report: bool, *, final: bool) -> None:
         profiler = [rule_status(name, st, details=details.get(name) if st != "InProgress" else None)
                     for name, st in statuses.items()]
-        if has_report and _PROFILER_REPORT not in statuses:
-            profiler.append(rule_status(_PROFILER_REPORT, "NoIssuesFound" if final else "InProgress"))
+        if has_report and PROFILER_REPORT not in statuses:
+            profiler.append(rule_status(PROFILER_REPORT, "NoIssuesFound" if final else "InProgress"))
         debug: list[dict[str, Any]] = [
             rule_status(name, "Stopped", details=_TENSOR_DETAILS) if final else rule_status(name, "InProgress")
             for name in tensor_rules

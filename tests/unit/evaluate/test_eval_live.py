@@ -46,7 +46,6 @@ def test_live_replace_mode_takes_whole_frames(frames):
 
 def test_live_one_rule_two_configuration_names_two_statuses(frames):
     from smx_debug.config import DebugPlan
-    from smx_debug.evaluate import rules_from_plan
 
     plan = DebugPlan.model_validate({
         "name": "p", "region": "us-west-2", "s3_output_path": "s3://bucket/out",
@@ -55,7 +54,7 @@ def test_live_one_rule_two_configuration_names_two_statuses(frames):
             {"name": "CPUBottleneck", "configuration_name": "CPU-lax", "parameters": {"threshold": 100}},
         ],
     })
-    configs, skipped = rules_from_plan(plan)
+    configs, skipped = plan.evaluated_rules()
     live = LiveEvaluator(rules=configs)  # custom configuration names never raise
     assert (list(live.status), skipped) == (["CPU-strict", "CPU-lax"], [])
     fired = live.update(_job(frames))

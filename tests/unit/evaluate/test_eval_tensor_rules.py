@@ -292,18 +292,14 @@ def _plan(rules: list[dict[str, object]], framework: str = "pytorch"):  # type: 
                                      "framework": framework, "rules": rules})
 
 
-def test_tensor_rules_from_plan_takes_tensor_rules_by_configuration_name_and_skips_profiler_rules():
-    from smx_debug.evaluate.tensor_eval import tensor_rules_from_plan
-
+def test_plan_tensor_rules_takes_tensor_rules_by_configuration_name_and_skips_profiler_rules():
     plan = _plan([{"name": "dead_relu", "configuration_name": "DeadRelu-strict",
                    "parameters": {"threshold_layer": 20.0}}, {"name": "CPUBottleneck"}])
-    configs, skipped = tensor_rules_from_plan(plan)
+    configs, skipped = plan.tensor_rules()
     assert [(c.name, c.rule, c.parameters["threshold_layer"]) for c in configs] == [("DeadRelu-strict", "DeadRelu", 20.0)]
     assert skipped == ["CPUBottleneck"]
 
 
-def test_tensor_rules_from_plan_xgboost_rule_raises_config_error_naming_it():
-    from smx_debug.evaluate.tensor_eval import tensor_rules_from_plan
-
+def test_plan_tensor_rules_xgboost_rule_raises_config_error_naming_it():
     with pytest.raises(ConfigError, match="the plan's rule 'TreeDepth' \\(TreeDepth\\) cannot be evaluated by smx-debug"):
-        tensor_rules_from_plan(_plan([{"name": "tree_depth"}, {"name": "all_zero"}], framework="xgboost"))
+        _plan([{"name": "tree_depth"}, {"name": "all_zero"}], framework="xgboost").tensor_rules()

@@ -7,19 +7,14 @@ A plan may use one rule twice (``LowGPUUtilization`` as ``LowGPU-strict`` and ``
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.errors import ConfigError
 from smx_debug.rules.params import PROFILER_RULES, SCALAR_RULES, resolve_params, rule_defaults
 
-if TYPE_CHECKING:
-    from smx_debug.config import DebugPlan
-
-__all__ = ["ConfiguredRule", "RuleLike", "configure", "configured_rule", "rules_from_plan"]
-
-PROFILER_REPORT = "ProfilerReport"
+__all__ = ["ConfiguredRule", "RuleLike", "checked_rule", "configure", "configured_rule"]
 
 
 class ConfiguredRule(BaseModel):
@@ -58,6 +53,12 @@ def configured_rule(rule: str, *, name: str | None = None, overrides: Mapping[st
     return ConfiguredRule(name=name or rule, rule=rule, parameters=resolve_params(rule, overrides))
 
 
+def checked_rule(rule: str, *, name: str, parameters: Mapping[str, Any]) -> ConfiguredRule:
+    """``rule`` with its catalog defaults updated by ``parameters`` that a plan's RuleConfig has already checked
+    against the catalog (the plan-threshold path checks each value once, where the plan is read)."""
+    return ConfiguredRule(name=name, rule=rule, parameters={**rule_defaults(rule), **parameters})
+
+
 def configure(
     rules: Iterable[RuleLike] | None = None,
     overrides: Mapping[str, Mapping[str, Any]] | None = None,
@@ -85,37 +86,3 @@ def configure(
                               field="rules", value=c.name)
         seen.add(c.name)
     return out
-
-
-def rules_from_plan(
-    plan: DebugPlan, *, expand_profiler_report: bool = True
-) -> tuple[list[ConfiguredRule], list[str]]:
-    """The plan's rules we evaluate locally, and the configuration names of those we cannot (tensor rules).
-
-    Each profiler or scalar rule is one configuration named by its ``rule_configuration_name``.
-    ``ProfilerReport`` expands to the ten profiler rules, named by class, with its ``<Rule>_<param>``
-    parameters (unless ``expand_profiler_report=False``); an explicit configuration of the plan with the
-    same name takes precedence.
-    """
-    ordered: list[tuple[bool, ConfiguredRule]] = []  # (from ProfilerReport?, configuration) in plan order
-    skipped: list[str] = []
-    by_lower = {r.lower(): r for r in PROFILER_RULES}
-    for rc in plan.rules:
-        cls = rc.spec.name
-        if cls == PROFILER_REPORT:
-            if not expand_profiler_report:
-                continue
-            params: dict[str, dict[str, Any]] = {}
-            for key, value in rc.parameters.items():
-                head, _, param = key.partition("_")
-                target = by_lower.get(head.lower())
-                if target is not None:
-                    params.setdefault(target, {})[param.lower()] = value
-            ordered.extend((True, configured_rule(r, overrides=params.get(r))) for r in PROFILER_RULES)
-        elif cls in PROFILER_RULES or cls in SCALAR_RULES:
-            config = configured_rule(cls, name=rc.rule_configuration_name, overrides=dict(rc.parameters))
-            ordered.append((False, config))
-        else:
-            skipped.append(rc.rule_configuration_name)
-    explicit = {c.name for from_report, c in ordered if not from_report}
-    return [c for from_report, c in ordered if not (from_report and c.name in explicit)], skipped
