@@ -197,7 +197,7 @@ class EvaluatorConfig(BaseModel):
     @field_validator("default_rules", mode="before")
     @classmethod
     def _rules(cls, value: Any) -> Any:
-        from smx_debug.watch.spec import WatchSpec
+        from smx_debug.rules.watch_spec import WatchSpec
 
         items = _as_list(value) if not isinstance(value, str) else tuple(json.loads(value))
         spec = WatchSpec.from_json(json.dumps(list(items)), source="evaluator.default_rules")  # ConfigError if bad

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import yaml
 from pydantic import Field, StrictStr, model_validator
@@ -26,10 +26,8 @@ from smx_debug.rules.params import (
     split_profiler_report_key,
     unsupported_reason,
 )
+from smx_debug.rules.watch_spec import EVALUATOR_RULES, WatchedRule, WatchSpec
 from smx_debug.tags import MAX_TAGS, ActionSpec, encode_tags
-
-if TYPE_CHECKING:
-    from smx_debug.watch.spec import WatchSpec
 
 __all__ = ["MAX_RULES_PER_KIND", "DebugPlan"]
 
@@ -120,8 +118,6 @@ class DebugPlan(FrozenModel):
         return self
 
     def _check_guard(self) -> None:
-        from smx_debug.watch.spec import EVALUATOR_RULES
-
         if self.guard != "evaluator":
             return
         for i, rule in enumerate(self.rules):
@@ -238,8 +234,6 @@ class DebugPlan(FrozenModel):
         Store it with ``plan.watch_spec().store(bucket, s3_client=...)`` in the stack's bucket before the job
         starts; the job's ``smx-debug:evaluator`` tag (in :meth:`tags_list`) names it.
         """
-        from smx_debug.watch.spec import EVALUATOR_RULES, WatchedRule, WatchSpec
-
         if self.guard == "debugger":
             return WatchSpec()
         return WatchSpec(rules=tuple(

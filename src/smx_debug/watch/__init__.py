@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from smx_debug.rules.watch_spec import EVALUATOR_RULES, MINUTE_DEFAULTS, WatchedRule, WatchSpec
 from smx_debug.watch.settings import EvaluatorSettings
-from smx_debug.watch.spec import EVALUATOR_RULES, MINUTE_DEFAULTS, WatchedRule, WatchSpec
 
 __all__ = [
     "EVALUATOR_RULES",

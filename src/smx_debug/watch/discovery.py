@@ -25,11 +25,11 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, EVALUATOR_TAG, RULE_FIELDS
 from smx_debug.errors import ConfigError
+from smx_debug.rules.watch_spec import WatchSpec
 from smx_debug.tags import tags_as_dict
 from smx_debug.watch.cursor import Cursor
 from smx_debug.watch.isolation import WATCH_SPEC, JobError, job_error
 from smx_debug.watch.settings import EvaluatorSettings
-from smx_debug.watch.spec import WatchSpec
 
 __all__ = ["Refreshed", "job_facts", "list_running", "refresh", "search_opted_in", "search_request"]
 

@@ -45,12 +45,12 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.contracts import RuleKind
 from smx_debug.errors import SmxDebugError
+from smx_debug.rules.watch_spec import WatchedRule
 from smx_debug.watch.cloudwatch import MetricRead, ReadResult, read_metrics
 from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discovery import Refreshed, list_running, refresh, search_opted_in
 from smx_debug.watch.isolation import AWS_ERROR, BAD_DATA, JobError, job_error, publish_job_errors, reason_of
 from smx_debug.watch.settings import EvaluatorSettings
-from smx_debug.watch.spec import WatchedRule
 
 _DEVICE_WINDOW = 10  # minutes of profiler output read per run: the longest device-rule window
 

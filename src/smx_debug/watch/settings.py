@@ -15,7 +15,7 @@ from smx_debug.contracts import (
     is_watched,
 )
 from smx_debug.errors import ConfigError
-from smx_debug.watch.spec import WatchSpec
+from smx_debug.rules.watch_spec import WatchSpec
 
 __all__ = ["EvaluatorSettings"]
 

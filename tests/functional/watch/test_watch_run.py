@@ -14,9 +14,9 @@ from smx_debug.contracts import EVALUATOR_TAG, MANAGED_TAG
 from smx_debug.local import LocalAws
 from smx_debug.local.job_metrics import Scenario
 from smx_debug.local.throttling import throttle
+from smx_debug.rules.watch_spec import WatchedRule, WatchSpec
 from smx_debug.watch import RunReport, run_once
 from smx_debug.watch.cursor import CursorStore
-from smx_debug.watch.spec import WatchedRule, WatchSpec
 
 CPU = Scenario(kind="cpu_bottleneck", onset=10)
 PLATEAU = Scenario(kind="loss_plateau", onset=10)

@@ -12,8 +12,8 @@ from smx_debug.contracts import MANAGED_TAG, is_watched
 from smx_debug.local import LocalAws, job_metrics, metric_data, training_jobs
 from smx_debug.local.clients import client as cached_client
 from smx_debug.local.job_metrics import Scenario, publish_minutes
+from smx_debug.rules.watch_spec import WatchSpec
 from smx_debug.watch import Clients, EvaluatorSettings, Trigger
-from smx_debug.watch.spec import WatchSpec
 
 T0 = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)  # every simulated job starts here
 TABLE = "smx-debug-cursors"

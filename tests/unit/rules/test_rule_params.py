@@ -15,7 +15,7 @@ from smx_debug.rules.params import (
     rule_defaults,
     split_profiler_report_key,
 )
-from smx_debug.watch.spec import WatchedRule
+from smx_debug.rules.watch_spec import WatchedRule
 
 
 @pytest.mark.parametrize("name", ["-lead", "trail-", "a_b", "a b", "", "x" * 257])

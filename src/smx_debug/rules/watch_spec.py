@@ -18,11 +18,11 @@ from typing import Any, Final
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX
 from smx_debug.errors import ConfigError
 from smx_debug.rules.params import check_configuration_name
+from smx_debug.rules.spec import ParamValue
 
 __all__ = ["EVALUATOR_RULES", "MINUTE_DEFAULTS", "SPEC_VERSION", "WatchSpec", "WatchedRule"]
 
 SPEC_VERSION: Final = 1
-ParamValue = bool | int | float | str
 
 # Rules the evaluator can judge from CloudWatch's 1-minute data (instance metrics per host, training metrics),
 # with the parameters it uses unless the plan sets them: Debugger's defaults count datapoints at 500 ms
