@@ -13,10 +13,14 @@ from pydantic_core import PydanticCustomError
 
 from smx_debug.config._base import FrozenModel, PositiveInt, S3Uri
 from smx_debug.config._limits import check_size, load_yaml
+from smx_debug.config.checks import plan_warnings
+from smx_debug.config.estimator import estimator_kwargs
 from smx_debug.config.models import CollectionConfig, HookConfig, ProfilerSettings, RuleConfig
+from smx_debug.config.request import request_dict
 from smx_debug.config.warnings import SmxDebugWarning
 from smx_debug.contracts import EVALUATOR_TAG, RULE_KINDS
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
+from smx_debug.rules.catalog import CollectionRequirement
 from smx_debug.rules.configured import ConfiguredRule, checked_rule
 from smx_debug.rules.images import RULE_IMAGE_ACCOUNTS
 from smx_debug.rules.params import (
@@ -304,7 +308,6 @@ class DebugPlan(FrozenModel):
         collection the smaller of the rule's save_interval and the user's (collection or hook-wide)
         wins: more data, never less. The user's include_regex wins over the rule's.
         """
-        from smx_debug.rules.catalog import CollectionRequirement
 
         required: dict[str, list[CollectionRequirement]] = {}
         for rule in self.debugger_rules:
@@ -358,12 +361,10 @@ class DebugPlan(FrozenModel):
 
         Pass ``job_name`` when it is known; without it the stop_training warning applies.
         """
-        from smx_debug.config.checks import plan_warnings
 
         return plan_warnings(self, job_name=job_name)
 
     def _warn(self, *, job_name: str | None, sdk: bool = False) -> None:
-        from smx_debug.config.checks import plan_warnings
 
         for message in plan_warnings(self, job_name=job_name, sdk=sdk):
             warnings.warn(message, SmxDebugWarning, stacklevel=3)
@@ -374,7 +375,6 @@ class DebugPlan(FrozenModel):
         With ``job_name`` the built-in stop_training action targets exactly that job; without it
         the prefix is ``job_name_prefix`` (or missing) and a SmxDebugWarning says so.
         """
-        from smx_debug.config.render import request_dict
 
         self._warn(job_name=job_name)
         return request_dict(self, job_name=job_name)
@@ -389,7 +389,6 @@ class DebugPlan(FrozenModel):
 
             Estimator(**plan.to_estimator_kwargs(image_uri=..., role=..., tags=[{"Key": "team", "Value": "a"}]))
         """
-        from smx_debug.config.sdk import estimator_kwargs
 
         # the SDK fills the job name into stop_training at fit(): no "unknown job" warning here
         self._warn(job_name=None, sdk=True)

@@ -111,7 +111,7 @@ def read_hook_config(json_config_path: str | os.PathLike[str] | None = None) -> 
 
 def settings_from_plan(plan: DebugPlan, out_dir: str) -> HookSettings:
     """The settings a job launched with ``plan`` gives its hook, writing to ``out_dir``."""
-    from smx_debug.config.render import debug_hook_config
+    from smx_debug.config.request import debug_hook_config
 
     config = dict(debug_hook_config(plan))
     config["LocalPath"] = out_dir

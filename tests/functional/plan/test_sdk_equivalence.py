@@ -143,6 +143,6 @@ def test_profiling_parameters_framework_range_equals_sdk_framework_profile(frame
     from sagemaker.debugger import FrameworkProfile
 
     from smx_debug.config import FrameworkProfiling
-    from smx_debug.config.render import profiling_parameters
+    from smx_debug.config.request import profiling_parameters
 
     assert profiling_parameters(FrameworkProfiling(**framework)) == FrameworkProfile(**framework).profiling_parameters

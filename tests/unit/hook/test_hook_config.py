@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from smx_debug.config import DebugPlan
-from smx_debug.config.render import debug_hook_config
+from smx_debug.config.request import debug_hook_config
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.hook.json_config import (
     CONFIG_FILE_ENV,

@@ -6,7 +6,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from smx_debug.config.models import FrameworkProfiling, MetricRange
-from smx_debug.config.render import rule_parameters
+from smx_debug.config.request import rule_parameters
 from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
