@@ -1,6 +1,7 @@
 """Lambda assets without Docker: a handler plus the pure-Python part of smx_debug it imports.
 
-Each asset is a directory holding ``handler.py`` (from ``lambdas/<name>/``) and ``smx_debug/__init__.py``,
+Each asset is a directory holding ``handler.py`` (from ``lambdas/<dir>/``, :func:`smx_debug.contracts.handler_entry`;
+the four action functions share ``lambdas/actions``) and ``smx_debug/__init__.py``,
 ``smx_debug/errors.py``, ``smx_debug/actions/**``: modules that import only boto3 and the standard
 library, which the Lambda Python runtime provides. The directory is staged under the system temp folder,
 keyed by a hash of its contents, so repeated synths reuse it and the CDK asset hash is stable.
@@ -14,14 +15,14 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from smx_debug.contracts import handler_entry
 from smx_debug.errors import NotFoundError
 
-__all__ = ["HANDLER_NAMES", "LAMBDAS_DIR", "PACKAGE_DIR", "asset_files", "stage_files", "stage_handler"]
+__all__ = ["LAMBDAS_DIR", "PACKAGE_DIR", "asset_files", "stage_files", "stage_handler"]
 
 ROOT = Path(__file__).resolve().parents[1]
 LAMBDAS_DIR = ROOT / "lambdas"
 PACKAGE_DIR = ROOT / "src" / "smx_debug"
-HANDLER_NAMES = ("rule_metrics", "stop_training", "notify", "retrain")
 
 # What the Lambda runtime may import from the package: the standard-library-only subset.
 _PACKAGE_FILES = ("__init__.py", "errors.py", "contracts.py", "tags.py", "py.typed")
@@ -32,9 +33,9 @@ def asset_files(name: str, *, lambdas_dir: Path = LAMBDAS_DIR, package_dir: Path
     """Map each file of handler ``name``'s asset (relative POSIX path) to its source file.
 
     Raises:
-        NotFoundError: ``lambdas/<name>/handler.py`` does not exist.
+        NotFoundError: ``lambdas/<dir>/handler.py`` does not exist.
     """
-    handler_dir = lambdas_dir / name
+    handler_dir = lambdas_dir / handler_entry(name)[0]
     if not (handler_dir / "handler.py").is_file():
         raise NotFoundError(f"Lambda handler {name!r}: {handler_dir / 'handler.py'} does not exist")
     files: dict[str, Path] = {}
@@ -58,8 +59,9 @@ def stage_handler(
     package_dir: Path = PACKAGE_DIR,
     staging_root: Path | None = None,
 ) -> Path:
-    """Copy handler ``name``'s asset into a content-addressed directory and return it."""
-    return stage_files(name, asset_files(name, lambdas_dir=lambdas_dir, package_dir=package_dir), staging_root)
+    """Copy handler ``name``'s asset into a content-addressed directory and return it (one directory for the four
+    action handlers: their files are the same)."""
+    return stage_files(handler_entry(name)[0], asset_files(name, lambdas_dir=lambdas_dir, package_dir=package_dir), staging_root)
 
 
 def stage_files(name: str, files: Mapping[str, Path], staging_root: Path | None = None) -> Path:

@@ -12,7 +12,10 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from smx_debug.contracts import HANDLER_TAG  # the local AWS maps a deployed function to its code by this tag
+from smx_debug.contracts import (  # the local AWS maps a function to its code by the tag
+    HANDLER_TAG,
+    handler_entry,
+)
 
 __all__ = ["RUNTIME", "GuardFunction", "handler_function", "role_and_logs"]
 
@@ -21,10 +24,10 @@ RUNTIME = lambda_.Runtime.PYTHON_3_14
 
 
 class GuardFunction(Construct):
-    """A handler from ``lambdas/<name>/`` packaged from a staged asset directory (no Docker).
+    """A handler (:func:`smx_debug.contracts.handler_entry`) packaged from a staged asset directory (no Docker).
 
     Attributes:
-        function: the Lambda function (``handler.handler``).
+        function: the Lambda function (Handler ``handler.<name>``).
         role: its execution role; grants are added by the stack.
         log_group: its log group, with the configured retention.
     """
@@ -91,14 +94,15 @@ def handler_function(
     layers: Sequence[lambda_.ILayerVersion] | None = None,
     max_event_age: cdk.Duration | None = None,
 ) -> lambda_.Function:
-    """``Function`` in ``scope``: ``handler.handler`` from a staged code directory on arm64, tagged with
+    """``Function`` in ``scope``: handler ``handler_name``'s entry (:func:`~smx_debug.contracts.handler_entry`) from
+    a staged code directory on arm64, tagged with
     :data:`~smx_debug.contracts.HANDLER_TAG` = ``handler_name`` (the local AWS runs its code by this tag)."""
     function = lambda_.Function(
         scope,
         "Function",
         runtime=runtime,
         architecture=lambda_.Architecture.ARM_64,
-        handler="handler.handler",
+        handler=handler_entry(handler_name)[1],
         code=lambda_.Code.from_asset(str(code_dir), exclude=[".complete"]),
         layers=list(layers) if layers is not None else None,
         role=role,

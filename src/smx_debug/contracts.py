@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 from urllib.parse import quote
 
 __all__ = [
+    "ACTION_HANDLERS",
     "DEFAULT_FUNCTION_TIMEOUT_SECONDS",
     "DEFAULT_LEASE_SECONDS",
     "DEFAULT_NAMESPACE",
@@ -64,6 +65,7 @@ __all__ = [
     "console_job_url",
     "fleet_database_name",
     "fleet_workgroup_name",
+    "handler_entry",
     "is_opted_in",
     "is_watched",
     "ledger_key",
@@ -88,7 +90,9 @@ TAG_PREFIX: Final = "smx-debug:"
 MANAGED_TAG: Final = "smx-debug:managed"  # the default opt-in tag key (a deployment may choose another)
 PLAN_TAG: Final = "smx-debug:plan"
 RULE_TAG_PREFIX: Final = "smx-debug:on:"  # + RuleConfigurationName -> action tokens
-HANDLER_TAG: Final = "smx-debug:handler"  # on deployed functions: which lambdas/<name> they run
+HANDLER_TAG: Final = "smx-debug:handler"  # on deployed functions: which handler they run (handler_entry)
+# The action functions, in the order the local AWS delivers one event to them; one entry module, four names.
+ACTION_HANDLERS: Final = ("rule_metrics", "stop_training", "notify", "retrain")
 OPT_IN_VALUE: Final = "true"
 # The evaluator's rules for a job: key (in the stack's bucket) of the watch spec its plan rendered. A tag value
 # holds at most 256 characters, so the tag names the spec instead of carrying it.
@@ -433,3 +437,15 @@ def fleet_database_name(stack_name: str) -> str:
 def fleet_workgroup_name(stack_name: str) -> str:
     """The Athena workgroup in which a deployment's fleet queries run."""
     return f"{stack_name}-fleet"
+
+
+# ---------------------------------------------------------------------------------------------- handlers
+def handler_entry(handler: str) -> tuple[str, str]:
+    """Where handler ``handler``'s code is: its directory under ``lambdas/`` and the function's Handler setting.
+
+    The four action handlers share ``lambdas/actions/handler.py`` (``handler.<name>``); any other handler (the
+    evaluator) is ``lambdas/<name>/handler.py``'s ``handler``. Infrastructure and the local AWS both ask here.
+    """
+    if handler in ACTION_HANDLERS:
+        return "actions", f"handler.{handler}"
+    return handler, "handler.handler"

@@ -9,13 +9,15 @@ import aws_cdk as cdk
 from aws_cdk.assertions import Template
 from constructs import IConstruct
 
+from smx_debug.contracts import ACTION_HANDLERS
+
 if TYPE_CHECKING:
     from infra.stacks import GuardStack
 
 # synth(**context) -> (template, stack), the fixture in conftest.py
 Synth = Callable[..., "tuple[Template, GuardStack]"]
 
-HANDLERS = ("rule_metrics", "stop_training", "notify", "retrain")  # the guard's own (the evaluator is separate)
+HANDLERS = ACTION_HANDLERS  # the guard's own (the evaluator is separate)
 
 
 def logical_id(stack: cdk.Stack, construct: IConstruct) -> str:

@@ -374,7 +374,7 @@ def test_functions_runtime_handler_environment_and_tags(synth: Synth) -> None:
     assert sorted(fns) == sorted(HANDLERS)
     for name, logical in fns.items():
         props = template.find_resources("AWS::Lambda::Function")[logical]["Properties"]
-        assert (props["Runtime"], props["Handler"], props["Architectures"]) == ("python3.14", "handler.handler",
+        assert (props["Runtime"], props["Handler"], props["Architectures"]) == ("python3.14", f"handler.{name}",
                                                                                  ["arm64"])
         timeout = 120 if name == "retrain" else 60
         assert props["Timeout"] == timeout

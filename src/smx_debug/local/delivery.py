@@ -1,8 +1,9 @@
 """EventBridge -> Lambda and SNS -> Lambda on the local AWS: deployed handlers run in-process (no Docker).
 
-moto cannot run Lambda code without Docker, and its TestEventPattern is a stub. Here a function's code is
-``lambdas/<dir>/handler.py``, the directory named by the function's tag ``smx-debug:handler``
-(:data:`smx_debug.contracts.HANDLER_TAG`, set by the infrastructure):
+moto cannot run Lambda code without Docker, and its TestEventPattern is a stub. Here a function's code is the
+entry of the handler named by the function's tag ``smx-debug:handler`` (:data:`smx_debug.contracts.HANDLER_TAG`,
+set by the infrastructure): ``lambdas/<dir>/handler.py`` and the function in it, as
+:func:`smx_debug.contracts.handler_entry` says (the infrastructure's Handler setting comes from there too):
 
 - :func:`invoke_handler` runs one handler as Lambda would: the function's environment, clients pointed at the
   local server, a warm module reused while the environment is unchanged (:func:`reset_handlers` forgets them),
@@ -40,7 +41,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from smx_debug.contracts import HANDLER_TAG
+from smx_debug.contracts import ACTION_HANDLERS, HANDLER_TAG, handler_entry
 from smx_debug.errors import NotFoundError
 from smx_debug.local import iam
 from smx_debug.local.clients import client
@@ -58,7 +59,7 @@ __all__ = [
     "subscribe_queue",
 ]
 
-HANDLER_ORDER = ("rule_metrics", "stop_training", "notify", "retrain")
+HANDLER_ORDER = ACTION_HANDLERS
 
 _env_lock = threading.RLock()  # os.environ is process-wide: one in-process Lambda invocation at a time
 _lock = threading.Lock()
@@ -195,7 +196,8 @@ def invoke_handler(
     function_name: str | None = None,
     lambdas_dir: Path | None = None,
 ) -> Delivery:
-    """Run ``lambdas/<handler>/handler.py`` in-process as Lambda would, with ``environment`` and clients
+    """Run ``handler``'s entry (``lambdas/<dir>/handler.py``, :func:`~smx_debug.contracts.handler_entry`) in-process
+    as Lambda would, with ``environment`` and clients
     pointed at the local server. A module is reused while the function's environment is unchanged
     (a warm container); exceptions are captured in the Delivery, as Lambda captures them.
 
@@ -209,8 +211,9 @@ def invoke_handler(
     key = json.dumps([handler, function_name, sorted(env.items())])
     with _env_lock, _environment(env):
         try:
-            module = _load(_lambdas_dir(lambdas_dir) / handler, key)
-            result = module.handler(copy.deepcopy(event), None)
+            directory, entry = handler_entry(handler)
+            module = _load(_lambdas_dir(lambdas_dir) / directory, key)
+            result = getattr(module, entry.partition(".")[2])(copy.deepcopy(event), None)
         except Exception as exc:
             return Delivery(function=function_name or handler, handler=handler, error=exc)
     return Delivery(function=function_name or handler, handler=handler, result=result)
@@ -237,7 +240,7 @@ def deliver_event(
     """Deliver ``event`` the way EventBridge would, running Lambda targets in-process.
 
     With ``handlers`` (no deployed functions, e.g. unit-style tests) each entry runs in turn:
-    ``{"stop_training": {"SMX_WATCH_PREFIXES": "demo-"}}`` loads ``lambdas/stop_training/handler.py``
+    ``{"stop_training": {"SMX_WATCH_PREFIXES": "demo-"}}`` runs ``lambdas/actions/handler.py``'s ``stop_training``
     with that environment; a callable is called as ``fn(event, None)``. Without it, every enabled rule
     on the default bus whose pattern matches is followed to its Lambda targets; functions without the
     ``smx-debug:handler`` tag are skipped. Deliveries run in the order metrics, stop, notify, retrain.

@@ -2,7 +2,7 @@
 
 moto executes state machines (``execute_state_machine``) and its Lambda tasks call Lambda's Invoke, which
 moto can only serve by running the function in Docker. :func:`install` makes Invoke of a function tagged
-``smx-debug:handler`` run ``lambdas/<handler>/handler.py`` in this process with the function's environment
+``smx-debug:handler`` run that handler's entry (``smx_debug.contracts.handler_entry``) in this process with the function's environment
 (:func:`smx_debug.local.delivery.invoke_handler`, as EventBridge and SNS deliveries already do). A handler's
 exception becomes an ``Unhandled`` function error with Lambda's error payload, so the state machine's
 Retry/Catch see what they would in AWS. Functions without the tag keep moto's behaviour. The invocation is

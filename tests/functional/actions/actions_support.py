@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from smx_debug import local
-from smx_debug.contracts import HANDLER_TAG
+from smx_debug.contracts import HANDLER_TAG, handler_entry
 from smx_debug.local import LocalAws
 from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
@@ -105,7 +105,7 @@ def deploy_function(stack: Stack, name: str, handler: str, env: Mapping[str, str
     with zipfile.ZipFile(buf, "w") as zf:
         zf.writestr("handler.py", "def handler(event, context):\n    return None\n")
     arn = str(lam.create_function(
-        FunctionName=name, Runtime="python3.12", Role=role, Handler="handler.handler",
+        FunctionName=name, Runtime="python3.12", Role=role, Handler=handler_entry(handler)[1],
         Code={"ZipFile": buf.getvalue()}, Environment={"Variables": dict(env)}, Tags={HANDLER_TAG: handler},
     )["FunctionArn"])
     if invoked_by is not None:

@@ -20,6 +20,7 @@ from actions_support import Stack, create_job
 
 from infra.assets import asset_files
 from smx_debug import local
+from smx_debug.contracts import handler_entry
 
 ROOT = Path(__file__).resolve().parents[3]
 ALLOWED = {
@@ -48,7 +49,7 @@ import_ms = (time.perf_counter() - started) * 1000
 import_cpu_ms = (time.process_time() - cpu) * 1000
 foreign = sorted({m.split(".")[0] for m in sys.modules} - before - set(sys.stdlib_module_names) - ALLOWED)
 event = json.loads(sys.stdin.read())
-result = handler.handler(event, None)
+result = getattr(handler, FUNCTION)(event, None)
 print(json.dumps({"boto3_ms": boto3_ms, "import_ms": import_ms, "import_cpu_ms": import_cpu_ms, "foreign": foreign, "result": result}))
 """
 
@@ -85,7 +86,7 @@ def test_lambda_asset_runs_with_boto3_only_and_imports_under_budget(
     env.update(
         aws.environ(), **stack.env(), PYTHONPATH=str(_asset(tmp_path, name)), PYTHONDONTWRITEBYTECODE="1"
     )
-    probe = PROBE.replace("ALLOWED", repr(ALLOWED))
+    probe = PROBE.replace("ALLOWED", repr(ALLOWED)).replace("FUNCTION", repr(handler_entry(name)[1].partition(".")[2]))
     proc = subprocess.run(
         [str(boto3_only_python), "-c", probe],
         input=json.dumps(event),

@@ -133,7 +133,7 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
     assert sorted(handlers) == ["notify", "retrain", "rule_metrics", "stop_training"]
     for name, fn in handlers.items():
         assert fn["Runtime"] == "python3.14"
-        assert fn["Handler"] == "handler.handler"
+        assert fn["Handler"] == f"handler.{name}"  # one entry module, four names
         timeout = 120 if name == "retrain" else 60
         expected = {
             "SMX_METRIC_NAMESPACE": "SmxDebug",

@@ -26,16 +26,17 @@ FORBIDDEN = ("pydantic", "pandas", "numpy", "yaml", "sagemaker", "moto", "pyarro
 RUN = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-import handler
+module, _, function = sys.argv[4].partition(".")  # the function's Handler setting, as Lambda reads it
+handler = __import__(module)
 event = json.load(open(sys.argv[2]))
-result = handler.handler(event, None)
+result = getattr(handler, function)(event, None)
 loaded = sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[3].split(",")))
 print(json.dumps({"result": result, "loaded": loaded, "package": sys.modules["smx_debug"].__file__}, default=str))
 """
 
 
-def _asset_of(synthesized: Path, handler: str) -> tuple[str, str]:
-    """(bucket, key) the template gives the handler's function code."""
+def _asset_of(synthesized: Path, handler: str) -> tuple[str, str, str]:
+    """(bucket, key, Handler setting) the template gives the handler's function."""
     template = json.loads((synthesized / f"{STACK}.template.json").read_text())
     for resource in template["Resources"].values():
         if resource["Type"] != "AWS::Lambda::Function":
@@ -44,14 +45,14 @@ def _asset_of(synthesized: Path, handler: str) -> tuple[str, str]:
         if tags["smx-debug:handler"] == handler:
             code = resource["Properties"]["Code"]
             bucket = code["S3Bucket"]["Fn::Sub"].replace("${AWS::AccountId}", "123456789012")
-            return bucket.replace("${AWS::Region}", "us-west-2"), code["S3Key"]
+            return bucket.replace("${AWS::Region}", "us-west-2"), code["S3Key"], resource["Properties"]["Handler"]
     raise AssertionError(f"no function for {handler}")
 
 
 def _run(python: Path, aws: LocalAws, synthesized: Path, tmp_path: Path, handler: str, event: str | dict[str, Any],
          env: dict[str, str]) -> dict[str, Any]:
     publish_assets(aws, synthesized)
-    bucket, key = _asset_of(synthesized, handler)
+    bucket, key, entry = _asset_of(synthesized, handler)
     body = aws.client("s3").get_object(Bucket=bucket, Key=key)["Body"].read()
     root = tmp_path / "task"
     with zipfile.ZipFile(io.BytesIO(body)) as archive:
@@ -60,7 +61,7 @@ def _run(python: Path, aws: LocalAws, synthesized: Path, tmp_path: Path, handler
     if not isinstance(event, str):
         event_path.write_text(json.dumps(event))
     completed = subprocess.run(
-        [str(python), "-I", "-c", RUN, str(root), str(event_path), ",".join(FORBIDDEN)],
+        [str(python), "-I", "-c", RUN, str(root), str(event_path), ",".join(FORBIDDEN), entry],
         env={"PATH": os.environ.get("PATH", ""), **aws.environ(), **env},
         capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
     )

@@ -13,20 +13,21 @@ HANDLER = '''
 import os
 CALLS = []
 
-def handler(event, context):
+def notify(event, context):
     if event.get("fail"):
         raise RuntimeError("boom")
     CALLS.append(event)
     return {"calls": len(CALLS), "mode": os.environ.get("MODE"), "function": os.environ["AWS_LAMBDA_FUNCTION_NAME"],
             "endpoint": os.environ.get("AWS_ENDPOINT_URL")}
+
+stop_training = notify
 '''
 
 
 @pytest.fixture
 def lambdas(tmp_path: Path) -> Path:
-    for name in ("notify", "stop_training"):
-        (tmp_path / name).mkdir()
-        (tmp_path / name / "handler.py").write_text(HANDLER)
+    (tmp_path / "actions").mkdir()  # the action handlers' one entry module (contracts.handler_entry)
+    (tmp_path / "actions" / "handler.py").write_text(HANDLER)
     delivery.reset_handlers()
     return tmp_path
 

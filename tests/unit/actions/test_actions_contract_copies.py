@@ -33,6 +33,9 @@ def _owned_values() -> dict[str, str]:
     # rule kinds are a typed Literal; comparing a RuleKind with "debugger" is checked by mypy, not a copy
     for kind in contracts.RULE_KINDS:
         owned.pop(kind, None)
+    # handler names double as action words (`notify`, `retrain`) and log names; contracts.handler_entry maps them
+    for handler in contracts.ACTION_HANDLERS:
+        owned.pop(handler, None)
     return owned
 
 

@@ -3,7 +3,7 @@
 Issue 20: with 6 triggered rules and 3 s answers, an invocation took 60.6-63.9 s against its 60 s timeout (each
 call was bounded, their sum was not), so Lambda killed it holding a claim. Here every AWS call (and every ledger
 call) takes 3 s of a fake clock that also drives the Lambda context's ``get_remaining_time_in_millis``; the
-deployed entry point (``lambdas/rule_metrics/handler.py``) runs with a runtime of fakes.
+deployed entry point (``lambdas/actions/handler.py``'s ``rule_metrics``) runs with a runtime of fakes.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ class Context:
 
 
 def _entry_point() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rule_metrics_entry", ROOT / "lambdas" / "rule_metrics" / "handler.py")
+    spec = importlib.util.spec_from_file_location("rule_metrics_entry", ROOT / "lambdas" / "actions" / "handler.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -100,7 +100,7 @@ def _entry_point() -> ModuleType:
 def _invoke(module: ModuleType, clock: Clock) -> tuple[float, BaseException | None]:
     started = clock.now
     try:
-        module.handler(SAMPLE, Context(clock))
+        module.rule_metrics(SAMPLE, Context(clock))
     except Exception as exc:
         return clock.now - started, exc
     return clock.now - started, None
