@@ -8,6 +8,7 @@ Lambda assets ship this module.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal
@@ -33,20 +34,34 @@ __all__ = [
     "FLEET_TEAM_TAG",
     "HANDLER_TAG",
     "ISSUES_FOUND",
+    "JOB_COMPLETED",
+    "JOB_ENDED_STATUSES",
     "JOB_ERRORS_METRIC",
     "JOB_ERROR_REASONS",
+    "JOB_FAILED",
+    "JOB_IN_PROGRESS",
+    "JOB_STOPPED",
+    "JOB_STOPPING",
+    "LEDGER_CLAIMED_AT_ATTRIBUTE",
+    "LEDGER_DONE_AT_ATTRIBUTE",
     "LEDGER_KEY_ATTRIBUTE",
+    "LEDGER_LEASE_ATTRIBUTE",
     "LEDGER_RETENTION_SECONDS",
     "LEDGER_TTL_ATTRIBUTE",
     "MANAGED_TAG",
     "METRIC_NAME",
+    "NO_ISSUES_FOUND",
     "OPT_IN_VALUE",
     "PLAN_TAG",
     "PROFILER_OUTPUT",
     "REASON_DIMENSION",
     "RETRAIN_RUN_TAG",
+    "RULE_ERROR",
     "RULE_FIELDS",
+    "RULE_IN_PROGRESS",
     "RULE_KINDS",
+    "RULE_SETTLED_STATUSES",
+    "RULE_STOPPED",
     "RULE_TAG_PREFIX",
     "SFN_HISTORY_LIMIT",
     "SOURCE_DEBUGGER",
@@ -61,8 +76,10 @@ __all__ = [
     "FleetTable",
     "RuleKind",
     "alarm_key",
+    "condition_met_details",
     "console_domain",
     "console_job_url",
+    "details_step",
     "fleet_database_name",
     "fleet_workgroup_name",
     "handler_entry",
@@ -158,7 +175,20 @@ def opt_in_iam_condition(tag_key: str = MANAGED_TAG, *, on: Literal["resource", 
 # ------------------------------------------------------------------------------------ events and rules
 EVENT_SOURCE: Final = "aws.sagemaker"
 DETAIL_TYPE: Final = "SageMaker Training Job State Change"
+# RuleEvaluationStatus values (DescribeTrainingJob, the state-change event, our own evaluation); settled = final.
+RULE_IN_PROGRESS: Final = "InProgress"
 ISSUES_FOUND: Final = "IssuesFound"
+NO_ISSUES_FOUND: Final = "NoIssuesFound"
+RULE_ERROR: Final = "Error"
+RULE_STOPPED: Final = "Stopped"
+RULE_SETTLED_STATUSES: Final = (NO_ISSUES_FOUND, ISSUES_FOUND, RULE_ERROR, RULE_STOPPED)
+# TrainingJobStatus values; ended = the job will not change again.
+JOB_IN_PROGRESS: Final = "InProgress"
+JOB_STOPPING: Final = "Stopping"
+JOB_STOPPED: Final = "Stopped"
+JOB_COMPLETED: Final = "Completed"
+JOB_FAILED: Final = "Failed"
+JOB_ENDED_STATUSES: Final = (JOB_COMPLETED, JOB_FAILED, JOB_STOPPED)
 # The retraining state machine's executions: the ends no step of the execution can report (the stack routes
 # these events to the notify function).
 EXECUTION_EVENT_SOURCE: Final = "aws.states"
@@ -184,6 +214,11 @@ LEDGER_KEY_ATTRIBUTE: Final = "pk"  # the table's partition key (string)
 # carries it: a completed record lives LEDGER_RETENTION_SECONDS (longer than SageMaker's 28-day maximum
 # runtime, so a job can never be acted on twice); an abandoned claim lives its lease plus that retention.
 LEDGER_TTL_ATTRIBUTE: Final = "expires_at"
+# When an action was claimed, how long the claim holds, when it was done (epoch seconds as strings/numbers): the
+# ledger writes them, the report reads them.
+LEDGER_CLAIMED_AT_ATTRIBUTE: Final = "claimed_at"
+LEDGER_LEASE_ATTRIBUTE: Final = "lease_until"
+LEDGER_DONE_AT_ATTRIBUTE: Final = "done_at"
 LEDGER_RETENTION_SECONDS: Final = 90 * 86_400
 # A claim is a lease: after it expires another invocation may take it over. It must outlast the function
 # timeout (a holder cannot act after Lambda kills it), and stays short so Lambda's own retries (1 and 2
@@ -449,3 +484,21 @@ def handler_entry(handler: str) -> tuple[str, str]:
     if handler in ACTION_HANDLERS:
         return "actions", f"handler.{handler}"
     return handler, "handler.handler"
+
+
+# ------------------------------------------------------------------------------------ rule status details
+_DETAILS_STEP = re.compile(r"\bat step (\d{1,18})\b")
+
+
+def condition_met_details(rule: str, step: int | None, tail: str = "\n") -> str:
+    """``StatusDetails`` of a rule that found issues, in SageMaker's words ("... of the rule X at step N resulted in
+    the condition being met"); ``tail`` follows them (SageMaker's is a newline)."""
+    return f"RuleEvaluationConditionMet: Evaluation of the rule {rule} at step {step} resulted in the condition being met{tail}"
+
+
+def details_step(details: object) -> int | None:
+    """The step in :func:`condition_met_details`' wording, or None (no step, not a string)."""
+    if not isinstance(details, str):
+        return None
+    match = _DETAILS_STEP.search(details[:4096])
+    return int(match.group(1)) if match else None

@@ -22,7 +22,7 @@ PUBLIC = {
         "Settings", "Trigger", "VerifiedJob", "alarm_notification", "call_budget_seconds", "debugger_triggers",
         "decode_tags", "encode_tags", "handle_notify", "handle_retrain", "handle_rule_metrics",
         "handle_state_change", "handle_stop_training", "init_state", "monitor_step", "once",
-        "parse_alarm_message", "parse_state_change", "parse_step", "parse_time", "plan_next", "respond",
+        "parse_alarm_message", "parse_state_change", "parse_time", "plan_next", "respond",
         "rule_notification", "shown_values", "stop_once", "train_step", "verify_job",
     ],
     "smx_debug.reports": [
@@ -31,7 +31,7 @@ PUBLIC = {
         "RuleSummary", "S3Source", "SETTLED_STATUSES", "STEP_COLUMNS", "SYSTEM_COLUMNS", "Source",
         "SystemMetricsReader", "TRACE_KINDS", "TraceMark", "chrome_trace", "classify_event",
         "dataloader_share", "dip_causes", "framework_metrics", "gpu_dips", "job_paths", "open_source",
-        "parse_rule_parameters", "parse_step", "parse_system_file", "parse_trace", "profiler_report",
+        "parse_rule_parameters", "parse_system_file", "parse_trace", "profiler_report",
         "rule_summary", "rule_summary_many", "slow_loading_steps", "slowest_operators", "step_durations",
         "step_loading", "step_outliers", "step_statistics", "system_metrics", "system_metrics_wide",
         "training_phases", "utilization_stats", "wait_for_rules", "write_chrome_trace",

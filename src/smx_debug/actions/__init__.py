@@ -14,7 +14,6 @@ from smx_debug.actions.events import (
     RuleStatus,
     parse_alarm_message,
     parse_state_change,
-    parse_step,
     parse_time,
 )
 from smx_debug.actions.handlers import (
@@ -74,7 +73,6 @@ __all__ = [
     "once",
     "parse_alarm_message",
     "parse_state_change",
-    "parse_step",
     "parse_time",
     "plan_next",
     "respond",

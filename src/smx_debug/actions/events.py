@@ -28,6 +28,7 @@ from smx_debug.contracts import (
     RULE_FIELDS,
     RULE_KINDS,
     RuleKind,
+    details_step,
 )
 from smx_debug.errors import DataError
 
@@ -42,7 +43,6 @@ __all__ = [
     "parse_execution_change",
     "parse_job_arn",
     "parse_state_change",
-    "parse_step",
     "parse_time",
     "rule_statuses_from_description",
 ]
@@ -56,7 +56,6 @@ _JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
 _JOB_ARN = re.compile(
     r"arn:(aws[a-z-]*):sagemaker:([a-z0-9-]{1,32}):(\d{12}):training-job/([a-z0-9](-*[a-z0-9]){0,62})"
 )
-_STEP = re.compile(r"\bat step (\d{1,18})\b")
 
 
 class MalformedEventError(DataError):
@@ -158,14 +157,6 @@ def parse_time(value: object) -> float | None:
     return number / 1000.0 if number > 1e11 else number
 
 
-def parse_step(details: object) -> int | None:
-    """The step in "... Evaluation of the rule X at step 500 resulted in the condition being met"."""
-    if not isinstance(details, str):
-        return None
-    match = _STEP.search(details[:4096])
-    return int(match.group(1)) if match else None
-
-
 def _encodable(text: str) -> bool:
     try:
         text.encode("utf-8")
@@ -203,7 +194,7 @@ def _rules(raw: object, kind: RuleKind, field_name: str) -> list[RuleStatus]:
                 status=status[:64],
                 kind=kind,
                 details=details,
-                step=parse_step(details),
+                step=details_step(details),
                 evaluation_job_arn=_opt_str(entry.get("RuleEvaluationJobArn"), 512),
                 last_modified=parse_time(entry.get("LastModifiedTime")),
             )

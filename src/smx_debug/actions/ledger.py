@@ -24,7 +24,10 @@ from botocore.exceptions import ClientError
 
 from smx_debug.contracts import (
     DEFAULT_LEASE_SECONDS,
+    LEDGER_CLAIMED_AT_ATTRIBUTE,
+    LEDGER_DONE_AT_ATTRIBUTE,
     LEDGER_KEY_ATTRIBUTE,
+    LEDGER_LEASE_ATTRIBUTE,
     LEDGER_RETENTION_SECONDS,
     LEDGER_TTL_ATTRIBUTE,
 )
@@ -33,7 +36,7 @@ __all__ = ["CLAIMED", "DONE", "Ledger", "LedgerLike", "MemoryLedger"]
 
 CLAIMED = "claimed"
 DONE = "done"
-_RESERVED = {LEDGER_KEY_ATTRIBUTE, "state", "claimed_at", "lease_until", "done_at", LEDGER_TTL_ATTRIBUTE}
+_RESERVED = {LEDGER_KEY_ATTRIBUTE, "state", LEDGER_CLAIMED_AT_ATTRIBUTE, LEDGER_LEASE_ATTRIBUTE, LEDGER_DONE_AT_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE}
 
 
 class LedgerLike(Protocol):
@@ -115,8 +118,8 @@ class Ledger:
         item = {
             LEDGER_KEY_ATTRIBUTE: {"S": pk},
             "state": {"S": CLAIMED},
-            "claimed_at": _attr(now),
-            "lease_until": _attr(lease_until),
+            LEDGER_CLAIMED_AT_ATTRIBUTE: _attr(now),
+            LEDGER_LEASE_ATTRIBUTE: _attr(lease_until),
             LEDGER_TTL_ATTRIBUTE: _attr(int(lease_until + self.retention_seconds)),
         }
         item.update({k: _attr(v) for k, v in record.items() if v is not None and k not in _RESERVED})
@@ -128,7 +131,7 @@ class Ledger:
                 ExpressionAttributeNames={
                     "#pk": LEDGER_KEY_ATTRIBUTE,
                     "#state": "state",
-                    "#lease": "lease_until",
+                    "#lease": LEDGER_LEASE_ATTRIBUTE,
                 },
                 ExpressionAttributeValues={":claimed": {"S": CLAIMED}, ":now": _attr(now)},
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -143,7 +146,7 @@ class Ledger:
     def complete(self, pk: str, outcome: Mapping[str, object]) -> None:
         """Mark a claim done, record the outcome and start the record's retention (TTL)."""
         now = self._clock()
-        names = {"#state": "state", "#done_at": "done_at", "#ttl": LEDGER_TTL_ATTRIBUTE}
+        names = {"#state": "state", "#done_at": LEDGER_DONE_AT_ATTRIBUTE, "#ttl": LEDGER_TTL_ATTRIBUTE}
         values = {":done": {"S": DONE}, ":now": _attr(now), ":ttl": _attr(int(now + self.retention_seconds))}
         sets = ["#state = :done", "#done_at = :now", "#ttl = :ttl"]
         for i, (key, value) in enumerate(outcome.items()):
@@ -209,14 +212,14 @@ class MemoryLedger:
     def _claim(self, pk: str, record: Mapping[str, object]) -> dict[str, str] | None:
         now = self._clock()
         held = self.items.get(pk)
-        if held is not None and not (held["state"] == CLAIMED and float(held["lease_until"]) < now):
+        if held is not None and not (held["state"] == CLAIMED and float(held[LEDGER_LEASE_ATTRIBUTE]) < now):
             return {LEDGER_KEY_ATTRIBUTE: pk, **held}
         lease_until = now + self.lease_seconds
         self.items[pk] = {
             **{k: _text(v) for k, v in record.items() if v is not None and k not in _RESERVED},
             "state": CLAIMED,
-            "claimed_at": repr(now),
-            "lease_until": repr(lease_until),
+            LEDGER_CLAIMED_AT_ATTRIBUTE: repr(now),
+            LEDGER_LEASE_ATTRIBUTE: repr(lease_until),
             LEDGER_TTL_ATTRIBUTE: str(int(lease_until + self.retention_seconds)),
         }
         return None
@@ -227,7 +230,7 @@ class MemoryLedger:
             {
                 **{k: _text(v) for k, v in outcome.items() if v is not None and k not in _RESERVED},
                 "state": DONE,
-                "done_at": repr(now),
+                LEDGER_DONE_AT_ATTRIBUTE: repr(now),
                 LEDGER_TTL_ATTRIBUTE: str(int(now + self.retention_seconds)),
             }
         )

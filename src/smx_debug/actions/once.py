@@ -31,6 +31,7 @@ from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
 
 from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import DONE, LedgerLike
+from smx_debug.contracts import LEDGER_LEASE_ATTRIBUTE
 from smx_debug.errors import SmxDebugError
 
 __all__ = ["ANSWER_LOST", "COMPLETE_ATTEMPTS", "ClaimInProgressError", "Once", "once"]
@@ -52,7 +53,7 @@ class ClaimInProgressError(SmxDebugError, RuntimeError):
     def __init__(self, key: str, holder: Mapping[str, str] | None) -> None:
         self.key = key
         self.holder = dict(holder or {})
-        until = self.holder.get("lease_until", "?")
+        until = self.holder.get(LEDGER_LEASE_ATTRIBUTE, "?")
         super().__init__(
             f"ledger {key!r}: claimed by {self.holder.get('actor', 'another invocation')} "
             f"until {until} (epoch s); redeliver after the lease runs out"

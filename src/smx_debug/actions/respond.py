@@ -38,6 +38,7 @@ from smx_debug.actions.settings import Settings
 from smx_debug.actions.stop import stop_once
 from smx_debug.actions.verify import Trigger, VerifiedJob
 from smx_debug.contracts import (
+    JOB_IN_PROGRESS,
     METRIC_NAME,
     RETRAIN_RUN_TAG,
     Env,
@@ -180,7 +181,7 @@ def _stop(
     trigger = _first_asking(asked, _STOP)
     if trigger is None:
         return {"skipped": "no triggered rule asks for stop"}
-    if job.status != "InProgress":
+    if job.status != JOB_IN_PROGRESS:
         # Already stopping, finished: nothing to do, and not an error.
         return {"rule": trigger.rule, "skipped": f"job status is {job.status}"}
     done = stop_once(clients("sagemaker"), ledger, job.name, _record(job, trigger, settings), deadline)

@@ -49,6 +49,8 @@ from smx_debug.actions.stop import describe_status, stop_once
 from smx_debug.contracts import (
     DEFAULT_RETRAIN_WAIT_SECONDS,
     ISSUES_FOUND,
+    JOB_IN_PROGRESS,
+    JOB_STOPPING,
     RETRAIN_RUN_TAG,
     RULE_FIELDS,
     RULE_KINDS,
@@ -458,7 +460,7 @@ def train_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
             "hyperparameters": dict(state["run_spec"]["hyperparameters"]),
         }
     )
-    state.update(next_action=MONITOR, job_status="InProgress", error=None)
+    state.update(next_action=MONITOR, job_status=JOB_IN_PROGRESS, error=None)
     _publish(
         runtime,
         state,
@@ -495,7 +497,7 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
     ]
     state["error"] = None
     if not issues:
-        if status in ("InProgress", "Stopping"):
+        if status in (JOB_IN_PROGRESS, JOB_STOPPING):
             state.update(next_action=MONITOR, job_status=status)
         else:
             state.update(
@@ -504,7 +506,7 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
         return state
     rule = issues[0]
     stop_outcome = "job had already left InProgress"
-    if status == "InProgress":
+    if status == JOB_IN_PROGRESS:
         done = stop_once(
             sagemaker,
             runtime.ledger,
@@ -518,7 +520,7 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
             },
         )
         stop_outcome = str(done.record.get("outcome", "")) if done.acted else "already stopped by smx-debug"
-        status = "Stopping"
+        status = JOB_STOPPING
     history["jobs"][-1:] = [
         {
             **(history["jobs"][-1] if history["jobs"] else {"job_name": job}),
@@ -629,7 +631,7 @@ def _stop_latest(state: dict[str, Any], runtime: Runtime) -> str | None:
         return None
     sagemaker = runtime.clients("sagemaker")
     status = describe_status(sagemaker, job)
-    if status != "InProgress":
+    if status != JOB_IN_PROGRESS:
         return None
     done = stop_once(
         sagemaker,
@@ -641,7 +643,7 @@ def _stop_latest(state: dict[str, Any], runtime: Runtime) -> str | None:
             "actor": runtime.settings.actor,
         },
     )
-    state["job_status"] = "Stopping"
+    state["job_status"] = JOB_STOPPING
     outcome = done.record.get("outcome") if done.acted else "already stopped by smx-debug"
     return f"Stopped the latest job {job}, which nothing would monitor any more ({outcome})."
 

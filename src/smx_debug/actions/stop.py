@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import LedgerLike
 from smx_debug.actions.once import Once, once
-from smx_debug.contracts import stop_key
+from smx_debug.contracts import JOB_IN_PROGRESS, stop_key
 
 __all__ = ["describe_status", "stop_once"]
 
@@ -41,6 +41,6 @@ def stop_once(sagemaker: Any, ledger: LedgerLike, job_name: str, record: Mapping
             if exc.response.get("Error", {}).get("Code") != "ValidationException":
                 raise
             return {"outcome": f"not stopped: job was {describe_status(sagemaker, job_name) or 'unknown'}"}
-        return {"outcome": "stopped", "previous_status": "InProgress"}
+        return {"outcome": "stopped", "previous_status": JOB_IN_PROGRESS}
 
     return once(ledger, stop_key(job_name), {"action": "stop", "job": job_name, **record}, act, deadline=deadline)

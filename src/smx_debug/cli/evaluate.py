@@ -18,7 +18,7 @@ from smx_debug.cli._args import (
     positive_float,
     require_data,
 )
-from smx_debug.contracts import ISSUES_FOUND
+from smx_debug.contracts import ISSUES_FOUND, JOB_ENDED_STATUSES, NO_ISSUES_FOUND, RULE_IN_PROGRESS
 from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def _status(r: Any) -> str:
     always reports)."""
     if r.triggered:
         return ISSUES_FOUND
-    return "NoData" if r.datapoints == 0 and r.rule != "OverallSystemUsage" else "NoIssuesFound"
+    return "NoData" if r.datapoints == 0 and r.rule != "OverallSystemUsage" else NO_ISSUES_FOUND
 
 
 def _table(results: Mapping[str, Any], *, reasons: bool = False) -> str:
@@ -223,10 +223,10 @@ def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
         stamp = datetime.now(UTC).strftime("%H:%M:%S")
         for t in transitions:
             print(f"{stamp} {t.rule}: {t.previous} -> {t.status} {t.status_details.strip()}", flush=True)
-        ended = (info.status in {"Completed", "Failed", "Stopped"}) or (
+        ended = (info.status in JOB_ENDED_STATUSES) or (
             Path(args.job_or_path).exists() and any(Path(args.job_or_path).rglob("training_job_end.ts"))
         )
-        if ended or all(s != "InProgress" for s in live.status.values()) or (
+        if ended or all(s != RULE_IN_PROGRESS for s in live.status.values()) or (
             args.max_updates and updates >= args.max_updates
         ):
             break

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from smx_debug.contracts import ISSUES_FOUND
+from smx_debug.contracts import ISSUES_FOUND, NO_ISSUES_FOUND, RULE_IN_PROGRESS, condition_met_details
 from smx_debug.evaluate.data import (
     JobData,
     empty_dataloader,
@@ -86,7 +86,7 @@ class LiveEvaluator:
     ) -> None:
         configs = configure(list(rules) if rules is not None else list(PROFILER_RULES), overrides)
         self.configs: dict[str, ConfiguredRule] = {c.name: c for c in configs}
-        self.status: dict[str, RuleStatus] = dict.fromkeys(self.configs, "InProgress")
+        self.status: dict[str, RuleStatus] = dict.fromkeys(self.configs, RULE_IN_PROGRESS)
         self.results: dict[str, RuleResult] = {}
         self._system = empty_system()
         self._steps = empty_steps()
@@ -124,16 +124,13 @@ class LiveEvaluator:
         )
         out = []
         for rule, status in self.status.items():
-            if status != "InProgress":
+            if status != RULE_IN_PROGRESS:
                 continue
             result = run(self.configs[rule], data)
             self.results[rule] = result
             if result.triggered:
                 step = result.trigger_step if result.trigger_step is not None else 0
-                details = (
-                    f"RuleEvaluationConditionMet: Evaluation of the rule {rule} at step {step} resulted in the "
-                    "condition being met\n"
-                )
+                details = condition_met_details(rule, step)
                 out.append(self._move(rule, ISSUES_FOUND, step, details, result))
         return out
 
@@ -141,9 +138,9 @@ class LiveEvaluator:
         """The training job ended: every rule still in progress becomes ``NoIssuesFound``."""
         out = []
         for rule, status in self.status.items():
-            if status == "InProgress":
+            if status == RULE_IN_PROGRESS:
                 result = self.results.get(rule) or run(self.configs[rule], self.data)
-                out.append(self._move(rule, "NoIssuesFound", None, "", result))
+                out.append(self._move(rule, NO_ISSUES_FOUND, None, "", result))
         return out
 
     def _move(self, rule: str, status: RuleStatus, step: int | None, details: str, result: RuleResult) -> Transition:

@@ -12,7 +12,17 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from smx_debug.contracts import ISSUES_FOUND, LEDGER_KEY_ATTRIBUTE, RULE_FIELDS, RULE_KINDS, stop_key
+from smx_debug.contracts import (
+    ISSUES_FOUND,
+    JOB_STOPPED,
+    JOB_STOPPING,
+    LEDGER_CLAIMED_AT_ATTRIBUTE,
+    LEDGER_DONE_AT_ATTRIBUTE,
+    LEDGER_KEY_ATTRIBUTE,
+    RULE_FIELDS,
+    RULE_KINDS,
+    stop_key,
+)
 
 __all__ = ["JobOutcome", "fetch_outcome", "outcome_from_describe", "outcome_from_ledger_item"]
 
@@ -35,7 +45,7 @@ class JobOutcome:
     @property
     def stopped(self) -> bool:
         """True when the job was stopped (status Stopping/Stopped or a stop in the ledger)."""
-        return self.stop_ns is not None or self.status in ("Stopping", "Stopped")
+        return self.stop_ns is not None or self.status in (JOB_STOPPING, JOB_STOPPED)
 
     def with_onset(self, onset_ns: int | None) -> JobOutcome:
         """A copy with the problem's known onset (simulations, post-mortems)."""
@@ -65,9 +75,9 @@ def outcome_from_describe(desc: Mapping[str, Any]) -> JobOutcome:
     stop_ns = None
     status = desc.get("TrainingJobStatus")
     for tr in desc.get("SecondaryStatusTransitions") or []:
-        if tr.get("Status") == "Stopping":
+        if tr.get("Status") == JOB_STOPPING:  # SecondaryStatus, spelled as the job status
             stop_ns = _ns(tr.get("StartTime"))
-    if stop_ns is None and status in ("Stopping", "Stopped"):
+    if stop_ns is None and status in (JOB_STOPPING, JOB_STOPPED):
         stop_ns = _ns(desc.get("TrainingEndTime") or desc.get("LastModifiedTime"))
     stopping = desc.get("StoppingCondition") or {}
     return JobOutcome(
@@ -83,7 +93,7 @@ def outcome_from_ledger_item(outcome: JobOutcome, item: Mapping[str, Any] | None
     if not item:
         return outcome
     plain = {k: (next(iter(v.values())) if isinstance(v, dict) and len(v) == 1 else v) for k, v in item.items()}
-    when = plain.get("done_at") or plain.get("claimed_at")
+    when = plain.get(LEDGER_DONE_AT_ATTRIBUTE) or plain.get(LEDGER_CLAIMED_AT_ATTRIBUTE)
     stop_ns = int(float(when) * 1e9) if when is not None else outcome.stop_ns
     actor = plain.get("actor")
     return replace(

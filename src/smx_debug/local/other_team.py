@@ -22,7 +22,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from smx_debug.contracts import DEFAULT_NAMESPACE, MANAGED_TAG, RULE_TAG_PREFIX
+from smx_debug.contracts import (
+    DEFAULT_NAMESPACE,
+    FLEET_TEAM_TAG,
+    JOB_IN_PROGRESS,
+    LEDGER_KEY_ATTRIBUTE,
+    MANAGED_TAG,
+    RULE_TAG_PREFIX,
+)
 from smx_debug.local import job_metrics, training_jobs
 from smx_debug.local.job_metrics import Kind, Scenario, publish_minutes
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
@@ -35,7 +42,7 @@ _JOBS: tuple[tuple[str, dict[str, str], Kind], ...] = (
     ("untagged", {}, "cpu_bottleneck"),
     ("opted-out", {MANAGED_TAG: "false", f"{RULE_TAG_PREFIX}CPUBottleneck": "stop notify"}, "cpu_bottleneck"),
     ("spaced", {MANAGED_TAG: " true"}, "loss_plateau"),
-    ("yes", {MANAGED_TAG: "yes", "team": "research"}, "loss_plateau"),
+    ("yes", {MANAGED_TAG: "yes", FLEET_TEAM_TAG: "research"}, "loss_plateau"),
 )
 # Appended to every profiler file: what the reader must skip and count, never choke on.
 DAMAGE = (
@@ -70,7 +77,7 @@ class OtherTeam:
             if training_jobs.stop_calls(aws, job):
                 found.append(f"{job}: {training_jobs.stop_calls(aws, job)} StopTrainingJob call(s)")
             status = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
-            if status != "InProgress":
+            if status != JOB_IN_PROGRESS:
                 found.append(f"{job}: {status}")
         for topic in sns_backends[LOCAL_ACCOUNT_ID][aws.region].topics.values():
             for sent in topic.sent_notifications:
@@ -82,7 +89,7 @@ class OtherTeam:
                 found.extend(f"{job}: metric {metric['MetricName']}" for job in self.jobs if job in values)
         if ledger_table:
             items = aws.client("dynamodb").scan(TableName=ledger_table).get("Items", [])
-            keys = [str(i.get("pk", {}).get("S", "")) for i in items]
+            keys = [str(i.get(LEDGER_KEY_ATTRIBUTE, {}).get("S", "")) for i in items]
             found.extend(f"{job}: ledger record {k}" for k in keys for job in self.jobs if k.startswith(job + "#"))
         return found
 
@@ -137,7 +144,7 @@ def start_other_team(
             ProfilerConfig={"S3OutputPath": output, "ProfilingIntervalInMilliseconds": 500},
             Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
         )
-        training_jobs.set_training_job_status(aws, job, "InProgress")
+        training_jobs.set_training_job_status(aws, job, JOB_IN_PROGRESS)
         job_metrics.set_start_time(aws, job, start)
         scenario = Scenario(kind=kind, onset=0, vcpus=8, gpus=1, seed=100 + i)
         publish_minutes(aws, job, start=start, first=0, last=max(minutes, 1), scenario=scenario)

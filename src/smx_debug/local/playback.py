@@ -16,6 +16,13 @@ from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
+from smx_debug.contracts import (
+    JOB_COMPLETED,
+    JOB_IN_PROGRESS,
+    NO_ISSUES_FOUND,
+    RULE_IN_PROGRESS,
+    RULE_STOPPED,
+)
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.local import install as install_local
 from smx_debug.local.rule_statuses import rule_status, set_rule_statuses
@@ -107,7 +114,7 @@ class JobPlayback:
         live = LiveEvaluator(rules=configs)
         has_report = any(r.rule_configuration_name == PROFILER_REPORT for r in self.plan.profiler_rules)
         details: dict[str, str] = {}
-        set_training_job_status(self.aws, self.job_name, "InProgress")
+        set_training_job_status(self.aws, self.job_name, JOB_IN_PROGRESS)
         self._publish(live.status, details, tensor_rules, has_report, final=False)
         reader = SystemMetricsReader(uri, s3_client=s3, progress=False)
         for minute in self._simulation.minutes():
@@ -123,18 +130,18 @@ class JobPlayback:
                 details.update({t.rule: t.status_details for t in transitions})
                 self._publish(live.status, details, tensor_rules, has_report, final=False)
             time.sleep(max(0.0, 60.0 / self.speed - (time.monotonic() - wall)))
-        set_training_job_status(self.aws, self.job_name, "Completed")
+        set_training_job_status(self.aws, self.job_name, JOB_COMPLETED)
         details.update({t.rule: t.status_details for t in live.finish()})
         self._publish(live.status, details, tensor_rules, has_report, final=True)
 
     def _publish(self, statuses: Mapping[str, str], details: dict[str, str], tensor_rules: list[str],
                  has_report: bool, *, final: bool) -> None:
-        profiler = [rule_status(name, st, details=details.get(name) if st != "InProgress" else None)
+        profiler = [rule_status(name, st, details=details.get(name) if st != RULE_IN_PROGRESS else None)
                     for name, st in statuses.items()]
         if has_report and PROFILER_REPORT not in statuses:
-            profiler.append(rule_status(PROFILER_REPORT, "NoIssuesFound" if final else "InProgress"))
+            profiler.append(rule_status(PROFILER_REPORT, NO_ISSUES_FOUND if final else RULE_IN_PROGRESS))
         debug: list[dict[str, Any]] = [
-            rule_status(name, "Stopped", details=_TENSOR_DETAILS) if final else rule_status(name, "InProgress")
+            rule_status(name, RULE_STOPPED, details=_TENSOR_DETAILS) if final else rule_status(name, RULE_IN_PROGRESS)
             for name in tensor_rules
         ]
         set_rule_statuses(self.aws, self.job_name, debug=debug or None, profiler=profiler or None)

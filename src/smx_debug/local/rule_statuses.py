@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from smx_debug.contracts import DETAIL_TYPE, EVENT_SOURCE, ISSUES_FOUND, condition_met_details
 from smx_debug.errors import ConfigError
 from smx_debug.local import training_jobs
 from smx_debug.local.clients import client
@@ -36,11 +37,8 @@ def rule_status(
     entry: dict[str, Any] = {"RuleConfigurationName": name, "RuleEvaluationStatus": status}
     if job_arn:
         entry["RuleEvaluationJobArn"] = job_arn
-    if details is None and status == "IssuesFound" and step is not None:
-        details = (
-            f"RuleEvaluationConditionMet: Evaluation of the rule {name} at step {step} "
-            "resulted in the condition being met\n"
-        )
+    if details is None and status == ISSUES_FOUND and step is not None:
+        details = condition_met_details(name, step)
     if details is not None:
         entry["StatusDetails"] = details
     return entry
@@ -123,8 +121,8 @@ def state_change_event(aws: LocalAws, job: str, *, include_tags: bool = True) ->
     return {
         "version": "0",
         "id": str(uuid.uuid4()),
-        "detail-type": "SageMaker Training Job State Change",
-        "source": "aws.sagemaker",
+        "detail-type": DETAIL_TYPE,
+        "source": EVENT_SOURCE,
         "account": LOCAL_ACCOUNT_ID,
         "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "region": aws.region,

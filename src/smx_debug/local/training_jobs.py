@@ -23,17 +23,26 @@ import weakref
 from datetime import UTC, datetime
 from typing import Any
 
+from smx_debug.contracts import (
+    JOB_COMPLETED,
+    JOB_ENDED_STATUSES,
+    JOB_FAILED,
+    JOB_IN_PROGRESS,
+    JOB_STOPPED,
+    JOB_STOPPING,
+    RULE_FIELDS,
+)
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
 __all__ = ["install", "set_training_job_status", "stop_calls", "tick", "training_job"]
 
 _STATUSES = {  # TrainingJobStatus -> the SecondaryStatus SageMaker pairs with it
-    "InProgress": "Training",
-    "Completed": "Completed",
-    "Failed": "Failed",
-    "Stopping": "Stopping",
-    "Stopped": "Stopped",
+    JOB_IN_PROGRESS: "Training",
+    JOB_COMPLETED: JOB_COMPLETED,
+    JOB_FAILED: JOB_FAILED,
+    JOB_STOPPING: JOB_STOPPING,
+    JOB_STOPPED: JOB_STOPPED,
 }
 _lock = threading.RLock()  # moto state we change
 _installed = False
@@ -71,9 +80,9 @@ def _transition(job: Any, status: str, secondary: str, message: str) -> None:
         transitions[-1] = {**transitions[-1], "EndTime": now}
     transitions.append({"Status": secondary, "StartTime": now, "StatusMessage": message})
     job.secondary_status_transitions = transitions
-    if status in ("Completed", "Failed", "Stopped"):
+    if status in JOB_ENDED_STATUSES:
         job.training_end_time = now
-    elif status == "InProgress":
+    elif status == JOB_IN_PROGRESS:
         job.training_end_time = None
 
 
@@ -85,18 +94,18 @@ def _stop(backend: Any, name: str) -> None:
         raise ValidationError(message="Requested resource not found.")
     with _lock:
         _stop_counts[job] = _stop_counts.get(job, 0) + 1
-        if job.training_job_status != "InProgress":
+        if job.training_job_status != JOB_IN_PROGRESS:
             raise ValidationError(
                 message=f"The request was rejected because the training job is in status {job.training_job_status}."
             )
-        _transition(job, "Stopping", "Stopping", "Stopping the training job")
+        _transition(job, JOB_STOPPING, JOB_STOPPING, "Stopping the training job")
         _pending_stop[job] = True
 
 
 def _advance(job: Any) -> None:
     with _lock:
-        if _pending_stop.pop(job, False) and job.training_job_status == "Stopping":
-            _transition(job, "Stopped", "Stopped", "Training job stopped")
+        if _pending_stop.pop(job, False) and job.training_job_status == JOB_STOPPING:
+            _transition(job, JOB_STOPPED, JOB_STOPPED, "Training job stopped")
 
 
 def install() -> None:
@@ -125,7 +134,7 @@ def install() -> None:
             if job is not None:
                 _profiler_fields[job] = {
                     key: self._get_param(key)
-                    for key in ("ProfilerConfig", "ProfilerRuleConfigurations")
+                    for key in ("ProfilerConfig", RULE_FIELDS["profiler"][1])
                     if self._get_param(key) is not None
                 }
             return result

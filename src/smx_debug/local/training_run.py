@@ -32,6 +32,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smx_debug.contracts import JOB_COMPLETED, JOB_FAILED, JOB_IN_PROGRESS
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.local import training_jobs
 from smx_debug.local.clients import client
@@ -110,7 +111,7 @@ def run_training(
     # SageMaker hands the container the job's DebugHookConfig as given, LocalPath filled in
     config_file.write_text(json.dumps({**hook_config, "LocalPath": str(local_path)}, indent=2))
 
-    training_jobs.set_training_job_status(aws, job_name, "InProgress")
+    training_jobs.set_training_job_status(aws, job_name, JOB_IN_PROGRESS)
     child_env = {**os.environ, **(env or {}), "SMDEBUG_CONFIG_FILE_PATH": str(config_file),
                  "TRAINING_JOB_NAME": job_name}
     proc = subprocess.run([sys.executable, str(script), *args], env=child_env, cwd=root, capture_output=True,
@@ -130,7 +131,7 @@ def run_training(
         code = exc.response.get("Error", {}).get("Code", "")
         failure = failure or f"ClientError: uploading the debug output to {debug_output} failed ({code})"
     _finish(aws, job_name, failure)
-    return TrainingRun(job_name=job_name, status="Failed" if failure else "Completed", returncode=proc.returncode,
+    return TrainingRun(job_name=job_name, status=JOB_FAILED if failure else JOB_COMPLETED, returncode=proc.returncode,
                        debug_output=debug_output, uploaded=uploaded, failure_reason=failure, stdout=proc.stdout,
                        stderr=proc.stderr)
 
@@ -149,7 +150,7 @@ def _upload(s3: Any, local_path: Path, bucket: str, prefix: str) -> int:
 
 def _finish(aws: LocalAws, job_name: str, failure: str | None) -> None:
     if failure is None:
-        training_jobs.set_training_job_status(aws, job_name, "Completed")
+        training_jobs.set_training_job_status(aws, job_name, JOB_COMPLETED)
         return
-    training_jobs.set_training_job_status(aws, job_name, "Failed")
+    training_jobs.set_training_job_status(aws, job_name, JOB_FAILED)
     training_jobs.training_job(aws, job_name).failure_reason = failure[:1024]  # SageMaker's limit

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import html
-import re
 import sys
 import time
 import warnings
@@ -14,7 +13,13 @@ from typing import Any
 
 import pandas as pd
 
-from smx_debug.contracts import ISSUES_FOUND, RULE_FIELDS, RULE_KINDS, rule_logs_url_from_arn
+from smx_debug.contracts import (
+    RULE_FIELDS,
+    RULE_KINDS,
+    RULE_SETTLED_STATUSES,
+    details_step,
+    rule_logs_url_from_arn,
+)
 from smx_debug.errors import AwsError, ConfigError
 from smx_debug.reports._util import TimeLike, to_epoch_ns
 from smx_debug.reports.sources import _default_sagemaker, _describe
@@ -23,7 +28,6 @@ __all__ = [
     "RULE_COLUMNS",
     "SETTLED_STATUSES",
     "RuleSummary",
-    "parse_step",
     "rule_summary",
     "rule_summary_many",
     "wait_for_rules",
@@ -32,16 +36,7 @@ __all__ = [
 RULE_COLUMNS = [
     "job_name", "rule", "kind", "status", "step", "details", "last_modified", "rule_job_arn", "logs_url",
 ]
-SETTLED_STATUSES = frozenset({"NoIssuesFound", ISSUES_FOUND, "Error", "Stopped"})
-_STEP_RE = re.compile(r"\bat step (\d+)\b")
-
-
-def parse_step(details: str | None) -> int | None:
-    """The step in ``StatusDetails`` ("... of the rule X at step 500 resulted in ..."), if any."""
-    if not details:
-        return None
-    m = _STEP_RE.search(details)
-    return int(m.group(1)) if m else None
+SETTLED_STATUSES = frozenset(RULE_SETTLED_STATUSES)
 
 
 def _as_time(value: Any) -> pd.Timestamp | None:
@@ -70,7 +65,7 @@ def _rows(desc: dict[str, Any]) -> list[dict[str, Any]]:
                     "rule": name,
                     "kind": kind,
                     "status": st.get("RuleEvaluationStatus"),
-                    "step": parse_step(details),
+                    "step": details_step(details),
                     "details": details.strip() if isinstance(details, str) else None,
                     "last_modified": _as_time(st.get("LastModifiedTime")),
                     "rule_job_arn": arn,

@@ -21,6 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from smx_debug.contracts import (
     FLEET_TEAM_TAG,
     ISSUES_FOUND,
+    JOB_COMPLETED,
+    JOB_STOPPED,
+    JOB_STOPPING,
     MANAGED_TAG,
     OPT_IN_VALUE,
     PROFILER_OUTPUT,
@@ -97,7 +100,7 @@ class FleetSimulation:
         return {
             "TrainingJobName": job.name,
             "TrainingJobArn": f"arn:aws:sagemaker:us-east-1:123456789012:training-job/{job.name}",
-            "TrainingJobStatus": "Stopped" if job.stopped else "Completed",
+            "TrainingJobStatus": JOB_STOPPED if job.stopped else JOB_COMPLETED,
             "ResourceConfig": {"InstanceType": job.instance_type, "InstanceCount": self.spec.nodes,
                                "VolumeSizeInGB": 30},
             "TrainingStartTime": job.start, "TrainingEndTime": end,
@@ -118,7 +121,7 @@ class FleetSimulation:
             if job.trigger:
                 rows.append(Verdict(**common, event=TRIGGER_EVENT, verdict=ISSUES_FOUND, time=job.trigger))
             if job.stopped:
-                rows.append(Verdict(**common, event=ACTION_EVENT, action="stop", verdict="Stopping", time=job.stopped))
+                rows.append(Verdict(**common, event=ACTION_EVENT, action="stop", verdict=JOB_STOPPING, time=job.stopped))
         return rows
 
     def node_minute(self, job: FleetJob, node: int, minute: int) -> bytes:

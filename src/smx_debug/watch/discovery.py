@@ -23,7 +23,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, EVALUATOR_TAG, RULE_FIELDS
+from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, EVALUATOR_TAG, JOB_IN_PROGRESS, RULE_FIELDS
 from smx_debug.errors import ConfigError
 from smx_debug.rules.watch_spec import WatchSpec
 from smx_debug.tags import tags_as_dict
@@ -39,9 +39,9 @@ SEARCH_PAGE = 100  # Search's MaxResults limit (its default is 10)
 def list_running(sagemaker: Any) -> list[dict[str, Any]]:
     """Summaries (``TrainingJobName``, ``TrainingJobArn``, ...) of every InProgress training job."""
     out: list[dict[str, Any]] = []
-    pages = sagemaker.get_paginator("list_training_jobs").paginate(StatusEquals="InProgress", MaxResults=100)
+    pages = sagemaker.get_paginator("list_training_jobs").paginate(StatusEquals=JOB_IN_PROGRESS, MaxResults=100)
     for page in pages:
-        out.extend(s for s in page.get("TrainingJobSummaries", []) if s.get("TrainingJobStatus") == "InProgress")
+        out.extend(s for s in page.get("TrainingJobSummaries", []) if s.get("TrainingJobStatus") == JOB_IN_PROGRESS)
     return out
 
 
@@ -50,7 +50,7 @@ def search_request(tag_key: str) -> dict[str, Any]:
     return {
         "Resource": "TrainingJob",
         "SearchExpression": {"Filters": [
-            {"Name": "TrainingJobStatus", "Operator": "Equals", "Value": "InProgress"},
+            {"Name": "TrainingJobStatus", "Operator": "Equals", "Value": JOB_IN_PROGRESS},
             {"Name": f"Tags.{tag_key}", "Operator": "Exists"},
         ]},
     }

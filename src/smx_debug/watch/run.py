@@ -43,7 +43,7 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from smx_debug.contracts import RuleKind
+from smx_debug.contracts import RuleKind, condition_met_details
 from smx_debug.errors import SmxDebugError
 from smx_debug.rules.watch_spec import WatchedRule
 from smx_debug.watch.cloudwatch import MetricRead, ReadResult, read_metrics
@@ -243,10 +243,7 @@ def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tu
             triggers.append(Trigger(
                 job=cursor.job, name=rule.name, rule=rule.rule, kind=_kind(rule.rule), step=step,
                 message=result.message,
-                status_details=(
-                    f"RuleEvaluationConditionMet: Evaluation of the rule {rule.name} at step {step} resulted in the "
-                    f"condition being met (smx-debug evaluator: {result.message})"
-                ),
+                status_details=condition_met_details(rule.name, step, f" (smx-debug evaluator: {result.message})"),
             ))
     return triggers, notes
 

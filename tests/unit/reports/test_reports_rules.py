@@ -16,12 +16,12 @@ import pandas as pd
 import pytest
 from botocore.stub import Stubber
 
+from smx_debug.contracts import details_step as parse_step
 from smx_debug.contracts import rule_logs_url_from_arn
 from smx_debug.errors import AwsError, ConfigError, NotFoundError
 from smx_debug.reports import (
     RULE_COLUMNS,
     RuleSummary,
-    parse_step,
     rule_summary,
     rule_summary_many,
     wait_for_rules,
