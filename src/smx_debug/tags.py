@@ -25,7 +25,15 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from smx_debug.contracts import MANAGED_TAG, OPT_IN_VALUE, PLAN_TAG, RULE_TAG_PREFIX, TAG_PREFIX, is_opted_in
+from smx_debug.contracts import (
+    MANAGED_TAG,
+    OPT_IN_VALUE,
+    PLAN_TAG,
+    RULE_TAG_PREFIX,
+    TAG_PREFIX,
+    is_opted_in,
+    is_watched,
+)
 from smx_debug.errors import ConfigError
 
 __all__ = [
@@ -38,6 +46,7 @@ __all__ = [
     "decode_tags",
     "encode_tags",
     "tags_as_dict",
+    "watched_actions",
 ]
 
 ACTION_KINDS = ("stop", "notify", "retrain")
@@ -194,3 +203,32 @@ def decode_tags(tags: object) -> DecodedTags:
         actions=actions,
         unknown_tokens=tuple(unknown),
     )
+
+
+def watched_actions(
+    job_name: str,
+    tags: Mapping[str, str],
+    *,
+    prefixes: Sequence[str],
+    opt_in_tag: str | None,
+    defaults: Sequence[ActionSpec] = (),
+    rules: Iterable[str] = (),
+) -> dict[str, tuple[ActionSpec, ...]] | None:
+    """Is this job watched by a deployment, and which actions apply: the one decision, for the action handlers and
+    the evaluator alike.
+
+    None when the deployment does not watch the job (no watched name ``prefixes``, no ``opt_in_tag`` set to true:
+    :func:`smx_debug.contracts.is_watched`); else, for each of ``rules``, its own actions from the job's tags then
+    the deployment's ``defaults``, without repeats.
+    """
+    if not is_watched(job_name, tags, prefixes, opt_in_tag):
+        return None
+    decoded = decode_tags(tags)
+    out: dict[str, tuple[ActionSpec, ...]] = {}
+    for rule in rules:
+        merged: list[ActionSpec] = []
+        for spec in (*decoded.actions_for(rule), *defaults):
+            if spec not in merged:
+                merged.append(spec)
+        out[rule] = tuple(merged)
+    return out

@@ -67,3 +67,14 @@ def test_decode_tags_unknown_tokens_are_reported_and_event_dict_form_accepted() 
     assert decoded.actions_for("R") == (ActionSpec("stop"),)
     assert decoded.unknown_tokens == ("explode", "notify=not-an-arn")
     assert decoded.managed
+
+
+def test_watched_actions_unwatched_job_returns_none_watched_job_merges_tags_and_defaults() -> None:
+    from smx_debug.tags import watched_actions
+
+    tags = {"smx-debug:on:R": "stop notify"}
+    assert watched_actions("x-1", tags, prefixes=("a-",), opt_in_tag=MANAGED_TAG, rules=("R",)) is None
+    opted = {**tags, MANAGED_TAG: "true"}
+    assert watched_actions("x-1", opted, prefixes=("a-",), opt_in_tag=MANAGED_TAG, defaults=(ActionSpec("notify"),),
+                           rules=("R", "S")) == {"R": (ActionSpec("stop"), ActionSpec("notify")),
+                                                 "S": (ActionSpec("notify"),)}

@@ -49,7 +49,7 @@ from smx_debug.contracts import (
     stop_key,
 )
 from smx_debug.errors import ConfigError
-from smx_debug.tags import ActionSpec, decode_tags
+from smx_debug.tags import ActionSpec, decode_tags, watched_actions
 
 __all__ = ["ACTIONS", "METRIC_NAME", "respond"]
 
@@ -90,12 +90,13 @@ def respond(
     if unknown:
         raise ConfigError(f"actions: {unknown} are not among {ACTIONS}", field="actions", value=unknown)
     result: dict[str, Any] = {"job": job.name, "triggered": [t.rule for t in triggered]}
-    if not settings.watches(job.name, job.tags):
+    applying = watched_actions(job.name, job.tags, prefixes=settings.watch_prefixes, opt_in_tag=settings.opt_in_tag,
+                               defaults=settings.default_actions, rules=[t.rule for t in triggered])
+    if applying is None:
         return {**result, "skipped": "job not watched by this deployment"}
     if not triggered:
         return {**result, "skipped": "no rule found issues"}
-    decoded = decode_tags(job.tags)
-    asked = [(t, settings.actions_for(t.rule, decoded)) for t in triggered]
+    asked = [(t, applying[t.rule]) for t in triggered]
     failures = _Failures()
     if "metric" in actions:
         result["metrics"] = [

@@ -24,10 +24,9 @@ from smx_debug.contracts import (
     DEFAULT_NAMESPACE,
     MANAGED_TAG,
     Env,
-    is_watched,
 )
 from smx_debug.errors import ConfigError
-from smx_debug.tags import ActionSpec, DecodedTags
+from smx_debug.tags import ActionSpec
 
 __all__ = ["DEFAULT_NAMESPACE", "Settings", "call_budget_seconds"]
 
@@ -121,18 +120,6 @@ class Settings:
             redact_keys=frozenset(k.strip() for k in env.get(Env.REDACT_KEYS, "").split(",") if k.strip()),
             actor=env.get("AWS_LAMBDA_FUNCTION_NAME") or "smx-debug",
         )
-
-    def watches(self, job_name: str, tags: Mapping[str, str]) -> bool:
-        """True if this deployment may act on the job: a watched name prefix or the opt-in tag set to true."""
-        return is_watched(job_name, tags, self.watch_prefixes, self.opt_in_tag)
-
-    def actions_for(self, rule_name: str, decoded: DecodedTags) -> tuple[ActionSpec, ...]:
-        """The rule's own actions from the job's tags, then the deployment defaults, without repeats."""
-        out: list[ActionSpec] = []
-        for spec in (*decoded.actions_for(rule_name), *self.default_actions):
-            if spec not in out:
-                out.append(spec)
-        return tuple(out)
 
 
 def _account_of(context: Any) -> str | None:

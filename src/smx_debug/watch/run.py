@@ -46,6 +46,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from smx_debug.contracts import RuleKind, condition_met_details
 from smx_debug.errors import SmxDebugError
 from smx_debug.rules.watch_spec import WatchedRule
+from smx_debug.tags import watched_actions
 from smx_debug.watch.cloudwatch import MetricRead, ReadResult, read_metrics
 from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discovery import Refreshed, list_running, refresh, search_opted_in
@@ -263,15 +264,19 @@ def _watched(
                                                         "stay watched"))
             opted = None
     if opted is not None:
-        watched = [n for n in names if settings.watches(n, opted.get(n, {}))]
+        watched = [n for n in names if _is_watched(settings, n, opted.get(n, {}))]
         return watched, store.load(watched), opted
     # Search failed: the prefixes decide, and a job whose tags were last read opted in stays watched if that read is
     # recent (a watched job's tags are read again every retag_minutes, so its cursor is never older than that + 1).
     cursors = store.load(names)
     recent = 2 * settings.retag_minutes * 60
-    watched = [n for n in names if settings.watches(n, {})
+    watched = [n for n in names if _is_watched(settings, n, {})
                or (n in cursors and report.now - cursors[n].checked_at < recent)]
     return watched, {n: cursors[n] for n in watched if n in cursors}, None
+
+
+def _is_watched(settings: EvaluatorSettings, job: str, tags: Mapping[str, str]) -> bool:
+    return watched_actions(job, tags, prefixes=settings.watch_prefixes, opt_in_tag=settings.opt_in_tag) is not None
 
 
 def run_once(

@@ -12,7 +12,6 @@ from smx_debug.contracts import (
     DEFAULT_NAMESPACE,
     MANAGED_TAG,
     Env,
-    is_watched,
 )
 from smx_debug.errors import ConfigError
 from smx_debug.rules.watch_spec import WatchSpec
@@ -74,10 +73,6 @@ class EvaluatorSettings:
                 f"({self.function_timeout} s, {Env.FUNCTION_TIMEOUT})",
                 field=Env.LEASE_SECONDS, value=self.lease_seconds,
             )
-
-    def watches(self, job_name: str, tags: Mapping[str, str]) -> bool:
-        """The deployment's opt-in rule, the same function the event handlers use."""
-        return is_watched(job_name, tags, self.watch_prefixes, self.opt_in_tag)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> EvaluatorSettings:

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from smx_debug.actions import ActionSpec, Settings, decode_tags
+from smx_debug.actions import ActionSpec, Settings
 from smx_debug.errors import ConfigError
+from smx_debug.tags import watched_actions
 
 TOPIC = "arn:aws:sns:us-west-2:123456789012:ml-alerts"
 
@@ -107,15 +108,19 @@ def test_settings_bad_variable_raises_config_error_naming_it(env: dict, field: s
     ],
 )
 def test_settings_watches_by_prefix_or_opt_in_tag(job: str, tags: dict, watched: bool) -> None:
-    assert Settings(watch_prefixes=("a-",)).watches(job, tags) is watched
+    settings = Settings(watch_prefixes=("a-",))
+    assert (watched_actions(job, tags, prefixes=settings.watch_prefixes, opt_in_tag=settings.opt_in_tag)
+            is not None) is watched
 
 
 def test_settings_actions_for_merges_tag_actions_and_defaults_without_repeats() -> None:
     settings = Settings(default_actions=(ActionSpec("notify"), ActionSpec("stop")))
-    decoded = decode_tags({"smx-debug:on:R": "stop retrain"})
-    assert settings.actions_for("R", decoded) == (
+    applying = watched_actions("a-job", {"smx-debug:on:R": "stop retrain"}, prefixes=("a-",), opt_in_tag=None,
+                               defaults=settings.default_actions, rules=("R", "Other"))
+    assert applying is not None
+    assert applying["R"] == (
         ActionSpec("stop"),
         ActionSpec("retrain"),
         ActionSpec("notify"),
     )
-    assert settings.actions_for("Other", decoded) == (ActionSpec("notify"), ActionSpec("stop"))
+    assert applying["Other"] == (ActionSpec("notify"), ActionSpec("stop"))

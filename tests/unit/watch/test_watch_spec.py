@@ -8,6 +8,7 @@ import pytest
 
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, MANAGED_TAG
 from smx_debug.errors import ConfigError
+from smx_debug.tags import watched_actions
 from smx_debug.watch import EVALUATOR_RULES, EvaluatorSettings, WatchedRule, WatchSpec
 
 TWO = WatchSpec(rules=(
@@ -88,8 +89,11 @@ def test_settings_from_env_reads_the_contract_names() -> None:
     assert settings.opt_in_tag == MANAGED_TAG
     assert [r.name for r in settings.default_rules.rules] == ["CPUBottleneck"]
     assert settings.window_minutes == 15
-    assert settings.watches("a-job", {}) and settings.watches("x", {MANAGED_TAG: "TRUE"})
-    assert not settings.watches("x", {MANAGED_TAG: " true"})
+    def watches(job: str, tags: dict[str, str]) -> bool:
+        return watched_actions(job, tags, prefixes=settings.watch_prefixes, opt_in_tag=settings.opt_in_tag) is not None
+
+    assert watches("a-job", {}) and watches("x", {MANAGED_TAG: "TRUE"})
+    assert not watches("x", {MANAGED_TAG: " true"})
 
 
 @pytest.mark.parametrize(("env", "field"), [
