@@ -136,17 +136,7 @@ def job_cases(n_jobs: int) -> list[JobCase]:
 
 
 def _create(aws: LocalAws, case: JobCase) -> None:
-    aws_sm = _client(aws, "sagemaker")
-    aws_sm.create_training_job(
-        TrainingJobName=case.name,
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        RoleArn="arn:aws:iam::123456789012:role/smx-training",
-        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-        Tags=[{"Key": k, "Value": v} for k, v in case.tags.items()],
-    )
+    local.create_training_job(aws, case.name, case.tags)
     local.set_training_job_status(aws, case.name, "InProgress")
 
 

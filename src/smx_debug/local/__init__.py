@@ -39,7 +39,7 @@ from smx_debug.local.delivery import (
 from smx_debug.local.deploy import DeployedStack, EmulatedResource, deploy_stack, publish_assets
 from smx_debug.local.rule_statuses import rule_status, set_rule_statuses, state_change_event
 from smx_debug.local.server import DEFAULT_REGION, LOCAL_ACCOUNT_ID, LocalAws
-from smx_debug.local.training_jobs import set_training_job_status, stop_calls, tick
+from smx_debug.local.training_jobs import create_training_job, set_training_job_status, stop_calls, tick
 
 __all__ = [
     "DEFAULT_REGION",
@@ -49,6 +49,7 @@ __all__ = [
     "DeployedStack",
     "EmulatedResource",
     "LocalAws",
+    "create_training_job",
     "deliver_event",
     "deliver_schedule",
     "deploy_stack",

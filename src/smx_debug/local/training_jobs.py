@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import threading
 import weakref
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,9 +34,10 @@ from smx_debug.contracts import (
     RULE_FIELDS,
 )
 from smx_debug.errors import ConfigError, NotFoundError
+from smx_debug.local.clients import client
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
-__all__ = ["install", "set_training_job_status", "stop_calls", "tick", "training_job"]
+__all__ = ["create_training_job", "install", "set_training_job_status", "stop_calls", "tick", "training_job"]
 
 _STATUSES = {  # TrainingJobStatus -> the SecondaryStatus SageMaker pairs with it
     JOB_IN_PROGRESS: "Training",
@@ -185,3 +187,21 @@ def set_training_job_status(
     with _lock:
         _pending_stop.pop(fake, None)
         _transition(fake, status, secondary_status or _STATUSES[status], f"Set to {status} by smx-debug (local)")
+
+
+def create_training_job(aws: LocalAws, name: str, tags: Mapping[str, str] | None = None, **fields: Any) -> None:
+    """CreateTrainingJob on the local AWS with the fields SageMaker requires (moto creates it Completed): the one
+    minimal request of the tests, the benchmarks and the examples. ``fields`` add to or replace the request's."""
+    request: dict[str, Any] = {
+        "TrainingJobName": name,
+        "AlgorithmSpecification": {"TrainingImage": f"{LOCAL_ACCOUNT_ID}.dkr.ecr.us-west-2.amazonaws.com/t:1",
+                                   "TrainingInputMode": "File"},
+        "RoleArn": f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:role/smx-training",
+        "OutputDataConfig": {"S3OutputPath": "s3://smx-out/output"},
+        "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
+        **fields,
+    }
+    if tags:
+        request["Tags"] = [{"Key": k, "Value": v} for k, v in tags.items()]
+    client(aws, "sagemaker").create_training_job(**request)

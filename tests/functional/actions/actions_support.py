@@ -124,18 +124,7 @@ def create_job(
     rules: tuple[str, ...] = (),
 ) -> None:
     """A training job in the local AWS, InProgress, with its rules' evaluations InProgress."""
-    client(aws, "sagemaker").create_training_job(
-        TrainingJobName=name,
-        AlgorithmSpecification={
-            "TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-            "TrainingInputMode": "File",
-        },
-        RoleArn="arn:aws:iam::123456789012:role/smx-training",
-        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-        Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
-    )
+    local.create_training_job(aws, name, tags)
     local.set_training_job_status(aws, name, status)
     if rules:
         local.set_rule_statuses(aws, name, debug={rule: "InProgress" for rule in rules})

@@ -149,16 +149,9 @@ def test_retrain_action_end_to_end_launches_the_next_run_and_notifies_at_the_end
     aws = stack.aws
     job = "guard-retrain-loop"
     machine = _machine(stack)
-    client(aws, "sagemaker").create_training_job(
-        TrainingJobName=job,
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        RoleArn="arn:aws:iam::123456789012:role/smx-training",
-        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
+    local.create_training_job(
+        aws, job, {"smx-debug:managed": "true", f"smx-debug:on:{RULE}": "stop retrain"},
         HyperParameters={"warmup_learning_rate": "0.1", "learning_rate": "0.1", "wandb_api_key": "s3cr3t"},
-        Tags=[{"Key": "smx-debug:managed", "Value": "true"}, {"Key": f"smx-debug:on:{RULE}", "Value": "stop retrain"}],
     )
     local.set_training_job_status(aws, job, "InProgress")
     local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=80)])

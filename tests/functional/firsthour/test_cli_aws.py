@@ -4,20 +4,13 @@ from __future__ import annotations
 
 import pytest
 
+from smx_debug import local
 from smx_debug.cli import main
 from smx_debug.local import LocalAws
 
 
 def _create_job(aws: LocalAws, name: str) -> None:
-    aws.client("sagemaker").create_training_job(
-        TrainingJobName=name,
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:1",
-                                "TrainingInputMode": "File"},
-        RoleArn="arn:aws:iam::123456789012:role/SageMakerRole",
-        OutputDataConfig={"S3OutputPath": "s3://bucket/out"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 10},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-    )
+    local.create_training_job(aws, name)
 
 
 def test_cli_cloudwatch_source_without_metrics_says_so_and_exits_2(local_aws: LocalAws,

@@ -80,16 +80,7 @@ def _watched_job(aws: LocalAws) -> dict[str, Any]:
     sample = json.loads((EVENTS / "sagemaker_state_change_issues_found.json").read_text())["detail"]
     job = sample["TrainingJobName"]
     local.install(aws)
-    aws.client("sagemaker").create_training_job(
-        TrainingJobName=job,
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        RoleArn="arn:aws:iam::123456789012:role/SageMakerExecution",
-        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-        Tags=[{"Key": k, "Value": v} for k, v in sample["Tags"].items()],
-    )
+    local.create_training_job(aws, job, sample["Tags"], RoleArn="arn:aws:iam::123456789012:role/SageMakerExecution")
     local.set_training_job_status(aws, job, "InProgress")
     local.set_rule_statuses(aws, job, debug=[
         local.rule_status(r["RuleConfigurationName"], r["RuleEvaluationStatus"], details=r.get("StatusDetails"))

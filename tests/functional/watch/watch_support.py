@@ -52,20 +52,16 @@ def create_job(
     metrics: Sequence[str] = ("train:loss", "validation:loss"),
 ) -> None:
     """An InProgress job with no Debugger configuration at all (no rules, profiler disabled)."""
-    sm = cached_client(aws, "sagemaker")
-    sm.create_training_job(
-        TrainingJobName=name,
+    local.create_training_job(
+        aws, name, tags,
         AlgorithmSpecification={
             "TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
             "TrainingInputMode": "File",
             "MetricDefinitions": [{"Name": m, "Regex": f"{m}=(.*?);"} for m in metrics],
         },
-        RoleArn="arn:aws:iam::123456789012:role/smx-training",
-        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
         ResourceConfig={"InstanceType": instance_type, "InstanceCount": hosts, "VolumeSizeInGB": 5},
         StoppingCondition={"MaxRuntimeInSeconds": 36000},
         ProfilerConfig={"DisableProfiler": True},
-        Tags=[{"Key": k, "Value": v} for k, v in (tags or {}).items()],
     )
     local.set_training_job_status(aws, name, "InProgress")
     job_metrics.set_start_time(aws, name, T0)
