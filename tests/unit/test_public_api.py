@@ -21,9 +21,9 @@ PUBLIC = {
         "METRIC_NAME", "MalformedEventError", "MemoryLedger", "Notification", "Once", "OutOfTimeError", "RuleStatus", "Runtime",
         "Settings", "Trigger", "VerifiedJob", "alarm_notification", "call_budget_seconds", "debugger_triggers",
         "decode_tags", "encode_tags", "handle_notify", "handle_retrain", "handle_rule_metrics",
-        "handle_state_change", "handle_stop_training", "init_state", "monitor_step", "once",
-        "parse_alarm_message", "parse_state_change", "parse_time", "plan_next", "respond",
-        "rule_notification", "shown_values", "stop_once", "train_step", "verify_job",
+        "handle_state_change", "handle_stop_training", "once",
+        "parse_alarm_message", "parse_state_change", "respond",
+        "rule_notification", "shown_values", "stop_once", "verify_job",
     ],
     "smx_debug.reports": [
         "CAUSE_COLUMNS", "COUNTERS", "DEFAULT_STDDEV", "DIP_COLUMNS", "EVENT_COLUMNS", "JobPaths",

@@ -14,7 +14,6 @@ from smx_debug.actions.events import (
     RuleStatus,
     parse_alarm_message,
     parse_state_change,
-    parse_time,
 )
 from smx_debug.actions.handlers import (
     Runtime,
@@ -28,7 +27,7 @@ from smx_debug.actions.ledger import Ledger, LedgerLike, MemoryLedger
 from smx_debug.actions.notify import Notification, alarm_notification, rule_notification, shown_values
 from smx_debug.actions.once import ClaimInProgressError, Once, once
 from smx_debug.actions.respond import ACTIONS, METRIC_NAME, respond
-from smx_debug.actions.retrain import DEFAULT_STRATEGIES, init_state, monitor_step, plan_next, train_step
+from smx_debug.actions.retrain import DEFAULT_STRATEGIES
 from smx_debug.actions.settings import DEFAULT_NAMESPACE, Settings, call_budget_seconds
 from smx_debug.actions.stop import stop_once
 from smx_debug.actions.verify import EventRefusedError, Trigger, VerifiedJob, debugger_triggers, verify_job
@@ -68,17 +67,12 @@ __all__ = [
     "handle_rule_metrics",
     "handle_state_change",
     "handle_stop_training",
-    "init_state",
-    "monitor_step",
     "once",
     "parse_alarm_message",
     "parse_state_change",
-    "parse_time",
-    "plan_next",
     "respond",
     "rule_notification",
     "shown_values",
     "stop_once",
-    "train_step",
     "verify_job",
 ]

@@ -9,8 +9,15 @@ import pytest
 from actions_fakes import FakeSageMaker, FakeSns, fake_runtime, settings
 from botocore.exceptions import ParamValidationError
 
-from smx_debug.actions import DEFAULT_STRATEGIES, handle_retrain, init_state, monitor_step, plan_next
-from smx_debug.actions.retrain import RetrainSpecError, build_request, validate_request
+from smx_debug.actions import DEFAULT_STRATEGIES, handle_retrain
+from smx_debug.actions.retrain import (
+    RetrainSpecError,
+    build_request,
+    init_state,
+    monitor_step,
+    plan_next,
+    validate_request,
+)
 from smx_debug.contracts import RETRAIN_RUN_TAG
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
