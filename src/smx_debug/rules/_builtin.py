@@ -15,9 +15,9 @@ guide's names and defaults (``tests/data/rules/debugger_builtin_rule_parameters.
 
 from __future__ import annotations
 
-from smx_debug.rules.spec import CollectionRequirement as C
-from smx_debug.rules.spec import ParamSpec as P
-from smx_debug.rules.spec import RuleSpec
+from smx_debug.rules.definitions import CollectionRequirement as C
+from smx_debug.rules.definitions import ParamSpec as P
+from smx_debug.rules.definitions import RuleSpec
 
 __all__ = ["RULES"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from smx_debug.contracts import RuleKind
 from smx_debug.errors import UnknownNameError
 from smx_debug.rules._builtin import RULES
-from smx_debug.rules.spec import CollectionRequirement, ParamSpec, RuleSpec, closest
+from smx_debug.rules.definitions import CollectionRequirement, ParamSpec, RuleSpec, closest
 
 __all__ = [
     "CollectionRequirement",

@@ -1,7 +1,7 @@
 """Rule parameters: the one owner of their defaults, their validation and their encodings.
 
 Defaults and bounds come from the rule catalog (:func:`smx_debug.rules.get_rule`); every check of a value
-is :meth:`ParamSpec.check <smx_debug.rules.spec.ParamSpec.check>`. The encodings live here too: ProfilerReport's
+is :meth:`ParamSpec.check <smx_debug.rules.definitions.ParamSpec.check>`. The encodings live here too: ProfilerReport's
 ``<Rule>_<parameter>`` keys (:func:`split_profiler_report_key`), the command line's ``Rule.param=value``
 (:func:`parse_assignment`) and the ``RuleConfigurationName`` rule (:func:`check_configuration_name`).
 Which rules smx-debug evaluates is said here as well (:data:`PROFILER_RULES`, :data:`SCALAR_RULES`,
@@ -19,7 +19,7 @@ from typing import Any, Final
 
 from smx_debug.errors import ConfigError, UnknownNameError
 from smx_debug.rules.catalog import get_rule, list_rules
-from smx_debug.rules.spec import ParamSpec, RuleSpec, closest
+from smx_debug.rules.definitions import ParamSpec, RuleSpec, closest
 
 __all__ = [
     "CONFIGURATION_NAME_PATTERN",

@@ -17,8 +17,8 @@ from typing import Any, Final
 
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX
 from smx_debug.errors import ConfigError
+from smx_debug.rules.definitions import ParamValue
 from smx_debug.rules.params import check_configuration_name
-from smx_debug.rules.spec import ParamValue
 
 __all__ = ["EVALUATOR_RULES", "MINUTE_DEFAULTS", "SPEC_VERSION", "WatchSpec", "WatchedRule"]
 
