@@ -73,7 +73,7 @@ PUBLIC = {
     "smx_debug.tensors": [
         "Collection", "CollectionsFile", "END_OF_JOB", "ModeKeys", "NORMS", "REDUCTIONS", "REDUCTIONS_PREFIX",
         "RawTensor", "ReductionConfig", "ReductionName", "SaveConfig", "SaveConfigMode", "TENSOR_COLUMNS", "Tensor",
-        "Trial", "TrialWriter", "compute_reduction", "create_trial", "modes", "parse_mode", "parse_reduction_name",
+        "TensorValues", "Trial", "TrialArrays", "TrialWriter", "compute_reduction", "create_trial", "modes", "parse_mode", "parse_reduction_name",
         "reduction_tensor_name"
     ],
     "smx_debug.watch": [

@@ -15,14 +15,15 @@ import numpy as np
 
 from smx_debug.errors import ConfigError
 from smx_debug.evaluate.result import RuleResult
-from smx_debug.evaluate.tensor_data import Stat, TensorBatch, TensorSeries
+from smx_debug.evaluate.tensor_data import Stat, TensorBatch, per_record
 from smx_debug.evaluate.tensor_rules import Collections, TensorRule
 from smx_debug.evaluate.tensor_verdict import Selection, Tally, by_collection, by_regex, split_list
+from smx_debug.tensors.arrays import TensorValues
 
 __all__ = ["CheckInputImages", "ClassImbalance", "Confusion", "NLPSequenceRatio"]
 
 
-def _records(series: TensorSeries | None) -> dict[tuple[int, str], np.ndarray]:
+def _records(series: TensorValues | None) -> dict[tuple[int, str], np.ndarray]:
     if series is None:
         return {}
     return {(int(s), str(w)): v for s, w, v in zip(series.steps, series.workers, series.values, strict=True)}
@@ -237,9 +238,9 @@ class CheckInputImages(TensorRule):
                 state.tally.extra.setdefault("not_images", {})[name] = [list(v.shape) for v in series.values[:1]]
                 continue
             moved = np.moveaxis(x, ch + 1, -1)
-            per_record = moved.reshape(len(x), -1, x.shape[ch + 1])
-            sums = np.cumsum(per_record.sum(axis=1), axis=0) + state.sums.get(name, 0)
-            counts = np.cumsum(np.full(len(x), per_record.shape[1])) + state.counts.get(name, 0)
+            pixels = moved.reshape(len(x), -1, x.shape[ch + 1])
+            sums = np.cumsum(pixels.sum(axis=1), axis=0) + state.sums.get(name, 0)
+            counts = np.cumsum(np.full(len(x), pixels.shape[1])) + state.counts.get(name, 0)
             samples = np.cumsum(np.full(len(x), x.shape[1])) + state.samples.get(name, 0)
             state.sums[name], state.counts[name], state.samples[name] = sums[-1], int(counts[-1]), int(samples[-1])
             worst = np.abs(sums / counts[:, None]).max(axis=1)
@@ -287,7 +288,7 @@ class NLPSequenceRatio(TensorRule):
                 def share(x: np.ndarray, t: float = token) -> np.ndarray:
                     return np.asarray((x == t).reshape(len(x), -1).mean(axis=1) * 100)
 
-                stat = series.stat(share)
+                stat = per_record(series, share)
                 state.add(stat, stat.values > limit,
                           f"{{v:.4g}}% of its tokens are {token:g} (> {limit:g}%)",
                           judged=~np.isnan(stat.values))

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from smx_debug.evaluate.result import RuleResult
-from smx_debug.evaluate.tensor_data import Stat, TensorBatch, TensorSeries
+from smx_debug.evaluate.tensor_data import Stat, TensorBatch, per_record
 from smx_debug.evaluate.tensor_verdict import (
     Selection,
     Tally,
@@ -25,6 +25,7 @@ from smx_debug.evaluate.tensor_verdict import (
     select_tensors,
     split_list,
 )
+from smx_debug.tensors.arrays import TensorValues
 
 __all__ = [
     "AllZero",
@@ -96,7 +97,7 @@ class ExplodingTensor(TensorRule):
         for name in selection.names:
             series = batch.arrays.get(name)
             if series is not None and len(series):
-                stat = series.stat(lambda x: bad(x).reshape(len(x), -1).sum(axis=1))
+                stat = per_record(series, lambda x: bad(x).reshape(len(x), -1).sum(axis=1))
                 state.add(stat, stat.values > 0, f"{{v:.0f}} {what} values")
                 continue
             # Saved reductions only: a NaN makes every reduction NaN, an infinity every max/norm/sum infinite.
@@ -120,7 +121,7 @@ class AllZero(TensorRule):
         for name in selection.names:
             series = batch.arrays.get(name)
             if series is not None and len(series):
-                stat = series.stat(lambda x: (x == 0).reshape(len(x), -1).mean(axis=1) * 100)
+                stat = per_record(series, lambda x: (x == 0).reshape(len(x), -1).mean(axis=1) * 100)
                 state.add(stat, stat.values >= thr, describe, judged=~np.isnan(stat.values))
                 continue
             # Reductions only: all zero <=> max |x| == 0; a share below 100% cannot be told from reductions.
@@ -178,7 +179,7 @@ class _History:
     last: dict[tuple[str, str, str], list[tuple[int, np.ndarray]]] = field(default_factory=dict)
 
 
-def _groups(series: TensorSeries, modes: Sequence[str]) -> list[tuple[tuple[str, str], np.ndarray]]:
+def _groups(series: TensorValues, modes: Sequence[str]) -> list[tuple[tuple[str, str], np.ndarray]]:
     """Record positions per (worker, mode) among ``modes``, in step order."""
     out = []
     for worker in dict.fromkeys(series.workers.tolist()):
@@ -189,7 +190,7 @@ def _groups(series: TensorSeries, modes: Sequence[str]) -> list[tuple[tuple[str,
     return out
 
 
-def _with_history(series: TensorSeries, idx: np.ndarray, prev: list[tuple[int, np.ndarray]]
+def _with_history(series: TensorValues, idx: np.ndarray, prev: list[tuple[int, np.ndarray]]
                   ) -> tuple[np.ndarray, np.ndarray | None, list[np.ndarray]]:
     """The group's steps with the carried-over previous records first, and its values: stacked (float64) when
     they share a shape, else one array per record."""
@@ -330,7 +331,7 @@ class DeadRelu(TensorRule):
             def dead(x: np.ndarray) -> np.ndarray:
                 return _inactive_layer_share(_per_unit(x) > 0, inact)
 
-            stat = series.stat(dead)
+            stat = per_record(series, dead)
             state.add(stat, stat.values > layer,
                       f"{{v:.4g}}% of its units are dead (active in < {inact:g}% of samples; threshold_layer "
                                 f"{layer:g}%)", judged=~np.isnan(stat.values))
@@ -362,7 +363,7 @@ class SaturatedActivation(TensorRule):
                 u = _per_unit(x)
                 return _inactive_layer_share((u > lo) & (u < hi), inact)
 
-            stat = series.stat(share)
+            stat = per_record(series, share)
             state.add(stat, stat.values > layer,
                       f"{{v:.4g}}% of its {kind} units are saturated (input outside "
                                                     f"({lo:g}, {hi:g}) in > {100 - inact:g}% of samples; "
