@@ -78,7 +78,7 @@ PUBLIC = {
     ],
     "smx_debug.watch": [
         "Clients", "EVALUATOR_RULES", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",
-        "Responder", "RunReport", "Trigger", "WatchSpec", "WatchedRule", "run_once",
+        "Responder", "RunReport", "TENSOR_WATCH_RULES", "Trigger", "WatchSpec", "WatchedRule", "run_once",
     ],
 }
 

@@ -20,7 +20,7 @@ from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
     from smx_debug.config import DebugPlan
-from smx_debug.evaluate.catalog import TENSOR_RULES, unsupported_reason
+from smx_debug.evaluate.catalog import TENSOR_RULES
 from smx_debug.evaluate.configured import ConfiguredRule, RuleLike, configure, configured_rule
 from smx_debug.evaluate.result import RuleResult
 from smx_debug.evaluate.tensor_data import TensorBatch
@@ -45,6 +45,7 @@ from smx_debug.evaluate.tensor_rules import (
     WeightUpdateRatio,
 )
 from smx_debug.evaluate.tensor_verdict import Selection
+from smx_debug.rules.catalog import unsupported_reason
 
 __all__ = ["TENSOR_REGISTRY", "TensorEvaluator", "evaluate_trial", "tensor_rules_from_plan"]
 

@@ -75,11 +75,12 @@ def test_guard_both_keeps_debugger_rules_and_the_evaluator_takes_those_it_can() 
     assert [r["RuleConfigurationName"] for r in request["DebugRuleConfigurations"]] == [
         "LossNotDecreasing", "ExplodingTensor"]
     assert "DebugHookConfig" in request and request["ProfilerConfig"]["DisableProfiler"] is False
-    assert [r.name for r in plan.watch_spec().rules] == ["CPU-strict", "CPU-lax", "LossNotDecreasing"]
+    assert [r.name for r in plan.watch_spec().rules] == ["CPU-strict", "CPU-lax", "LossNotDecreasing",
+                                                         "ExplodingTensor"]
 
 
 @pytest.mark.parametrize(("rules", "field", "fragment"), [
-    ([{"name": "exploding_tensor"}], "rules[0].name", "rule ExplodingTensor needs Debugger"),
+    ([{"name": "StepOutlier"}], "rules[0].name", "rule StepOutlier needs Debugger"),
     ([{"name": "loss_not_decreasing", "actions": [{"stop_training": "job-"}]}], "rules[0].actions[0]",
      "stop_training runs in Debugger's rule container"),
 ])
