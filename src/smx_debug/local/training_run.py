@@ -32,6 +32,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from smx_debug.contracts import DEBUG_OUTPUT
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.local import training_jobs
 from smx_debug.local.clients import client
@@ -117,7 +118,7 @@ def run_training(
                           text=True, timeout=timeout, check=False)
 
     bucket, prefix = _split_s3(str(hook_config["S3OutputPath"]))
-    out_prefix = "/".join(p for p in (prefix, job_name, "debug-output") if p) + "/"
+    out_prefix = "/".join(p for p in (prefix, job_name, DEBUG_OUTPUT) if p) + "/"
     debug_output = f"s3://{bucket}/{out_prefix}"
     failure: str | None = None
     uploaded = 0

@@ -20,7 +20,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, NoRegionError
 
-from smx_debug.contracts import PROFILER_OUTPUT
+from smx_debug.contracts import DEBUG_OUTPUT, PROFILER_OUTPUT
 from smx_debug.errors import ConfigError, NotFoundError, RegionError, translate_client_error
 
 __all__ = [
@@ -315,7 +315,7 @@ def job_paths(job_name: str, *, sagemaker_client: Any = None, description: dict[
     rule_base = prof or hook
     return JobPaths(
         job_name=job_name,
-        debugger=_join(hook, job_name, "debug-output") if hook else None,
+        debugger=_join(hook, job_name, DEBUG_OUTPUT) if hook else None,
         profiler=_join(prof, job_name, PROFILER_OUTPUT) if prof else None,
         rule_output=_join(rule_base, job_name, "rule-output") if rule_base else None,
     )
