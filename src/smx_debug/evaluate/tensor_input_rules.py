@@ -134,7 +134,8 @@ class ClassImbalance(TensorRule):
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = np.where((labels > 0).sum(axis=1) > 1, np.nanmax(seen, axis=1) / np.nanmin(seen, axis=1), 1.0)
         state.tally.add(Stat("labels", steps, modes, steps, workers, ratio), ratio > imb,
-                        f"largest/smallest class count {{v:.4g}} > threshold_imbalance {imb:g}", judged=judged)
+                        f"largest/smallest class count {{v:.4g}} > threshold_imbalance {imb:g}", judged=judged,
+                        statistic="largest/smallest class count (all labels so far)", upper=imb)
         with np.errstate(invalid="ignore", divide="ignore"):
             share = wrong_c / compared_c
         for c in range(k):
@@ -142,7 +143,7 @@ class ClassImbalance(TensorRule):
             if has.any():
                 state.tally.add(Stat(f"class {c}", steps, modes, steps, workers, share[:, c]), share[:, c] > mis,
                                 f"{{v:.3g}} of class {c}'s samples mispredicted > threshold_misprediction {mis:g}",
-                                judged=has)
+                                judged=has, statistic=f"share of class {c} mispredicted (so far)", upper=mis)
 
 
 def _named_or_collection(name: str, collection: str, names: Sequence[str], collections: Collections) -> Selection:
@@ -199,7 +200,8 @@ class Confusion(TensorRule):
                         np.array([r[1] for r in rows], object), np.array([r[2] for r in rows], np.float64))
             state.add(stat, np.array([r[3] for r in rows]),
                       f"the smallest share of a predicted class on the diagonal is {{v:.3g}} (min_diag {lo:g}), or a "
-                      f"share off it is above max_off_diag {hi:g}")
+                      f"share off it is above max_off_diag {hi:g}",
+                      statistic="smallest share of a predicted class on the diagonal", lower=lo)
 
 
 @dataclass
@@ -246,7 +248,7 @@ class CheckInputImages(TensorRule):
             worst = np.abs(sums / counts[:, None]).max(axis=1)
             stat = Stat(name, series.steps, series.modes, series.mode_steps, series.workers, worst)
             state.tally.add(stat, worst > thr, f"a channel's mean is {{v:.4g}} (|mean| > threshold_mean {thr:g})",
-                            judged=samples >= need)
+                            judged=samples >= need, statistic="largest |channel mean| (all images so far)", upper=thr)
 
 
 class NLPSequenceRatio(TensorRule):
@@ -291,4 +293,4 @@ class NLPSequenceRatio(TensorRule):
                 stat = per_record(series, share)
                 state.add(stat, stat.values > limit,
                           f"{{v:.4g}}% of its tokens are {token:g} (> {limit:g}%)",
-                          judged=~np.isnan(stat.values))
+                          judged=~np.isnan(stat.values), statistic=f"% of tokens equal to {token:g}", upper=limit)

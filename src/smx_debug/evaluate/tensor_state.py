@@ -103,11 +103,18 @@ def _dec(value: Any, classes: Mapping[str, type]) -> Any:
 
 
 def _without_values(name: str, state: Any, history: list[HistoryRef]) -> Any:
-    """The state with the raw values it compares replaced by where they are (added to ``history``), and the
-    wall times of steps before the last dropped (only the silence after the last step can still fire)."""
+    """The state with the raw values it compares replaced by where they are (added to ``history``), the wall
+    times of steps before the last dropped (only the silence after the last step can still fire), and without the
+    charts' traces (the report's, not a rule's)."""
     from smx_debug.evaluate.tensor_loss_rules import _Times
     from smx_debug.evaluate.tensor_rules import _History
+    from smx_debug.evaluate.tensor_verdict import Tally
 
+    if isinstance(state, Tally):
+        return dataclasses.replace(state, traces={})
+    tally = getattr(state, "tally", None)
+    if isinstance(tally, Tally):
+        state = dataclasses.replace(state, tally=dataclasses.replace(tally, traces={}))
     if isinstance(state, _History):
         for (tensor, worker, mode), kept in state.last.items():
             history.extend((name, tensor, worker, mode, int(step)) for step, _ in kept)
