@@ -44,7 +44,7 @@ PUBLIC = {
         "read_scalars", "resolve_params", "rule_defaults", "rules_from_plan", "series_frame", "training_metrics",
     ],
     "smx_debug.htmlreport": [
-        "CostEstimate", "InstanceSpec", "JobOutcome", "ReportInput", "ReportModel", "RightSizing",
+        "CostEstimate", "InstanceSpec", "JobOutcome", "ReportInput", "ReportModel", "RightSizing", "TensorInput",
         "build_model", "estimate_cost", "fetch_outcome", "instance_spec", "job_cost", "outcome_from_describe",
         "outcome_from_ledger_item", "price_table", "render_comparison", "render_report", "right_size",
         "write_comparison", "write_report",

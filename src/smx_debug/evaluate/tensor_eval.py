@@ -84,6 +84,7 @@ class TensorEvaluator:
         self.clock = clock
         self._states = {c.name: TENSOR_REGISTRY[c.rule].start(c.parameters) for c in self.configs}
         self._selections: dict[str, Selection] = {}
+        self.wall_times: dict[int, float] = {}  # global step -> wall time (epoch s) of the steps read
 
     def snapshot(self, *, budget: int, names: Iterable[str] | None = None) -> bytes:
         """The state of configurations ``names`` (default all) and the cursor, in at most ``budget`` bytes, for
@@ -140,6 +141,7 @@ class TensorEvaluator:
         finished trial step by step), fold them into every rule, and return the verdicts."""
         self._selections = {}
         batch = self.feed.read(self._select, now=self.clock() if self.clock else None, until=until)
+        self.wall_times.update(batch.wall_times)
         self.update(batch)
         return self.results()
 
