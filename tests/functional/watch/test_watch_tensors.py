@@ -8,10 +8,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from watch_support import BUCKET, T0, Recorder, at, clients, settings, with_clients
+from watch_support import BUCKET, T0, Recorder, at, clients, create_job, settings, with_clients
 
-from smx_debug import local
-from smx_debug.local import LocalAws, job_metrics
+from smx_debug.local import LocalAws
 from smx_debug.local.clients import client as cached_client
 from smx_debug.tensors import Collection, TrialWriter
 from smx_debug.watch import WatchSpec, run_once
@@ -23,20 +22,11 @@ EXPLODING = WatchSpec.from_json('[{"rule": "ExplodingTensor"}, {"rule": "Vanishi
 
 
 def _job(aws: LocalAws, name: str = JOB, *, hook: bool = True) -> None:
-    extra: dict[str, Any] = {}
     if hook:
-        extra["DebugHookConfig"] = {"S3OutputPath": f"s3://{BUCKET}/debugger", "CollectionConfigurations": [
-            {"CollectionName": "gradients"}]}
-    cached_client(aws, "sagemaker").create_training_job(
-        TrainingJobName=name,
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        RoleArn="arn:aws:iam::123456789012:role/smx-training",
-        OutputDataConfig={"S3OutputPath": "s3://smx-out/output"},
-        ResourceConfig={"InstanceType": "ml.g4dn.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 36000}, ProfilerConfig={"DisableProfiler": True}, **extra)
-    local.set_training_job_status(aws, name, "InProgress")
-    job_metrics.set_start_time(aws, name, T0)
+        create_job(aws, name, DebugHookConfig={"S3OutputPath": f"s3://{BUCKET}/debugger",
+                                               "CollectionConfigurations": [{"CollectionName": "gradients"}]})
+    else:
+        create_job(aws, name)
 
 
 def _steps(aws: LocalAws, steps: range, *, nan_from: int | None = None, first: bool = False) -> None:

@@ -1,14 +1,13 @@
 """What a plan renders for the tensor rules: the collections their regexes need, reductions a hook can compute,
-warnings for defaults that name another framework's tensors, and tensor rules guarded by the evaluator alone."""
+warnings for defaults that name another framework's tensors (tensor rules guarded by the evaluator alone:
+test_plan_guard.py)."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any
 
-import botocore.session
 import pytest
-from botocore.validate import ParamValidator
 
 from smx_debug.config import DebugPlan
 from smx_debug.errors import ConfigError
@@ -81,47 +80,6 @@ def test_plan_mxnet_default_regex_set_by_the_plan_does_not_warn() -> None:
     assert not [w for w in plan.validate(job_name="j") if "MXNet" in w]
     assert not [w for w in _plan(framework="mxnet", rules=[{"name": "CheckInputImages"}]).validate(job_name="j")
                 if "MXNet" in w]
-
-
-def test_guard_evaluator_with_tensor_rules_renders_the_hook_and_no_debugger_rules() -> None:
-    plan = _plan(guard="evaluator", hook={"save_interval": 5},
-                 rules=[{"name": "ExplodingTensor", "actions": ["stop_job"]}, {"name": "VanishingGradient"},
-                        {"name": "LossNotDecreasing"}])
-    request = plan.to_request_dict(job_name="j")
-    assert set(request) == {"DebugHookConfig", "ProfilerConfig", "Tags"}
-    assert request["ProfilerConfig"] == {"DisableProfiler": True}
-    hook = request["DebugHookConfig"]
-    assert hook["HookParameters"] == {"save_interval": "5"}
-    assert [c["CollectionName"] for c in hook["CollectionConfigurations"]] == ["gradients"]  # not LossNotDecreasing's
-    assert [(r.name, r.rule) for r in plan.watch_spec().rules] == [
-        ("ExplodingTensor", "ExplodingTensor"), ("VanishingGradient", "VanishingGradient"),
-        ("LossNotDecreasing", "LossNotDecreasing")]
-    model = botocore.session.get_session().get_service_model("sagemaker")
-    full = {
-        "TrainingJobName": "j", "AlgorithmSpecification": {"TrainingImage": "img", "TrainingInputMode": "File"},
-        "RoleArn": "arn:aws:iam::123456789012:role/r", "OutputDataConfig": {"S3OutputPath": "s3://bucket/out"},
-        "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 10},
-        "StoppingCondition": {"MaxRuntimeInSeconds": 3600}, **request,
-    }
-    report = ParamValidator().validate(full, model.operation_model("CreateTrainingJob").input_shape)
-    assert not report.has_errors(), report.generate_report()
-
-
-def test_guard_evaluator_with_tensor_rules_estimator_kwargs_keep_the_hook() -> None:
-    kwargs = _plan(guard="evaluator", rules=[{"name": "ExplodingTensor"}]).to_estimator_kwargs()
-    assert kwargs["debugger_hook_config"] is not False and kwargs["rules"] == []
-    assert kwargs["disable_profiler"] is True
-
-
-@pytest.mark.parametrize(("rule", "fragment"), [
-    ("TreeDepth", "XGBoost hook"), ("SimilarAcrossRuns", "compares this trial with another job's"),
-])
-def test_guard_evaluator_rule_it_cannot_evaluate_names_the_field_and_why(rule: str, fragment: str) -> None:
-    params = {"other_trials": "job-0"} if rule == "SimilarAcrossRuns" else {}
-    with pytest.raises(ConfigError) as info:
-        _plan(guard="evaluator", rules=[{"name": rule, "parameters": params}])
-    assert info.value.field == "rules[0].name"
-    assert fragment in str(info.value)
 
 
 def test_plan_reductions_are_exactly_what_the_hook_computes() -> None:
