@@ -16,6 +16,7 @@ from functools import cache
 from typing import Any
 
 from smx_debug.errors import ConfigError, UnknownNameError
+from smx_debug.rules.catalog import TENSOR_RULES, unsupported_reason  # the owner of both
 
 __all__ = [
     "PROFILER_RULES",
@@ -40,17 +41,6 @@ PROFILER_RULES: tuple[str, ...] = (
     "StepOutlier",
 )
 SCALAR_RULES: tuple[str, ...] = ("LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule")
-# Debugger rules we evaluate on a trial's tensors (evaluate.tensor_rules); the four scalar rules are among them.
-TENSOR_RULES: tuple[str, ...] = (
-    "VanishingGradient", "ExplodingTensor", "DeadRelu", "PoorWeightInitialization", "SaturatedActivation",
-    "WeightUpdateRatio", "AllZero", "ClassImbalance", "LossNotDecreasing", "Overfit", "Overtraining",
-    "TensorVariance", "UnchangedTensor", "CheckInputImages", "NLPSequenceRatio", "Confusion", "StalledTrainingRule",
-)
-# Why the catalog's other Debugger rules are not evaluated here (the XGBoost ones are found by framework).
-_NOT_LOCAL = {
-    "SimilarAcrossRuns": "it compares this trial with another job's (other_trials); smx-debug does not evaluate "
-                         "it locally: Debugger's rule container does",
-}
 
 # Developer-guide defaults of the scalar rules, used only if the catalog lacks a rule.
 _SCALAR_DEFAULTS: dict[str, dict[str, Any]] = {
@@ -86,19 +76,6 @@ def _unknown(kind: str, name: str, choices: Iterable[str]) -> UnknownNameError:
     close = difflib.get_close_matches(name, list(choices), n=1)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return UnknownNameError(f"unknown {kind} {name!r}{hint}", name=name, suggestion=close[0] if close else None)
-
-
-def unsupported_reason(rule: str) -> str | None:
-    """Why the catalog rule ``rule`` cannot be evaluated by smx-debug, or None (unknown names: None too)."""
-    specs = _catalog_specs(rule)
-    if specs is None:
-        return None
-    from smx_debug.rules import get_rule
-
-    if "xgboost" in get_rule(rule).frameworks:
-        return ("it reads what smdebug's XGBoost hook saves (trees, feature importance), and smx-debug has no "
-                "XGBoost hook; Debugger's rule container evaluates it for XGBoost jobs")
-    return _NOT_LOCAL.get(rule)
 
 
 def rule_defaults(rule: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from smx_debug.contracts import RuleKind
 from smx_debug.errors import UnknownNameError
 
 __all__ = [
+    "TENSOR_RULES",
     "CollectionRequirement",
     "ParamSpec",
     "RuleKind",
@@ -24,9 +25,17 @@ __all__ = [
     "closest",
     "get_rule",
     "list_rules",
+    "unsupported_reason",
 ]
 
 ParamType = Literal["int", "float", "bool", "str", "regex"]
+# The Debugger rules smx-debug evaluates itself on a trial's tensors (smx_debug.evaluate's tensor rules; the
+# scheduled evaluator's tensor rules): every Debugger rule but the XGBoost ones and SimilarAcrossRuns.
+TENSOR_RULES: tuple[str, ...] = (
+    "VanishingGradient", "ExplodingTensor", "DeadRelu", "PoorWeightInitialization", "SaturatedActivation",
+    "WeightUpdateRatio", "AllZero", "ClassImbalance", "LossNotDecreasing", "Overfit", "Overtraining",
+    "TensorVariance", "UnchangedTensor", "CheckInputImages", "NLPSequenceRatio", "Confusion", "StalledTrainingRule",
+)
 ParamValue = bool | int | float | str
 
 
@@ -159,6 +168,25 @@ def get_rule(name: str) -> RuleSpec:
     suggestion = closest(name, candidates)
     hint = f"; did you mean {suggestion!r}?" if suggestion else " (see `smx-debug rules list`)"
     raise UnknownNameError(f"unknown rule {name!r}{hint}", name=name, suggestion=suggestion)
+
+
+# Why the catalog's other Debugger rules are not evaluated by smx-debug (the XGBoost ones are found by framework).
+_NOT_LOCAL = {
+    "SimilarAcrossRuns": "it compares this trial with another job's (other_trials); smx-debug does not evaluate "
+                         "it locally: Debugger's rule container does",
+}
+
+
+def unsupported_reason(rule: str) -> str | None:
+    """Why the catalog rule ``rule`` cannot be evaluated by smx-debug, or None (unknown names: None too)."""
+    try:
+        spec = get_rule(rule)
+    except UnknownNameError:
+        return None
+    if "xgboost" in spec.frameworks:
+        return ("it reads what smdebug's XGBoost hook saves (trees, feature importance), and smx-debug has no "
+                "XGBoost hook; Debugger's rule container evaluates it for XGBoost jobs")
+    return _NOT_LOCAL.get(spec.name)
 
 
 def list_rules(kind: RuleKind | None = None) -> list[RuleSpec]:

@@ -12,11 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from smx_debug.watch.settings import EvaluatorSettings
-from smx_debug.watch.spec import EVALUATOR_RULES, MINUTE_DEFAULTS, WatchedRule, WatchSpec
+from smx_debug.watch.spec import EVALUATOR_RULES, MINUTE_DEFAULTS, TENSOR_WATCH_RULES, WatchedRule, WatchSpec
 
 __all__ = [
     "EVALUATOR_RULES",
     "MINUTE_DEFAULTS",
+    "TENSOR_WATCH_RULES",
     "Clients",
     "EvaluatorSettings",
     "JobOutcome",
