@@ -69,7 +69,6 @@ def write_trial(root: Path, steps: int) -> int:
 def main(argv: Sequence[str] = ()) -> int:
     from smx_debug.evaluate import configured_rule
     from smx_debug.evaluate.tensor_eval import TensorEvaluator
-    from smx_debug.evaluate.tensor_feed import read_records
     from smx_debug.rules.params import TENSOR_RULES
     from smx_debug.tensors import create_trial
 
@@ -88,9 +87,9 @@ def main(argv: Sequence[str] = ()) -> int:
 
         trial = create_trial(str(tmp))
         t = time.perf_counter()
-        records = read_records(trial, trial.tensor_names(), 0, steps)
+        records = trial.arrays(trial.tensor_names(), start_step=0, end_step=steps)
         reading = time.perf_counter() - t
-        n_records = sum(len(s) for s in records.arrays.values())
+        n_records = sum(len(s) for s in records.values.values())
         del records
 
         trial = create_trial(str(tmp))

@@ -338,7 +338,8 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
                        first_onset_to_stop=(stopped_at_job_s - onset_s) / 60)
     from examples.demo_tensors import tensor_job
 
-    # 8: a real PyTorch run with smx_debug.hook, when torch is installed
+    # 8: a real PyTorch run whose training explodes, guarded by the evaluator alone (when torch is installed)
+    say("8/8 a PyTorch job whose training explodes, guarded by the scheduled evaluator alone (tensor rules)")
     code = code or tensor_job(aws, bucket, job=f"{JOB_PREFIX}cnn-{datetime.now(UTC):%Y%m%d-%H%M%S}", say=say)
     touched = team.touched(aws, ledger_table=deployed.output("LedgerTableName"))
     say("account", team.summary(touched))
@@ -350,7 +351,7 @@ def _second_job(aws: LocalAws, bucket: str, inbox: str, *, minutes: int, onset_m
     """A second job launched with no Debugger configuration, guarded by the stack's scheduled evaluator."""
     from examples.demo_evaluator import guard_second_job
 
-    say("7/7 a second job without Debugger (no rules, profiler disabled), guarded by the scheduled evaluator")
+    say("7/8 a second job without Debugger (no rules, profiler disabled), guarded by the scheduled evaluator")
     second = guard_second_job(aws, bucket, job=f"{JOB_PREFIX}nodebugger-{datetime.now(UTC):%Y%m%d-%H%M%S}",
                               minutes=minutes, onset_min=round(onset_min), speed=speed, say=say,
                               inbox=lambda: drain(aws, inbox), show=print_message)

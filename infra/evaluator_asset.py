@@ -1,7 +1,8 @@
 """The evaluator's Lambda code, built without Docker: a small code directory plus a dependency layer of wheels.
 
-The evaluation needs numpy, pandas, pydantic and (for Debugger profiler output, read by the one reader in
-``smx_debug.reports``) pyarrow, none of which the Lambda Python runtime has. We fetch the Lambda platform's
+The evaluation needs numpy, pandas, pydantic, (for Debugger profiler output, read by the one reader in
+``smx_debug.reports``) pyarrow and (for the tensor rules, read by ``smx_debug.tensors``) protobuf and
+google-crc32c, none of which the Lambda Python runtime has. We fetch the Lambda platform's
 manylinux wheels from PyPI with ``pip download --only-binary=:all: --platform ... --python-version ...`` at the
 versions pinned in ``constraints.txt``, unpack them into a layer (``python/`` at its root, as Lambda expects),
 drop what a running program never imports (test suites, C headers, Cython sources) and zip it once. Wheels and
@@ -49,6 +50,7 @@ LAMBDA_LIMIT_BYTES = 250 * 1024 * 1024
 LAYER_PACKAGES = (
     "numpy", "pandas", "pyarrow", "python-dateutil", "six", "pydantic", "pydantic-core", "typing-extensions",
     "annotated-types", "typing-inspection",
+    "protobuf", "google-crc32c",  # smx_debug.tensors: the tensor rules read jobs' Debugger event files
 )
 # The package's parts the evaluator never imports (the local AWS needs moto; the CLI, the simulator and the
 # HTML report are for people). htmlreport/instances.json is kept: the evaluator reads the instance table.

@@ -6,7 +6,7 @@ and acts through the same action core as the Debugger-event handlers. Least priv
 read only, no resource type), describe / list tags / stop only watched jobs (the stack's statements: name
 prefix or opt-in tag), read metrics (``cloudwatch:GetMetricData`` has no resource type), its own cursor table
 (batch read/write, and put/delete of its run lease), read the watch specs under one prefix of the
-stack's bucket (and the profiler output jobs write there), the ledger's four item actions, put the rule metric in our namespace only, publish to our topic.
+stack's bucket (and the profiler output and tensors jobs write there), the ledger's four item actions, put the rule metric in our namespace only, publish to our topic.
 Failures: the schedule invokes asynchronously without retries (the next run is a minute away and resumes from
 the saved cursors), and an invocation not started within one rate period (throttled) is dropped rather than
 retried for Lambda's default 6 hours; a failed invocation goes to the stack's dead-letter queue and an alarm on
@@ -40,7 +40,7 @@ from infra.components.functions import handler_function, role_and_logs
 from infra.components.nag import acknowledge_wildcards
 from infra.components.storage import keyed_table
 from infra.evaluator_asset import LAMBDA_TARGET, build_layer, stage_evaluator_code
-from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, JOB_ERRORS_METRIC, PROFILER_OUTPUT, Env
+from smx_debug.contracts import DEBUG_OUTPUT, EVALUATOR_SPEC_PREFIX, JOB_ERRORS_METRIC, PROFILER_OUTPUT, Env
 
 __all__ = ["EVALUATOR_MEMORY_MB", "EVALUATOR_TIMEOUT_SECONDS", "Evaluator"]
 
@@ -189,10 +189,10 @@ class Evaluator(Construct):
         self.cursors.grant(role, "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:PutItem",
                            "dynamodb:DeleteItem")
         ledger.grant(role, *ledger_actions)
-        # The watch specs, and the profiler output jobs write to the stack's bucket (read with the one reader,
-        # which lists the window's files): those two prefixes, not tensors or models. Output written to other
+        # The watch specs, and the profiler output and tensors jobs write to the stack's bucket (read with the
+        # readers, which list what they read): those prefixes, not models or anything else. Output written to other
         # buckets needs a grant of its own.
-        readable = (f"{EVALUATOR_SPEC_PREFIX}*", f"*/{PROFILER_OUTPUT}/*")
+        readable = (f"{EVALUATOR_SPEC_PREFIX}*", f"*/{PROFILER_OUTPUT}/*", f"*/{DEBUG_OUTPUT}/*")
         role.add_to_principal_policy(iam.PolicyStatement(
             actions=["s3:GetObject"], resources=[bucket.arn_for_objects(pattern) for pattern in readable]))
         role.add_to_principal_policy(iam.PolicyStatement(
@@ -219,6 +219,7 @@ class Evaluator(Construct):
         )
         acknowledge_wildcards(
             role, resources=[bucket.arn_for_objects(pattern) for pattern in readable],
-            reason="Read only: the watch specs (smx-debug/watch-specs/) and the jobs' Debugger profiler output "
-            "(<output path>/<job>/profiler-output/) in the stack's bucket; not tensors or models.",
+            reason="Read only: the watch specs (smx-debug/watch-specs/), the jobs' Debugger profiler output "
+            "(<output path>/<job>/profiler-output/) and their hooks' tensors (<output path>/<job>/debug-output/, "
+            "for the tensor rules) in the stack's bucket; not models.",
         )

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 __all__ = [
     "ACTION_HANDLERS",
+    "DEBUG_OUTPUT",
     "DEFAULT_FUNCTION_TIMEOUT_SECONDS",
     "DEFAULT_LEASE_SECONDS",
     "DEFAULT_NAMESPACE",
@@ -118,6 +119,9 @@ EVALUATOR_SPEC_PREFIX: Final = "smx-debug/watch-specs/"  # + <sha256 of the spec
 # Debugger writes profiler data under ProfilerConfig.S3OutputPath/<job>/PROFILER_OUTPUT/ (the readers look there;
 # the evaluator's role may read there and nowhere else in the bucket besides the watch specs).
 PROFILER_OUTPUT: Final = "profiler-output"
+# ... and the hook's tensors under DebugHookConfig.S3OutputPath/<job>/DEBUG_OUTPUT/ (the evaluator's role may read
+# there too, for the tensor rules).
+DEBUG_OUTPUT: Final = "debug-output"
 # On every run the retraining workflow launches (value: the workflow run, ``<job_name_prefix>-<run_id>``): the
 # execution that launched it monitors it, stops it and plans the next run, so the ``retrain`` action never
 # starts a second workflow for it (which would also escape the first one's retraining budget).

@@ -125,11 +125,15 @@ def test_demo_other_teams_jobs_run_beside_it_untouched(demo_run: tuple[int, str,
                      r"0 metrics\)", text), text
 
 
-def test_demo_trains_the_tensor_job_with_the_hook_and_reads_it_back(demo_run: tuple[int, str, Path]) -> None:
+def test_demo_stops_the_exploding_pytorch_job_once_with_the_evaluator_alone(demo_run: tuple[int, str, Path]) -> None:
     code, text, _ = demo_run
     assert code == 0, text
-    assert re.search(r"\[tensors\] trained 60 steps, last loss [\d.]+; \d+ files uploaded to "
-                     r"s3://\S+/debugger/smx-demo-cnn-\S+/debug-output/", text), text
-    assert "read back: steps [0, 10, 20, 30, 40, 50, 60]" in text
-    for name in ("CrossEntropyLoss_output_0", "gradient/SmallCNN_fc.weight", "relu2_relu_output_0"):
-        assert re.search(rf"\[tensor\] {re.escape(name)}\s+\d+ steps", text), name
+    assert re.search(r"\[tensors\] smx-demo-cnn-\S+: plan guard 'evaluator' with ExplodingTensor \(stop_job, notify\): "
+                     r"DebugHookConfig, ProfilerConfig, no DebugRuleConfigurations", text), text
+    (onset, fired, stopped, steps) = re.findall(
+        r"\[result\] job 3 \(smx-demo-cnn-\S+, no Debugger, tensors judged by the smx-debug evaluator\): onset at "
+        r"step (\d+) -> ExplodingTensor at step (\d+) -> stopped at step (\d+): (\d+) steps from onset to stop",
+        text)[0]
+    assert int(onset) <= int(fired) <= int(stopped) < 400 and int(steps) == int(stopped) - int(onset)
+    assert re.search(r"\[tensors\] training ended: job Stopped, stopped by SIGTERM at step \d+.*StopTrainingJob "
+                     r"calls: 1", text), text

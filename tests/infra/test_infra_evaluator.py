@@ -160,6 +160,6 @@ def test_evaluator_bad_default_rules_name_the_field(synth: Synth) -> None:
     from smx_debug.errors import ConfigError
 
     with pytest.raises(ConfigError, match=r"evaluator\.default_rules"):
-        synth(evaluator={"default_rules": [{"rule": "VanishingGradient"}]})
+        synth(evaluator={"default_rules": [{"rule": "StepOutlier"}]})  # needs Debugger's step timings
     with pytest.raises(ConfigError, match="evaluator"):
         synth(evaluator={"rate_minutes": 0})

@@ -75,11 +75,13 @@ def test_key_lets_events_and_sns_use_it_for_the_dead_letter_queue_only(stack: tu
     (f"{EVALUATOR_SPEC_PREFIX}0123abcd.json", True),
     ("debugger/exp-1/profiler-output/system/incremental/2026112214/1763820000.algo-1.json", True),
     ("exp-1/profiler-output/framework/pevents/x.json", True),
-    ("debugger/exp-1/debug-output/events/000000000000/000000000000_worker_0.tfevents", False),
+    ("debugger/exp-1/debug-output/events/000000000000/000000000000_worker_0.tfevents", True),
+    ("debugger/exp-1/debug-output/index/000000000/000000000000_worker_0.json", True),
     ("model/exp-1/output/model.tar.gz", False),
+    ("model/exp-1/output/debug-outputs.tar.gz", False),
     ("smx-debug/other/secret.json", False),
 ])
-def test_evaluator_reads_only_watch_specs_and_profiler_output(
+def test_evaluator_reads_only_watch_specs_profiler_output_and_tensors(
     stack: tuple[Template, Any], key: str, expected: bool
 ) -> None:
     t, guard = stack
@@ -89,9 +91,10 @@ def test_evaluator_reads_only_watch_specs_and_profiler_output(
 
 @pytest.mark.parametrize(("prefix", "expected"), [
     ("debugger/exp-1/profiler-output/system/", True), (EVALUATOR_SPEC_PREFIX, True),
-    ("debugger/exp-1/debug-output/", False), ("", False), (None, False),
+    ("debugger/exp-1/debug-output/", True), ("debugger/exp-1/debug-output/index/", True),
+    ("model/exp-1/", False), ("", False), (None, False),
 ])
-def test_evaluator_lists_only_watch_specs_and_profiler_output(
+def test_evaluator_lists_only_watch_specs_profiler_output_and_tensors(
     stack: tuple[Template, Any], prefix: str | None, expected: bool
 ) -> None:
     t, guard = stack

@@ -44,7 +44,7 @@ PUBLIC = {
         "read_scalars", "resolve_params", "rule_defaults", "series_frame", "training_metrics",
     ],
     "smx_debug.htmlreport": [
-        "CostEstimate", "InstanceSpec", "JobOutcome", "ReportInput", "ReportModel", "RightSizing",
+        "CostEstimate", "InstanceSpec", "JobOutcome", "ReportInput", "ReportModel", "RightSizing", "TensorInput",
         "build_model", "estimate_cost", "fetch_outcome", "instance_spec", "job_cost", "outcome_from_describe",
         "outcome_from_ledger_item", "price_table", "render_comparison", "render_report", "right_size",
         "write_comparison", "write_report",
@@ -73,12 +73,12 @@ PUBLIC = {
     "smx_debug.tensors": [
         "Collection", "CollectionsFile", "END_OF_JOB", "ModeKeys", "NORMS", "REDUCTIONS", "REDUCTIONS_PREFIX",
         "RawTensor", "ReductionConfig", "ReductionName", "SaveConfig", "SaveConfigMode", "TENSOR_COLUMNS", "Tensor",
-        "Trial", "TrialWriter", "compute_reduction", "create_trial", "modes", "parse_mode", "parse_reduction_name",
+        "TensorValues", "Trial", "TrialArrays", "TrialWriter", "compute_reduction", "create_trial", "modes", "parse_mode", "parse_reduction_name",
         "reduction_tensor_name"
     ],
     "smx_debug.watch": [
         "Clients", "EVALUATOR_RULES", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",
-        "Responder", "RunReport", "Trigger", "WatchSpec", "WatchedRule", "run_once",
+        "Responder", "RunReport", "TENSOR_WATCH_RULES", "Trigger", "WatchSpec", "WatchedRule", "run_once",
     ],
 }
 

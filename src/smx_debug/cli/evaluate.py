@@ -19,7 +19,6 @@ from smx_debug.cli._args import (
     require_data,
 )
 from smx_debug.contracts import ISSUES_FOUND, JOB_ENDED_STATUSES, NO_ISSUES_FOUND, RULE_IN_PROGRESS
-from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
     from smx_debug.evaluate import ConfiguredRule
@@ -195,8 +194,7 @@ def _run_trial(args: argparse.Namespace) -> int:
 
     configs, _, skipped = rule_selection(args, tensors=True)
     if args.live:
-        raise ConfigError("--live evaluates profiler and scalar rules; the tensor rules' live mode is not wired yet "
-                          "(evaluate the trial again to see new steps)", field="--live", value=True)
+        return _live_trial(args, configs)
     check_output_file(args.json, "--json")
     check_output_dir(args.output_dir, "--output-dir")
     trial = create_trial(args.job_or_path)
@@ -207,12 +205,58 @@ def _run_trial(args: argparse.Namespace) -> int:
                    reasons=True)
 
 
+def _print_transitions(transitions: Any, *, reasons: bool = False) -> None:
+    stamp = datetime.now(UTC).strftime("%H:%M:%S")
+    for t in transitions:
+        reason = f" ({t.result.message})" if reasons and t.result.message else ""
+        print(f"{stamp} {t.rule}: {t.previous} -> {t.status} {t.status_details.strip()}{reason}".rstrip(), flush=True)
+
+
+def _print_statuses(status: Mapping[str, str]) -> None:
+    print(json.dumps([{"RuleConfigurationName": r, "RuleEvaluationStatus": s} for r, s in status.items()]))
+
+
+def _live_trial(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
+    """The tensor rules on a trial being written: every ``--interval`` s, read the new steps and print each rule
+    the moment it fires (with the tensor, step and value); until the training ends (the trial's end marker),
+    every rule has fired, or ``--max-updates``."""
+    from smx_debug.errors import NoDataYetError
+    from smx_debug.evaluate.tensor_live import TensorLiveEvaluator
+    from smx_debug.tensors import create_trial
+
+    updates = 0
+    trial = None
+    while trial is None:  # a job that has not written its first step yet
+        try:
+            trial = create_trial(args.job_or_path)
+        except NoDataYetError as exc:
+            updates += 1
+            if args.max_updates and updates >= args.max_updates:
+                raise
+            if updates == 1:
+                print(f"waiting for tensors: {exc}", file=sys.stderr, flush=True)
+            time.sleep(args.interval)
+    live = TensorLiveEvaluator(trial, configs)
+    print(f"{trial.name}: watching {len(configs)} tensor rules on {trial.path} every {args.interval:g} s",
+          flush=True)
+    while True:
+        _print_transitions(live.update(), reasons=True)
+        updates += 1
+        if live.ended or not live.board.in_progress() or (args.max_updates and updates >= args.max_updates):
+            break
+        time.sleep(args.interval)
+    if live.ended:
+        _print_transitions(live.finish())
+    _print_statuses(live.status)
+    for what, n in trial.skipped.items():
+        print(f"skipped {n} {what}", file=sys.stderr)
+    return 1 if args.fail_on_issues and any(s == ISSUES_FOUND for s in live.status.values()) else 0
+
+
 def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
     from smx_debug.evaluate import LiveEvaluator
     from smx_debug.evaluate.jobs import load_job
 
-    if args.interval <= 0:
-        raise ConfigError(f"--interval must be positive, got {args.interval!r}", field="--interval", value=args.interval)
     live = LiveEvaluator(rules=configs)
     updates = 0
     while True:
@@ -220,9 +264,7 @@ def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
         transitions = live.update(system=data.system, steps=data.steps, scalars=data.scalars, replace=True,
                                   now=datetime.now(UTC))
         updates += 1
-        stamp = datetime.now(UTC).strftime("%H:%M:%S")
-        for t in transitions:
-            print(f"{stamp} {t.rule}: {t.previous} -> {t.status} {t.status_details.strip()}", flush=True)
+        _print_transitions(transitions)
         ended = (info.status in JOB_ENDED_STATUSES) or (
             Path(args.job_or_path).exists() and any(Path(args.job_or_path).rglob("training_job_end.ts"))
         )
@@ -232,9 +274,8 @@ def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
             break
         time.sleep(args.interval)
     if ended:
-        for t in live.finish():
-            print(f"{t.rule}: {t.previous} -> {t.status}", flush=True)
-    print(json.dumps([{"RuleConfigurationName": r, "RuleEvaluationStatus": s} for r, s in live.status.items()]))
+        _print_transitions(live.finish())
+    _print_statuses(live.status)
     return 0
 
 

@@ -7,6 +7,7 @@ import math
 import os
 import sys
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -86,19 +87,83 @@ def load_outcome(info: Any, args: argparse.Namespace) -> Any:
     return outcome.with_onset(onset)
 
 
-def _one(job_or_path: str, args: argparse.Namespace, rules: Any, overrides: Any, title: str | None) -> Any:
-    from smx_debug.evaluate import LoadReport, evaluate
+def _trial_of(job_or_path: str, args: argparse.Namespace) -> Any:
+    """The tensors of the job (its DebugHookConfig output) or of the path (a hook's trial), or None."""
+    from smx_debug.errors import NoDataYetError, NotFoundError
+    from smx_debug.evaluate.tensor_feed import is_trial
+    from smx_debug.tensors import create_trial
+
+    if args.source == "cloudwatch":
+        return None
+    if Path(job_or_path).expanduser().exists() or job_or_path.startswith("s3://"):
+        return create_trial(job_or_path) if is_trial(job_or_path) else None
+    try:
+        return create_trial(job_or_path)
+    except (NotFoundError, NoDataYetError):  # no DebugHookConfig, or nothing saved yet
+        return None
+
+
+def _tensor_job_info(job_or_path: str, trial: Any) -> Any:
+    """What the report knows of a job (or path) that has tensors and no profiler or CloudWatch data."""
+    from smx_debug.evaluate.jobs import JobInfo
+
+    if Path(job_or_path).expanduser().exists() or job_or_path.startswith("s3://"):
+        return JobInfo(name=trial.name, source=trial.path)
+    import boto3
+    from botocore.config import Config
+
+    desc = boto3.client("sagemaker", config=Config(retries={"mode": "standard"})).describe_training_job(
+        TrainingJobName=job_or_path)
+    res = desc.get("ResourceConfig") or {}
+    return JobInfo(name=job_or_path, instance_type=res.get("InstanceType"),
+                   instance_count=int(res.get("InstanceCount") or 1), status=desc.get("TrainingJobStatus"),
+                   source=trial.path)
+
+
+def _tensors(trial: Any, configs: Any) -> tuple[dict[str, Any], Any]:
+    """The tensor rules' results on the trial, and what the report needs of the trial."""
+    from smx_debug.evaluate.tensor_eval import TensorEvaluator
+    from smx_debug.htmlreport import TensorInput
+
+    evaluator = TensorEvaluator(trial, configs)
+    results = evaluator.refresh()
+    return results, TensorInput(path=trial.path, configurations=frozenset(results),
+                                step_times={s: int(t * 1e9) for s, t in evaluator.wall_times.items()},
+                                steps=len(trial.steps()), tensors=len(trial.tensor_names()))
+
+
+def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: Any, overrides: Any,
+         title: str | None) -> Any:
+    from smx_debug.errors import NoDataYetError, NotFoundError
+    from smx_debug.evaluate import JobData, LoadReport, evaluate
     from smx_debug.evaluate.jobs import load_job
     from smx_debug.htmlreport import ReportInput, estimate_cost
+    from smx_debug.rules.params import TENSOR_RULES
 
     report = LoadReport()
-    data, info = load_job(job_or_path, source=args.source, report=report)
-    require_data(data, info.name, info.source)
-    results = evaluate(data, rules, overrides)
+    trial = _trial_of(job_or_path, args)
+    try:
+        data, info = load_job(job_or_path, source=args.source, report=report)
+        require_data(data, info.name, info.source)
+    except (NoDataYetError, NotFoundError):
+        if trial is None:
+            raise
+        data, info = JobData(), _tensor_job_info(job_or_path, trial)
+    tensor_input = None
+    results: dict[str, Any] = {}
+    if trial is not None:  # a rule that reads tensors is judged on them (the loss rules too), the rest on the data
+        results, tensor_input = _tensors(trial, [c for c in tensor_rules if c.rule in TENSOR_RULES])
+        asked = bool(args.rule or args.plan or args.sets)
+        profiled = any(len(f) for f in (data.system, data.steps, data.scalars))
+        rules = [c for c in rules if c.rule not in TENSOR_RULES and (asked or profiled)]
+        report.skipped.update(trial.skipped)
+    results = {**evaluate(data, rules, overrides), **results}
     outcome = load_outcome(info, args)
     instance_type = args.instance_type or info.instance_type
     cost = None
     span = data.system_span_ns
+    if span is None and tensor_input is not None and tensor_input.step_times:  # a job with tensors only
+        span = (min(tensor_input.step_times.values()), max(tensor_input.step_times.values()))
     if instance_type and span is not None:
         gpus = data.series("GPUUtilization")
         util = [float(s.values.mean()) for s in gpus if len(s.values)]
@@ -107,18 +172,20 @@ def _one(job_or_path: str, args: argparse.Namespace, rules: Any, overrides: Any,
         cost = estimate_cost(instance_type, count, (span[1] - span[0]) / 1e9, util, p95, price_per_hour=args.price)
     events = load_framework_events(job_or_path) if info.source != "CloudWatch /aws/sagemaker/TrainingJobs" else None
     return ReportInput(job_name=title or info.name, data=data, results=results, cost=cost, source=info.source,
-                       skipped=report.skipped, events=events, outcome=outcome)
+                       skipped=report.skipped, events=events, outcome=outcome, tensors=tensor_input)
 
 
 def _run(args: argparse.Namespace) -> int:
     from smx_debug.htmlreport import write_comparison, write_report
 
     rules, overrides, _ = rule_selection(args)
+    tensor_rules, _, _ = rule_selection(args, tensors=True)
     check_output_file(args.out, "--out")
     jobs: list[str] = args.job_or_path
     if len(jobs) > 1 and args.onset:
         raise ConfigError("--onset applies to one job; give one JOB_OR_PATH", field="--onset", value=args.onset)
-    inputs = [_one(job, args, rules, overrides, args.title if len(jobs) == 1 else None) for job in jobs]
+    inputs = [_one(job, args, rules, tensor_rules, overrides, args.title if len(jobs) == 1 else None)
+              for job in jobs]
     if len(inputs) == 1:
         path = write_report(inputs[0], args.out)
     else:

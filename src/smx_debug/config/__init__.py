@@ -1,20 +1,13 @@
-"""The debug plan: a typed description of how a training job is watched, rendered for SageMaker."""
+"""The debug plan: a typed description of how a training job is watched, rendered for SageMaker.
+
+Names load lazily, so a module that needs only the plan's pydantic base (``smx_debug.config._base``: the tensor
+reader's collections model, which the scheduled evaluator's Lambda imports) does not import the plan and PyYAML.
+"""
 
 from __future__ import annotations
 
-from smx_debug.config.actions import NotifyAction, RuleAction, StopTrainingAction
-from smx_debug.config.models import (
-    CollectionConfig,
-    DataloaderProfiling,
-    FrameworkProfiling,
-    HookConfig,
-    MetricRange,
-    ProfilerSettings,
-    PythonProfiling,
-    RuleConfig,
-)
-from smx_debug.config.plan import MAX_RULES_PER_KIND, DebugPlan
-from smx_debug.config.warnings import SmxDebugWarning
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
     "MAX_RULES_PER_KIND",
@@ -32,3 +25,44 @@ __all__ = [
     "SmxDebugWarning",
     "StopTrainingAction",
 ]
+
+_LAZY = {
+    "MAX_RULES_PER_KIND": "smx_debug.config.plan",
+    "CollectionConfig": "smx_debug.config.models",
+    "DataloaderProfiling": "smx_debug.config.models",
+    "DebugPlan": "smx_debug.config.plan",
+    "FrameworkProfiling": "smx_debug.config.models",
+    "HookConfig": "smx_debug.config.models",
+    "MetricRange": "smx_debug.config.models",
+    "NotifyAction": "smx_debug.config.actions",
+    "ProfilerSettings": "smx_debug.config.models",
+    "PythonProfiling": "smx_debug.config.models",
+    "RuleAction": "smx_debug.config.actions",
+    "RuleConfig": "smx_debug.config.models",
+    "SmxDebugWarning": "smx_debug.config.warnings",
+    "StopTrainingAction": "smx_debug.config.actions",
+}
+
+if TYPE_CHECKING:
+    from smx_debug.config.actions import NotifyAction, RuleAction, StopTrainingAction
+    from smx_debug.config.models import (
+        CollectionConfig,
+        DataloaderProfiling,
+        FrameworkProfiling,
+        HookConfig,
+        MetricRange,
+        ProfilerSettings,
+        PythonProfiling,
+        RuleConfig,
+    )
+    from smx_debug.config.plan import MAX_RULES_PER_KIND, DebugPlan
+    from smx_debug.config.warnings import SmxDebugWarning
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'smx_debug.config' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -25,9 +25,9 @@ def _version(text: str) -> tuple[int, ...]:
 def _starvation(plan: DebugPlan) -> list[str]:
     out: list[str] = []
     merged = {c.name: c for c in plan.collections()}
-    for rule in plan.debugger_rules:
+    for rule in plan.hooked_rules:
         spec = rule.spec
-        names = [c.name for c in spec.collections] + list(spec.reads)
+        names = [c.name for c in plan.required_collections(rule)] + list(spec.reads)
         named = rule.parameters.get("collection_names")
         if isinstance(named, str):
             names += [n.strip() for n in named.split(",") if n.strip()]
@@ -123,6 +123,29 @@ def _frameworks(plan: DebugPlan) -> list[str]:
     return out
 
 
+# Default regexes that name tensors of MXNet's Gluon models (smdebug-rulesconfig's and the guide's defaults): in
+# another framework's job nothing matches them, and the rule never sees data.
+_MXNET_DEFAULTS = {("CheckInputImages", "regex"): "the input of the first layer, e.g. '.*conv1_input_0'",
+                   ("NLPSequenceRatio", "tensor_regex"): "the token ids, e.g. '.*embedding_input_0'"}
+
+
+def _mxnet_defaults(plan: DebugPlan) -> list[str]:
+    out: list[str] = []
+    if plan.framework in (None, "mxnet"):
+        return out
+    for i, rule in enumerate(plan.rules):
+        for (name, param), what in _MXNET_DEFAULTS.items():
+            if rule.spec.name == name and param not in rule.parameters:
+                default = rule.spec.param(param).default
+                out.append(
+                    f"rules[{i}] ({rule.rule_configuration_name}): its default {param} {default!r} names an MXNet "
+                    f"tensor, which a {plan.framework} job never saves, so the rule would see no data; set "
+                    f"parameters.{param} to {what} (smx_debug.hook names a module's input '<module>_input_0')"
+                )
+    return out
+
+
 def plan_warnings(plan: DebugPlan, *, job_name: str | None = None, sdk: bool = False) -> list[str]:
     """Every warning for ``plan``; ``sdk`` means the SDK fills the job name in at ``fit()``."""
-    return _starvation(plan) + _profiling(plan) + _actions(plan, job_name, sdk) + _frameworks(plan)
+    return (_starvation(plan) + _profiling(plan) + _actions(plan, job_name, sdk) + _frameworks(plan)
+            + _mxnet_defaults(plan))

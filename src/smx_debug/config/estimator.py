@@ -215,7 +215,7 @@ def estimator_kwargs(plan: DebugPlan, user: dict[str, Any] | None = None) -> dic
         "tags": plan.tags_list(),
     }
     prof = plan.profiler
-    if plan.guard == "evaluator":  # no Debugger at all: the stack's evaluator guards the job
+    if plan.guard == "evaluator" and not plan.hooked_rules:  # no Debugger at all: the stack's evaluator guards it
         out["debugger_hook_config"] = False
     if prof.disable or plan.guard == "evaluator":
         out["profiler_config"] = dbg.ProfilerConfig(disable_profiler=True)

@@ -34,7 +34,12 @@ __all__ = [
 
 PositiveFloat = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]
 ParamValue = StrictBool | StrictInt | StrictFloat | StrictStr
-Reduction = Literal["min", "max", "median", "mean", "std", "variance", "sum", "prod", "l1", "l2"]
+# What smdebug's hooks (and ours) compute: smx_debug.tensors.reductions' REDUCTIONS and NORMS, each also of |x|
+# (a test pins this list to them); no median.
+Reduction = Literal[
+    "min", "max", "mean", "std", "variance", "sum", "prod", "l1", "l2",
+    "abs_min", "abs_max", "abs_mean", "abs_std", "abs_variance", "abs_sum", "abs_prod", "abs_l1", "abs_l2",
+]
 
 
 def encode_value(value: bool | int | float | str) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -13,7 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from smx_debug.config._base import FrozenModel, PositiveInt, S3Uri
 from smx_debug.config._limits import check_size, load_yaml
-from smx_debug.config.checks import plan_warnings
+from smx_debug.config.checks import DEFAULT_SAVE_INTERVAL, plan_warnings
 from smx_debug.config.estimator import estimator_kwargs
 from smx_debug.config.models import CollectionConfig, HookConfig, ProfilerSettings, RuleConfig
 from smx_debug.config.request import request_dict
@@ -30,7 +31,7 @@ from smx_debug.rules.params import (
     split_profiler_report_key,
     unsupported_reason,
 )
-from smx_debug.rules.watch_spec import EVALUATOR_RULES, WatchedRule, WatchSpec
+from smx_debug.rules.watch_spec import EVALUATOR_RULES, TENSOR_WATCH_RULES, WatchedRule, WatchSpec
 from smx_debug.tags import MAX_TAGS, ActionSpec, encode_tags
 
 __all__ = ["MAX_RULES_PER_KIND", "DebugPlan"]
@@ -126,11 +127,12 @@ class DebugPlan(FrozenModel):
             return
         for i, rule in enumerate(self.rules):
             if rule.spec.name not in EVALUATOR_RULES:
+                reason = unsupported_reason(rule.spec.name)
                 raise PydanticCustomError(
                     "smx_field",
-                    "rule {rule} needs Debugger; with guard 'evaluator' the rules are one of {rules} "
-                    "(or set guard to 'both')",
+                    "rule {rule} {why}; with guard 'evaluator' the rules are one of {rules} (or set guard to 'both')",
                     {"subpath": f"rules[{i}].name", "bad_value": repr(rule.name), "rule": rule.spec.name,
+                     "why": f"cannot be evaluated by smx-debug: {reason}" if reason else "needs Debugger",
                      "rules": ", ".join(EVALUATOR_RULES)},
                 )
             for j, action in enumerate(rule.actions):
@@ -226,6 +228,14 @@ class DebugPlan(FrozenModel):
         return tuple(r for r in self.rules if r.spec.kind == "debugger")
 
     @property
+    def hooked_rules(self) -> tuple[RuleConfig, ...]:
+        """Rules whose tensors the hook must save: the Debugger rules, or, when the evaluator guards alone, the
+        tensor rules it evaluates on the job's tensors (none: no ``DebugHookConfig`` is rendered)."""
+        if self.guard != "evaluator":
+            return self.debugger_rules
+        return tuple(r for r in self.rules if r.spec.name in TENSOR_WATCH_RULES)
+
+    @property
     def profiler_rules(self) -> tuple[RuleConfig, ...]:
         """Rules evaluated on profiling data (``ProfilerRuleConfigurations``); none when the evaluator guards alone."""
         if self.guard == "evaluator":
@@ -296,9 +306,36 @@ class DebugPlan(FrozenModel):
             skipped.append(rc.rule_configuration_name)
         return configs, skipped
 
+    @staticmethod
+    def required_collections(rule: RuleConfig) -> tuple[CollectionRequirement, ...]:
+        """The collections the hook must save for ``rule`` to see its tensors.
+
+        The catalog's collections (smdebug-rulesconfig's), each following the rule's regex parameter when it is
+        that collection's regex and the plan sets another (CheckInputImages' ``regex`` -> ``input_image``);
+        then, for every other regex parameter with a value (SaturatedActivation's default ``tensor_regex``, a
+        ``tensor_regex`` the plan sets), a collection of that regex named ``<rule function>_<parameter>``
+        (``saturated_activation_tensor_regex``) at the default save interval: listing a rule is enough.
+        """
+        spec = rule.spec
+        regexes = [p for p in spec.parameters if p.type == "regex"]
+        out: list[CollectionRequirement] = []
+        bound: set[str] = set()
+        for req in spec.collections:
+            param = next((p for p in regexes if p.default is not None and p.default == req.include_regex), None)
+            if param is not None:
+                bound.add(param.name)
+                req = replace(req, include_regex=str(rule.parameters.get(param.name, param.default)))
+            out.append(req)
+        for param in regexes:
+            value = rule.parameters.get(param.name, param.default)
+            if param.name not in bound and value is not None:
+                out.append(CollectionRequirement(f"{spec.function}_{param.name}", include_regex=str(value),
+                                                 save_interval=DEFAULT_SAVE_INTERVAL))
+        return tuple(out)
+
     def rule_collections(self, rule: RuleConfig) -> tuple[CollectionConfig, ...]:
         """The merged collection configurations a rule requires."""
-        names = {c.name for c in rule.spec.collections}
+        names = {c.name for c in self.required_collections(rule)}
         return tuple(c for c in self.collections() if c.name in names)
 
     def collections(self) -> tuple[CollectionConfig, ...]:
@@ -310,8 +347,8 @@ class DebugPlan(FrozenModel):
         """
 
         required: dict[str, list[CollectionRequirement]] = {}
-        for rule in self.debugger_rules:
-            for req in rule.spec.collections:
+        for rule in self.hooked_rules:
+            for req in self.required_collections(rule):
                 required.setdefault(req.name, []).append(req)
         user = {c.name: c for c in self.hook.collections}
         order = [c.name for c in self.hook.collections] + [n for n in required if n not in user]

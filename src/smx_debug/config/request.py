@@ -143,7 +143,7 @@ def request_dict(plan: DebugPlan, *, job_name: str | None) -> dict[str, Any]:
     image = rule_evaluator_image(plan.region)
     out: dict[str, Any] = {}
 
-    if plan.guard != "evaluator":  # the evaluator needs no Debugger hook
+    if plan.guard != "evaluator" or plan.hooked_rules:  # the evaluator needs the hook for its tensor rules only
         out["DebugHookConfig"] = debug_hook_config(plan)
 
     if plan.debugger_rules:

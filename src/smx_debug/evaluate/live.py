@@ -22,7 +22,7 @@ from smx_debug.evaluate.result import RuleResult
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure
 from smx_debug.rules.params import PROFILER_RULES
 
-__all__ = ["LiveEvaluator", "RuleStatus", "Transition"]
+__all__ = ["LiveEvaluator", "RuleStatus", "StatusBoard", "Transition"]
 
 RuleStatus = Literal["InProgress", "IssuesFound", "NoIssuesFound"]
 
@@ -48,6 +48,52 @@ class Transition(BaseModel):
         if self.status_details:
             out["StatusDetails"] = self.status_details
         return out
+
+
+class StatusBoard:
+    """Each rule configuration's ``RuleEvaluationStatus`` as a rule job reports it, from its results so far.
+
+    Statuses start at ``InProgress``. A configuration whose condition is met moves to ``IssuesFound`` with
+    ``StatusDetails`` "RuleEvaluationConditionMet: Evaluation of the rule X at step N resulted in the condition
+    being met" and stays there, as a Debugger rule job stops once it fires; :meth:`finish` moves the rest to
+    ``NoIssuesFound``. Shared by the live evaluators of profiler/scalar data and of tensors.
+    """
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self.status: dict[str, RuleStatus] = dict.fromkeys(names, RULE_IN_PROGRESS)
+        self.results: dict[str, RuleResult] = {}
+
+    def in_progress(self) -> list[str]:
+        """The configurations still being evaluated."""
+        return [name for name, status in self.status.items() if status == RULE_IN_PROGRESS]
+
+    def judge(self, results: Mapping[str, RuleResult]) -> list[Transition]:
+        """Take new results of configurations in progress; the transitions of those that fired."""
+        out = []
+        for rule, result in results.items():
+            if self.status.get(rule) != RULE_IN_PROGRESS:
+                continue
+            self.results[rule] = result
+            if result.triggered:
+                step = result.trigger_step if result.trigger_step is not None else 0
+                details = condition_met_details(rule, step)
+                out.append(self._move(rule, ISSUES_FOUND, step, details, result))
+        return out
+
+    def finish(self, results: Mapping[str, RuleResult] | None = None) -> list[Transition]:
+        """The training job ended: every configuration still in progress becomes ``NoIssuesFound`` (with its
+        result from ``results`` when given, else its last one)."""
+        out = []
+        for rule in self.in_progress():
+            result = (results or {}).get(rule) or self.results[rule]
+            out.append(self._move(rule, NO_ISSUES_FOUND, None, "", result))
+        return out
+
+    def _move(self, rule: str, status: RuleStatus, step: int | None, details: str, result: RuleResult) -> Transition:
+        previous = self.status[rule]
+        self.status[rule] = status
+        self.results[rule] = result
+        return Transition(rule=rule, previous=previous, status=status, step=step, status_details=details, result=result)
 
 
 def _concat(old: pd.DataFrame, new: pd.DataFrame | None) -> pd.DataFrame:
@@ -86,12 +132,21 @@ class LiveEvaluator:
     ) -> None:
         configs = configure(list(rules) if rules is not None else list(PROFILER_RULES), overrides)
         self.configs: dict[str, ConfiguredRule] = {c.name: c for c in configs}
-        self.status: dict[str, RuleStatus] = dict.fromkeys(self.configs, RULE_IN_PROGRESS)
-        self.results: dict[str, RuleResult] = {}
+        self.board = StatusBoard(self.configs)
         self._system = empty_system()
         self._steps = empty_steps()
         self._scalars = empty_scalars()
         self._dataloader = empty_dataloader()
+
+    @property
+    def status(self) -> dict[str, RuleStatus]:
+        """Each configuration's status."""
+        return self.board.status
+
+    @property
+    def results(self) -> dict[str, RuleResult]:
+        """Each configuration's last result."""
+        return self.board.results
 
     @property
     def data(self) -> JobData:
@@ -122,28 +177,9 @@ class LiveEvaluator:
             system=self._system, steps=self._steps, scalars=self._scalars, dataloader=self._dataloader,
             as_of_ns=None if now is None else int(pd.Timestamp(now).value),
         )
-        out = []
-        for rule, status in self.status.items():
-            if status != RULE_IN_PROGRESS:
-                continue
-            result = run(self.configs[rule], data)
-            self.results[rule] = result
-            if result.triggered:
-                step = result.trigger_step if result.trigger_step is not None else 0
-                details = condition_met_details(rule, step)
-                out.append(self._move(rule, ISSUES_FOUND, step, details, result))
-        return out
+        return self.board.judge({rule: run(self.configs[rule], data) for rule in self.board.in_progress()})
 
     def finish(self) -> list[Transition]:
         """The training job ended: every rule still in progress becomes ``NoIssuesFound``."""
-        out = []
-        for rule, status in self.status.items():
-            if status == RULE_IN_PROGRESS:
-                result = self.results.get(rule) or run(self.configs[rule], self.data)
-                out.append(self._move(rule, NO_ISSUES_FOUND, None, "", result))
-        return out
-
-    def _move(self, rule: str, status: RuleStatus, step: int | None, details: str, result: RuleResult) -> Transition:
-        previous = self.status[rule]
-        self.status[rule] = status
-        return Transition(rule=rule, previous=previous, status=status, step=step, status_details=details, result=result)
+        missing = [rule for rule in self.board.in_progress() if rule not in self.board.results]
+        return self.board.finish({rule: run(self.configs[rule], self.data) for rule in missing})

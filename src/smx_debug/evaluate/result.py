@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RuleResult", "encode_parameters", "jsonable"]
+__all__ = ["RuleResult", "Trace", "encode_parameters", "jsonable"]
 
 
 def jsonable(value: Any) -> Any:
@@ -34,15 +34,30 @@ def encode_parameters(params: Mapping[str, Any]) -> str:
     return "\n".join(f"{k}:{v}" for k, v in params.items())
 
 
+class Trace(BaseModel):
+    """What a tensor rule judged over the steps, for a chart: one statistic of one tensor (the first that met the
+    condition) per saved record, and the bounds outside which it fires (``lower``: below it; ``upper``: above
+    it). Long runs are thinned to a few hundred points (every k-th record); NaN and infinity are kept."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    tensor: str
+    statistic: str
+    steps: tuple[int, ...] = ()
+    values: tuple[float, ...] = ()
+    lower: float | None = None
+    upper: float | None = None
+
+
 class RuleResult(BaseModel):
     """One rule's verdict over the data seen so far.
 
     ``rule_triggered``, ``violations``, ``details``, ``datapoints`` and ``rule_parameters`` map one to
     one to Debugger's JSON keys. ``trigger_step`` (the scan or training step at which the condition was
     first met) and ``message`` are ours and are left out of :meth:`to_debugger_json`, as are
-    ``configuration_name`` (the ``RuleConfigurationName`` the result is keyed by; the rule class when empty)
-    and ``parameters`` (the typed values the rule ran with; ``rule_parameters`` is only their Debugger text).
-    ``rule`` is the rule class.
+    ``configuration_name`` (the ``RuleConfigurationName`` the result is keyed by; the rule class when empty),
+    ``parameters`` (the typed values the rule ran with; ``rule_parameters`` is only their Debugger text) and
+    ``trace`` (a tensor rule's statistic over the steps, for the report's chart). ``rule`` is the rule class.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -57,6 +72,7 @@ class RuleResult(BaseModel):
     message: str = ""
     configuration_name: str = ""
     parameters: dict[str, Any] = Field(default_factory=dict)
+    trace: Trace | None = None
 
     @property
     def name(self) -> str:

@@ -1,7 +1,7 @@
 """What the tensor rules read: one batch of newly saved steps, as typed frames and arrays (no storage access).
 
 A :class:`TensorBatch` holds the steps a trial saved since the previous batch: raw values per tensor
-(:class:`TensorSeries`), the reductions the hook saved instead of (or beside) them (the reader's tidy frame,
+(:class:`smx_debug.tensors.TensorValues`), the reductions the hook saved instead of (or beside) them (the reader's tidy frame,
 ``smx_debug.tensors.TENSOR_COLUMNS``), each step's wall time, and the names and collections the trial declares.
 The reader side (:mod:`smx_debug.evaluate.tensor_feed`) builds batches; the rules (:mod:`tensor_rules`) only
 read them, so a rule is tested on batches built by hand.
@@ -11,25 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any, Final
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["MODE_NAMES", "Stat", "TensorBatch", "TensorSeries", "empty_reductions"]
+from smx_debug.tensors.arrays import TensorValues, empty_reductions
 
-MODE_NAMES: Final = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")  # smdebug's ModeKeys 1..4, in order
-
-
-def empty_reductions() -> pd.DataFrame:
-    """An empty frame of saved reductions (the reader's tidy columns)."""
-    return pd.DataFrame({
-        "step": pd.Series([], dtype="int64"), "mode": pd.Series([], dtype=object),
-        "mode_step": pd.Series([], dtype="int64"), "worker": pd.Series([], dtype=object),
-        "tensor": pd.Series([], dtype=object), "reduction": pd.Series([], dtype=object),
-        "value": pd.Series([], dtype="float64"),
-    })
+__all__ = ["Stat", "TensorBatch", "per_record"]
 
 
 @dataclass(frozen=True)
@@ -52,60 +41,18 @@ class Stat:
                     self.values[mask])
 
 
-@dataclass(frozen=True)
-class TensorSeries:
-    """The raw values of one tensor in a batch, one per saved record, ordered by global step then worker: as one
-    ``(records, *shape)`` array (``block``) when they share a shape and dtype, else one array per record."""
+def per_record(series: TensorValues, fn: Callable[[np.ndarray], np.ndarray]) -> Stat:
+    """One number per record of ``series``: ``fn`` maps ``(records, *shape)`` values to one number per record; it
+    runs once over the stacked values when they share a shape, else on each value alone. Strings and empty
+    values give NaN."""
+    stacked = series.stacked
+    if stacked is not None:
+        out = np.asarray(fn(stacked), dtype=np.float64).reshape(len(series))
+    else:
+        out = np.array([float(np.asarray(fn(np.asarray(v, dtype=np.float64)[None])).reshape(-1)[0])
+                        if v.dtype.kind in "fiub" and v.size else np.nan for v in series.values], dtype=np.float64)
+    return Stat(series.name, series.steps, series.modes, series.mode_steps, series.workers, out)
 
-    name: str
-    steps: np.ndarray  # int64
-    modes: np.ndarray  # object
-    mode_steps: np.ndarray  # int64
-    workers: np.ndarray  # object
-    records: tuple[np.ndarray, ...] = ()
-    block: np.ndarray | None = None
-
-    def __len__(self) -> int:
-        return len(self.steps)
-
-    @classmethod
-    def of(cls, name: str, steps: Any, modes: Any, mode_steps: Any, workers: Any,
-           values: Sequence[np.ndarray]) -> TensorSeries:
-        """A series from per-record values (stacked into ``block`` when they share a shape and dtype)."""
-        arrays = [np.asarray(v) for v in values]
-        same = bool(arrays) and all(v.shape == arrays[0].shape and v.dtype == arrays[0].dtype for v in arrays)
-        return cls(name, np.asarray(steps, np.int64), np.asarray(modes, object), np.asarray(mode_steps, np.int64),
-                   np.asarray(workers, object), () if same else tuple(arrays),
-                   np.stack(arrays) if same else None)
-
-    @cached_property
-    def values(self) -> tuple[np.ndarray, ...]:
-        """One array per record."""
-        return tuple(self.block) if self.block is not None else self.records
-
-    @cached_property
-    def stacked(self) -> np.ndarray | None:
-        """All values as one ``(records, *shape)`` float64 array when they share a shape, else None."""
-        if self.block is not None:
-            return self.block.astype(np.float64) if self.block.dtype.kind in "fiub" else None
-        if not self.records:
-            return None
-        shape = self.records[0].shape
-        if any(v.shape != shape or v.dtype.kind not in "fiub" for v in self.records):
-            return None
-        return np.stack([np.asarray(v, dtype=np.float64) for v in self.records])
-
-    def stat(self, fn: Callable[[np.ndarray], np.ndarray]) -> Stat:
-        """One number per record: ``fn`` maps ``(records, *shape)`` values to one number per record; it runs once
-        over the stacked values when they share a shape, else on each value alone. Strings and empty values
-        give NaN."""
-        stacked = self.stacked
-        if stacked is not None:
-            out = np.asarray(fn(stacked), dtype=np.float64).reshape(len(self))
-        else:
-            out = np.array([float(np.asarray(fn(np.asarray(v, dtype=np.float64)[None])).reshape(-1)[0])
-                            if v.dtype.kind in "fiub" and v.size else np.nan for v in self.values], dtype=np.float64)
-        return Stat(self.name, self.steps, self.modes, self.mode_steps, self.workers, out)
 
 def _flat(x: np.ndarray) -> np.ndarray:
     return x.reshape(len(x), -1)
@@ -143,7 +90,7 @@ class TensorBatch:
         now: "now" (epoch seconds) for a live evaluation; None when judging a finished trial.
     """
 
-    arrays: Mapping[str, TensorSeries] = field(default_factory=dict)
+    arrays: Mapping[str, TensorValues] = field(default_factory=dict)
     reductions: pd.DataFrame = field(default_factory=empty_reductions)
     wall_times: Mapping[int, float] = field(default_factory=dict)
     names: Sequence[str] = ()
@@ -172,7 +119,7 @@ class TensorBatch:
         series = self.arrays.get(tensor)
         fn = _reducer(name)
         if series is not None and len(series):
-            return series.stat(fn)
+            return per_record(series, fn)
         saved = self._saved(tensor)
         rows = saved[saved["reduction"].astype(str) == name]
         if rows.empty:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from smx_debug.errors import ConfigError
+
+if TYPE_CHECKING:
+    from smx_debug.evaluate.tensor_state import Snapshot
 from smx_debug.evaluate.result import RuleResult
 from smx_debug.evaluate.tensor_data import TensorBatch
 from smx_debug.evaluate.tensor_feed import TrialFeed
@@ -73,12 +76,55 @@ class TensorEvaluator:
     """
 
     def __init__(self, trial: Any, rules: Iterable[RuleLike] | None = None, *,
-                 clock: Callable[[], float] | None = None) -> None:
+                 clock: Callable[[], float] | None = None, cursor: int | None = None) -> None:
         self.configs = _tensor_configs(rules)
-        self.feed = TrialFeed(trial)
+        self.feed = TrialFeed(trial, cursor=cursor)
         self.clock = clock
         self._states = {c.name: TENSOR_REGISTRY[c.rule].start(c.parameters) for c in self.configs}
         self._selections: dict[str, Selection] = {}
+        self.wall_times: dict[int, float] = {}  # global step -> wall time (epoch s) of the steps read
+
+    def snapshot(self, *, budget: int, names: Iterable[str] | None = None) -> bytes:
+        """The state of configurations ``names`` (default all) and the cursor, in at most ``budget`` bytes, for
+        :meth:`restore` in another process (the scheduled evaluator keeps it in the job's cursor item).
+
+        Raises:
+            DataError: when it does not fit ``budget`` even without per-tensor details.
+        """
+        from smx_debug.evaluate.tensor_state import dump
+
+        keep = set(names) if names is not None else {c.name for c in self.configs}
+        rules = {c.name: c.rule for c in self.configs if c.name in keep}
+        return dump(self.feed.cursor, rules, self._states, budget=budget)
+
+    @classmethod
+    def restore(cls, trial: Any, rules: Iterable[RuleLike], snapshot: Snapshot | None, *,
+                clock: Callable[[], float] | None = None) -> TensorEvaluator:
+        """An evaluator that goes on from ``snapshot`` (:func:`smx_debug.evaluate.tensor_state.load` of a
+        :meth:`snapshot`): its cursor and each configuration's state (a configuration it does not hold, or held
+        for another rule class, starts afresh at the cursor). The values compared across steps are read again
+        from ``trial``, which must be opened at ``snapshot.read_from`` or earlier."""
+        ev = cls(trial, rules, clock=clock, cursor=snapshot.cursor if snapshot is not None else None)
+        if snapshot is None:
+            return ev
+        restored = {c.name for c in ev.configs if snapshot.rules.get(c.name) == c.rule and c.name in snapshot.states}
+        for name in restored:
+            ev._states[name] = snapshot.states[name]
+        refs = [ref for ref in snapshot.history if ref[0] in restored]
+        if refs:
+            got = trial.arrays({ref[1] for ref in refs}, start_step=min(ref[4] for ref in refs),
+                               end_step=snapshot.cursor)
+            for name, tensor, worker, mode, step in refs:
+                values = got.values.get(tensor)
+                hit: Any = [] if values is None else np.flatnonzero(
+                    (values.steps == step) & (values.workers == worker) & (values.modes == mode))
+                if len(hit):  # else that record is gone: the rule compares from the next step on
+                    ev._states[name].last.setdefault((tensor, worker, mode), []).append(
+                        (step, values.values[int(hit[0])]))
+            for state in ev._states.values():
+                for kept in getattr(state, "last", {}).values():
+                    kept.sort(key=lambda item: item[0])
+        return ev
 
     def _select(self, names: list[str], collections: Mapping[str, Callable[[str], bool]]) -> set[str]:
         wanted: set[str] = set()
@@ -93,6 +139,7 @@ class TensorEvaluator:
         finished trial step by step), fold them into every rule, and return the verdicts."""
         self._selections = {}
         batch = self.feed.read(self._select, now=self.clock() if self.clock else None, until=until)
+        self.wall_times.update(batch.wall_times)
         self.update(batch)
         return self.results()
 

@@ -15,14 +15,15 @@ import numpy as np
 
 from smx_debug.errors import ConfigError
 from smx_debug.evaluate.result import RuleResult
-from smx_debug.evaluate.tensor_data import Stat, TensorBatch, TensorSeries
+from smx_debug.evaluate.tensor_data import Stat, TensorBatch, per_record
 from smx_debug.evaluate.tensor_rules import Collections, TensorRule
 from smx_debug.evaluate.tensor_verdict import Selection, Tally, by_collection, by_regex, split_list
+from smx_debug.tensors.arrays import TensorValues
 
 __all__ = ["CheckInputImages", "ClassImbalance", "Confusion", "NLPSequenceRatio"]
 
 
-def _records(series: TensorSeries | None) -> dict[tuple[int, str], np.ndarray]:
+def _records(series: TensorValues | None) -> dict[tuple[int, str], np.ndarray]:
     if series is None:
         return {}
     return {(int(s), str(w)): v for s, w, v in zip(series.steps, series.workers, series.values, strict=True)}
@@ -133,7 +134,8 @@ class ClassImbalance(TensorRule):
         with np.errstate(invalid="ignore", divide="ignore"):
             ratio = np.where((labels > 0).sum(axis=1) > 1, np.nanmax(seen, axis=1) / np.nanmin(seen, axis=1), 1.0)
         state.tally.add(Stat("labels", steps, modes, steps, workers, ratio), ratio > imb,
-                        f"largest/smallest class count {{v:.4g}} > threshold_imbalance {imb:g}", judged=judged)
+                        f"largest/smallest class count {{v:.4g}} > threshold_imbalance {imb:g}", judged=judged,
+                        statistic="largest/smallest class count (all labels so far)", upper=imb)
         with np.errstate(invalid="ignore", divide="ignore"):
             share = wrong_c / compared_c
         for c in range(k):
@@ -141,7 +143,7 @@ class ClassImbalance(TensorRule):
             if has.any():
                 state.tally.add(Stat(f"class {c}", steps, modes, steps, workers, share[:, c]), share[:, c] > mis,
                                 f"{{v:.3g}} of class {c}'s samples mispredicted > threshold_misprediction {mis:g}",
-                                judged=has)
+                                judged=has, statistic=f"share of class {c} mispredicted (so far)", upper=mis)
 
 
 def _named_or_collection(name: str, collection: str, names: Sequence[str], collections: Collections) -> Selection:
@@ -198,7 +200,8 @@ class Confusion(TensorRule):
                         np.array([r[1] for r in rows], object), np.array([r[2] for r in rows], np.float64))
             state.add(stat, np.array([r[3] for r in rows]),
                       f"the smallest share of a predicted class on the diagonal is {{v:.3g}} (min_diag {lo:g}), or a "
-                      f"share off it is above max_off_diag {hi:g}")
+                      f"share off it is above max_off_diag {hi:g}",
+                      statistic="smallest share of a predicted class on the diagonal", lower=lo)
 
 
 @dataclass
@@ -237,15 +240,15 @@ class CheckInputImages(TensorRule):
                 state.tally.extra.setdefault("not_images", {})[name] = [list(v.shape) for v in series.values[:1]]
                 continue
             moved = np.moveaxis(x, ch + 1, -1)
-            per_record = moved.reshape(len(x), -1, x.shape[ch + 1])
-            sums = np.cumsum(per_record.sum(axis=1), axis=0) + state.sums.get(name, 0)
-            counts = np.cumsum(np.full(len(x), per_record.shape[1])) + state.counts.get(name, 0)
+            pixels = moved.reshape(len(x), -1, x.shape[ch + 1])
+            sums = np.cumsum(pixels.sum(axis=1), axis=0) + state.sums.get(name, 0)
+            counts = np.cumsum(np.full(len(x), pixels.shape[1])) + state.counts.get(name, 0)
             samples = np.cumsum(np.full(len(x), x.shape[1])) + state.samples.get(name, 0)
             state.sums[name], state.counts[name], state.samples[name] = sums[-1], int(counts[-1]), int(samples[-1])
             worst = np.abs(sums / counts[:, None]).max(axis=1)
             stat = Stat(name, series.steps, series.modes, series.mode_steps, series.workers, worst)
             state.tally.add(stat, worst > thr, f"a channel's mean is {{v:.4g}} (|mean| > threshold_mean {thr:g})",
-                            judged=samples >= need)
+                            judged=samples >= need, statistic="largest |channel mean| (all images so far)", upper=thr)
 
 
 class NLPSequenceRatio(TensorRule):
@@ -287,7 +290,7 @@ class NLPSequenceRatio(TensorRule):
                 def share(x: np.ndarray, t: float = token) -> np.ndarray:
                     return np.asarray((x == t).reshape(len(x), -1).mean(axis=1) * 100)
 
-                stat = series.stat(share)
+                stat = per_record(series, share)
                 state.add(stat, stat.values > limit,
                           f"{{v:.4g}}% of its tokens are {token:g} (> {limit:g}%)",
-                          judged=~np.isnan(stat.values))
+                          judged=~np.isnan(stat.values), statistic=f"% of tokens equal to {token:g}", upper=limit)

@@ -18,10 +18,10 @@ import pandas as pd
 
 from smx_debug.evaluate import scalar_rules
 from smx_debug.evaluate.data import JobData
-from smx_debug.evaluate.result import RuleResult, encode_parameters
+from smx_debug.evaluate.result import RuleResult, Trace, encode_parameters
 from smx_debug.evaluate.tensor_data import TensorBatch
 from smx_debug.evaluate.tensor_rules import Collections, TensorRule
-from smx_debug.evaluate.tensor_verdict import Selection, by_collection, by_regex, split_list
+from smx_debug.evaluate.tensor_verdict import TRACE_POINTS, Selection, by_collection, by_regex, split_list
 
 __all__ = ["LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule"]
 
@@ -100,11 +100,32 @@ class _LossRule(TensorRule):
             hint = state.hint or "no scalar loss tensor saved yet"
             return RuleResult(rule=self.name, rule_parameters=shown, message=f"no data: {hint}")
         run = {**params, "tensor_regex": _exact(sorted(state.names))}
-        result = type(self).scalar(JobData(scalars=state.frame()), run)
-        update: dict[str, Any] = {"rule_parameters": shown}
+        frame = state.frame()
+        result = type(self).scalar(JobData(scalars=frame), run)
+        update: dict[str, Any] = {"rule_parameters": shown, "trace": _loss_trace(frame)}
         if result.datapoints == 0 and not result.message:
             update["message"] = f"no data: {self.needs}"
         return result.model_copy(update=update)
+
+
+def _thin(steps: np.ndarray, values: np.ndarray) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """At most TRACE_POINTS points: every k-th one."""
+    k = max(1, -(-len(steps) // TRACE_POINTS))
+    return tuple(int(x) for x in steps[::k]), tuple(float(x) for x in values[::k])
+
+
+def _loss_trace(frame: pd.DataFrame) -> Trace | None:
+    """The chart of the loss tensor with the most saved values (its TRAIN values, if it has any)."""
+    if frame.empty:
+        return None
+    name = frame["metric"].value_counts().index[0]
+    rows = frame[frame["metric"] == name]
+    if (rows["mode"] == "TRAIN").any():
+        rows = rows[rows["mode"] == "TRAIN"]
+    rows = rows.sort_values("step", kind="stable")
+    steps, values = _thin(rows["step"].to_numpy(np.int64), rows["value"].to_numpy(np.float64))
+    mode = str(rows["mode"].iloc[0])
+    return Trace(tensor=str(name), statistic=f"loss ({mode})", steps=steps, values=values)
 
 
 def _losses_selection(params: Mapping[str, Any], names: Sequence[str], collections: Collections, *,
@@ -190,6 +211,10 @@ class StalledTrainingRule(TensorRule):
         as_of = None if state.now is None else int(state.now * 1e9)
         result = scalar_rules.stalled_training(JobData(scalars=frame, as_of_ns=as_of), dict(params))
         order = np.argsort(times, kind="stable")
-        gaps = np.diff(times[order]) > float(params["threshold"])
+        gap = np.diff(times[order])
+        gaps = gap > float(params["threshold"])
         first = int(steps[order][1:][gaps][0]) if gaps.any() else None
-        return result.model_copy(update={"rule_parameters": shown, "trigger_step": first})
+        at, seconds = _thin(steps[order][1:], gap)
+        trace = Trace(tensor="saved steps", statistic="seconds since the previous saved step", steps=at,
+                      values=seconds, upper=float(params["threshold"])) if len(gap) else None
+        return result.model_copy(update={"rule_parameters": shown, "trigger_step": first, "trace": trace})

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from smx_debug.evaluate.result import RuleResult
-from smx_debug.evaluate.tensor_data import Stat, TensorBatch, TensorSeries
+from smx_debug.evaluate.tensor_data import Stat, TensorBatch, per_record
 from smx_debug.evaluate.tensor_verdict import (
     Selection,
     Tally,
@@ -25,6 +25,7 @@ from smx_debug.evaluate.tensor_verdict import (
     select_tensors,
     split_list,
 )
+from smx_debug.tensors.arrays import TensorValues
 
 __all__ = [
     "AllZero",
@@ -81,7 +82,8 @@ class VanishingGradient(TensorRule):
         for name in selection.names:
             stat = batch.reduction(name, "abs_mean")
             if stat is not None:
-                state.add(stat, stat.values < thr, f"mean absolute gradient {{v:.4g}} < threshold {thr:g}")
+                state.add(stat, stat.values < thr, f"mean absolute gradient {{v:.4g}} < threshold {thr:g}",
+                          statistic="mean absolute gradient", lower=thr)
 
 
 class ExplodingTensor(TensorRule):
@@ -96,14 +98,15 @@ class ExplodingTensor(TensorRule):
         for name in selection.names:
             series = batch.arrays.get(name)
             if series is not None and len(series):
-                stat = series.stat(lambda x: bad(x).reshape(len(x), -1).sum(axis=1))
-                state.add(stat, stat.values > 0, f"{{v:.0f}} {what} values")
+                stat = per_record(series, lambda x: bad(x).reshape(len(x), -1).sum(axis=1))
+                state.add(stat, stat.values > 0, f"{{v:.0f}} {what} values", statistic=f"{what} values", upper=0.0)
                 continue
             # Saved reductions only: a NaN makes every reduction NaN, an infinity every max/norm/sum infinite.
             for reduction in sorted(batch.saved_reductions(name)):
                 saved = batch.reduction(name, reduction)
                 if saved is not None:
-                    state.add(saved, bad(saved.values), f"its {reduction or 'value'} is {{v}}")
+                    state.add(saved, bad(saved.values), f"its {reduction or 'value'} is {{v}}",
+                              statistic=f"saved {reduction or 'value'} (fires when not finite)")
                     break
 
 
@@ -120,8 +123,9 @@ class AllZero(TensorRule):
         for name in selection.names:
             series = batch.arrays.get(name)
             if series is not None and len(series):
-                stat = series.stat(lambda x: (x == 0).reshape(len(x), -1).mean(axis=1) * 100)
-                state.add(stat, stat.values >= thr, describe, judged=~np.isnan(stat.values))
+                stat = per_record(series, lambda x: (x == 0).reshape(len(x), -1).mean(axis=1) * 100)
+                state.add(stat, stat.values >= thr, describe, judged=~np.isnan(stat.values),
+                          statistic="% of values zero", upper=thr)
                 continue
             # Reductions only: all zero <=> max |x| == 0; a share below 100% cannot be told from reductions.
             for reduction in ("abs_max", "l1", "l2"):
@@ -129,7 +133,7 @@ class AllZero(TensorRule):
                 if saved is not None:
                     share = np.where(saved.values == 0, 100.0, 0.0 if thr >= 100 else np.nan)
                     state.add(Stat(name, saved.steps, saved.modes, saved.mode_steps, saved.workers, share),
-                              share >= thr, describe, judged=~np.isnan(share))
+                              share >= thr, describe, judged=~np.isnan(share), statistic="% of values zero", upper=thr)
                     break
 
 
@@ -155,7 +159,8 @@ class TensorVariance(TensorRule):
                 bad |= v > float(hi)
             if lo is not None:
                 bad |= v < float(lo)
-            state.add(stat, bad, f"variance {{v:.4g}} outside [{lo}, {hi}]")
+            state.add(stat, bad, f"variance {{v:.4g}} outside [{lo}, {hi}]", statistic="variance",
+                      lower=None if lo is None else float(lo), upper=None if hi is None else float(hi))
 
 
 def _allclose_rows(a: np.ndarray, b: np.ndarray, rtol: float, atol: float, equal_nan: bool) -> np.ndarray:
@@ -178,7 +183,7 @@ class _History:
     last: dict[tuple[str, str, str], list[tuple[int, np.ndarray]]] = field(default_factory=dict)
 
 
-def _groups(series: TensorSeries, modes: Sequence[str]) -> list[tuple[tuple[str, str], np.ndarray]]:
+def _groups(series: TensorValues, modes: Sequence[str]) -> list[tuple[tuple[str, str], np.ndarray]]:
     """Record positions per (worker, mode) among ``modes``, in step order."""
     out = []
     for worker in dict.fromkeys(series.workers.tolist()):
@@ -189,7 +194,7 @@ def _groups(series: TensorSeries, modes: Sequence[str]) -> list[tuple[tuple[str,
     return out
 
 
-def _with_history(series: TensorSeries, idx: np.ndarray, prev: list[tuple[int, np.ndarray]]
+def _with_history(series: TensorValues, idx: np.ndarray, prev: list[tuple[int, np.ndarray]]
                   ) -> tuple[np.ndarray, np.ndarray | None, list[np.ndarray]]:
     """The group's steps with the carried-over previous records first, and its values: stacked (float64) when
     they share a shape, else one array per record."""
@@ -240,7 +245,8 @@ class UnchangedTensor(TensorRule):
                             for i in rows[have].tolist()]
                 stat = Stat(name, steps[k0:], np.full(len(same), mode, object), series.mode_steps[idx],
                             np.full(len(same), worker, object), same.astype(np.float64))
-                state.tally.add(stat, same, describe, judged=rows >= n - 1)
+                state.tally.add(stat, same, describe, judged=rows >= n - 1,
+                                statistic=f"unchanged over {n} saved steps (1: yes)", upper=0.5)
                 keep = range(max(total - (n - 1), 0), total) if n > 1 else range(0)
                 state.last[key] = [(int(steps[i]), stacked[i] if stacked is not None else values[i]) for i in keep]
 
@@ -294,7 +300,7 @@ class WeightUpdateRatio(TensorRule):
                             np.full(len(ratios), worker, object), ratios)
                 bad = judged & ((ratios > large) | (ratios < small))
                 state.tally.add(stat, bad, f"update/weight ratio {{v:.4g}} outside [{small:g}, {large:g}]",
-                                judged=judged)
+                                judged=judged, statistic="update/weight ratio", lower=small, upper=large)
                 last = stacked[-1] if stacked is not None else values[-1]
                 state.last[key] = [(int(steps[-1]), last)]
 
@@ -330,10 +336,10 @@ class DeadRelu(TensorRule):
             def dead(x: np.ndarray) -> np.ndarray:
                 return _inactive_layer_share(_per_unit(x) > 0, inact)
 
-            stat = series.stat(dead)
+            stat = per_record(series, dead)
             state.add(stat, stat.values > layer,
                       f"{{v:.4g}}% of its units are dead (active in < {inact:g}% of samples; threshold_layer "
-                                f"{layer:g}%)", judged=~np.isnan(stat.values))
+                      f"{layer:g}%)", judged=~np.isnan(stat.values), statistic="% of units dead", upper=layer)
 
 
 class SaturatedActivation(TensorRule):
@@ -362,11 +368,11 @@ class SaturatedActivation(TensorRule):
                 u = _per_unit(x)
                 return _inactive_layer_share((u > lo) & (u < hi), inact)
 
-            stat = series.stat(share)
+            stat = per_record(series, share)
             state.add(stat, stat.values > layer,
-                      f"{{v:.4g}}% of its {kind} units are saturated (input outside "
-                                                    f"({lo:g}, {hi:g}) in > {100 - inact:g}% of samples; "
-                                                    f"threshold_layer {layer:g}%)", judged=~np.isnan(stat.values))
+                      f"{{v:.4g}}% of its {kind} units are saturated (input outside ({lo:g}, {hi:g}) in > "
+                      f"{100 - inact:g}% of samples; threshold_layer {layer:g}%)", judged=~np.isnan(stat.values),
+                      statistic=f"% of {kind} units saturated", upper=layer)
 
 
 @dataclass
@@ -435,7 +441,8 @@ class PoorWeightInitialization(TensorRule):
             lo, hi = float(vs.min()), float(vs.max())
             ratio = hi / lo if lo > 0 else np.inf
             state.tally.add_one(f"activation inputs ({len(vs)} layers)", step, ratio, bool(ratio > thr),
-                                f"largest/smallest variance across layers {{v:.4g}} > threshold {thr:g}")
+                                f"largest/smallest variance across layers {{v:.4g}} > threshold {thr:g}",
+                                statistic="largest/smallest variance across layers", upper=thr)
 
     @staticmethod
     def _gradients(state: _InitState, batch: TensorBatch, params: Mapping[str, Any], names: list[str],
@@ -458,8 +465,8 @@ class PoorWeightInitialization(TensorRule):
             p5, p95 = np.percentile(values, [5, 95])
             width = float(p95 - p5)
             state.tally.add_one(f"gradients ({len(per_step[step])} tensors)", step, width, width < rng,
-                                f"5th-95th percentile range of the gradients {{v:.4g}} < "
-                                          f"distribution_range {rng:g}")
+                                f"5th-95th percentile range of the gradients {{v:.4g}} < distribution_range {rng:g}",
+                                statistic="5th-95th percentile range of the gradients", lower=rng)
 
     @staticmethod
     def _losses(state: _InitState, batch: TensorBatch, params: Mapping[str, Any], names: list[str],
@@ -476,4 +483,4 @@ class PoorWeightInitialization(TensorRule):
                 since = 0 if v < best else since + 1
                 state.best[name] = (min(best, float(v)), since)
                 state.tally.add_one(name, int(step), float(v), since >= patience,
-                                    f"loss {{v:.4g}}: no new minimum for {patience} saved steps")
+                                    f"loss {{v:.4g}}: no new minimum for {patience} saved steps", statistic="loss")

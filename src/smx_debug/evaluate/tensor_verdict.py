@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 
 from smx_debug.errors import ConfigError
-from smx_debug.evaluate.result import RuleResult, encode_parameters
+from smx_debug.evaluate.result import RuleResult, Trace, encode_parameters
 from smx_debug.evaluate.tensor_data import Stat
 
-__all__ = ["Selection", "Tally", "by_collection", "by_regex", "select_tensors", "split_list"]
+__all__ = ["TRACE_POINTS", "Selection", "Tally", "by_collection", "by_regex", "select_tensors", "split_list"]
 
 # Commas separate list items, except inside a {m,n} quantifier.
 _ITEM_COMMA = re.compile(r",(?![^{]*\})")
@@ -103,6 +103,30 @@ class _TensorTally:
     last_value: float | None = None
 
 
+TRACE_POINTS = 400  # points a trace keeps: every k-th record, k doubling as a run grows
+
+
+@dataclass
+class _Trace:
+    """One tensor's statistic over the records judged, thinned to at most :data:`TRACE_POINTS` points."""
+
+    statistic: str
+    lower: float | None
+    upper: float | None
+    steps: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    values: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    stride: int = 1
+    seen: int = 0
+
+    def add(self, steps: np.ndarray, values: np.ndarray) -> None:
+        keep = (self.seen + np.arange(len(steps))) % self.stride == 0
+        self.seen += len(steps)
+        self.steps = np.concatenate([self.steps, steps[keep]])
+        self.values = np.concatenate([self.values, values[keep]])
+        while len(self.steps) > TRACE_POINTS:
+            self.steps, self.values, self.stride = self.steps[::2], self.values[::2], self.stride * 2
+
+
 @dataclass
 class Tally:
     """A tensor rule's counts so far (the state every tensor rule carries between batches)."""
@@ -115,15 +139,22 @@ class Tally:
     tensors: dict[str, _TensorTally] = field(default_factory=dict)
     hint: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    traces: dict[str, _Trace] = field(default_factory=dict)
+    first_tensor: str | None = None
 
-    def add(self, stat: Stat, violated: np.ndarray, describe: str, judged: np.ndarray | None = None) -> None:
+    def add(self, stat: Stat, violated: np.ndarray, describe: str, judged: np.ndarray | None = None, *,
+            statistic: str = "", lower: float | None = None, upper: float | None = None) -> None:
         """Count the records of ``stat`` (those ``judged``, default all); ``violated`` marks the ones that met the
-        condition; ``describe`` says why, a template of the value ``{v}``: ``"mean |x| {v:.3g} < 1e-07"``."""
+        condition; ``describe`` says why, a template of the value ``{v}``: ``"mean |x| {v:.3g} < 1e-07"``.
+        ``statistic`` names the value and ``lower``/``upper`` the bounds outside which it fires, for the chart
+        (:class:`~smx_debug.evaluate.result.Trace`)."""
         judged = np.ones(len(stat), bool) if judged is None else judged
         violated = violated & judged
         n = int(judged.sum())
         if not n:
             return
+        trace = self.traces.setdefault(stat.tensor, _Trace(statistic, lower, upper))
+        trace.add(stat.steps[judged], stat.values[judged])
         t = self.tensors.setdefault(stat.tensor, _TensorTally())
         t.datapoints += n
         self.datapoints += n
@@ -142,14 +173,25 @@ class Tally:
         if self.first is None or step < self.first[0]:
             where = f" (worker {stat.workers[k]})" if len({str(w) for w in stat.workers}) > 1 else ""
             self.first = (step, f"{stat.tensor} at step {step}{where}: {describe.format(v=float(stat.values[k]))}")
+            self.first_tensor = stat.tensor
 
     def add_one(self, tensor: str, step: int, value: float, violated: bool, describe: str,
-                *, mode: str = "GLOBAL", mode_step: int | None = None, worker: str = "") -> None:
+                *, mode: str = "GLOBAL", mode_step: int | None = None, worker: str = "", statistic: str = "",
+                lower: float | None = None, upper: float | None = None) -> None:
         """Count one judgement (rules that judge a step as a whole, not a tensor record)."""
         stat = Stat(tensor, np.array([step], np.int64), np.array([mode], object),
                     np.array([step if mode_step is None else mode_step], np.int64), np.array([worker], object),
                     np.array([value], np.float64))
-        self.add(stat, np.array([violated]), describe)
+        self.add(stat, np.array([violated]), describe, statistic=statistic, lower=lower, upper=upper)
+
+    def trace(self) -> Trace | None:
+        """The chart of the first tensor that met the condition (else of the first tensor judged)."""
+        name = self.first_tensor or next(iter(self.traces), None)
+        got = self.traces.get(name) if name is not None else None
+        if got is None:
+            return None
+        return Trace(tensor=name, statistic=got.statistic, steps=tuple(int(s) for s in got.steps),
+                     values=tuple(float(v) for v in got.values), lower=got.lower, upper=got.upper)
 
     def result(self, params: Mapping[str, Any], *, details: Mapping[str, Any] | None = None) -> RuleResult:
         """The verdict so far; without any judged record the message says what to add to the plan."""
@@ -170,5 +212,5 @@ class Tally:
             rule=self.rule, rule_triggered=len(self.fired_steps), violations=self.violations,
             details={"tensors": per, "violating": violating, **self.extra, **(details or {})},
             datapoints=self.datapoints, rule_parameters=encode_parameters(shown),
-            trigger_step=min(self.fired_steps) if self.fired_steps else None, message=message,
+            trigger_step=min(self.fired_steps) if self.fired_steps else None, message=message, trace=self.trace(),
         )

@@ -13,7 +13,7 @@ from smx_debug.htmlreport.cost import (
     price_table,
     right_size,
 )
-from smx_debug.htmlreport.model import ReportInput, ReportModel, build_model
+from smx_debug.htmlreport.model import ReportInput, ReportModel, TensorInput, build_model
 from smx_debug.htmlreport.outcome import (
     JobOutcome,
     fetch_outcome,
@@ -29,6 +29,7 @@ __all__ = [
     "ReportInput",
     "ReportModel",
     "RightSizing",
+    "TensorInput",
     "build_model",
     "estimate_cost",
     "fetch_outcome",

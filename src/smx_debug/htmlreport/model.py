@@ -23,14 +23,28 @@ from smx_debug.htmlreport.outcome import JobOutcome
 from smx_debug.reports.dips import BETWEEN_STEPS, IN_STEP, NO_TRACE, dip_causes, gpu_dips
 from smx_debug.reports.loop import dataloader_share, slow_loading_steps, slowest_operators, step_loading
 
-__all__ = ["Mark", "ReportInput", "ReportModel", "RuleRow", "StepRow", "Verdict", "build_model"]
+__all__ = ["Mark", "ReportInput", "ReportModel", "RuleRow", "StepRow", "TensorInput", "TensorRow", "Verdict",
+           "build_model"]
 
 _SCALAR_RULES = {"LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule"}
 
 
+@dataclass(frozen=True)
+class TensorInput:
+    """The job's tensors (its trial): where they are, which result configurations were judged on them, and each
+    saved step's wall time (global step -> epoch ns), which places a tensor rule's trigger step in time."""
+
+    path: str
+    configurations: frozenset[str]
+    step_times: Mapping[int, int] = field(default_factory=dict)
+    steps: int = 0
+    tensors: int = 0
+
+
 @dataclass
 class ReportInput:
-    """Everything the report shows. ``results`` are keyed by rule configuration name."""
+    """Everything the report shows. ``results`` are keyed by rule configuration name (profiler, scalar and, with
+    ``tensors``, tensor rules)."""
 
     job_name: str
     data: JobData
@@ -40,6 +54,7 @@ class ReportInput:
     skipped: Mapping[str, int] = field(default_factory=dict)
     events: pd.DataFrame | None = None
     outcome: JobOutcome = field(default_factory=JobOutcome)
+    tensors: TensorInput | None = None
 
 
 @dataclass(frozen=True)
@@ -82,6 +97,23 @@ class StepRow:
 
 
 @dataclass(frozen=True)
+class TensorRow:
+    """A fired tensor rule as its chart shows it: the tensor, its statistic per saved step, the bounds outside which
+    the rule fires, and the step it fired first."""
+
+    name: str
+    rule: str
+    tensor: str
+    statistic: str
+    steps: tuple[int, ...]
+    values: tuple[float, ...]
+    lower: float | None
+    upper: float | None
+    trigger_step: int | None
+    why: str
+
+
+@dataclass(frozen=True)
 class Mark:
     """A moment marked on every timeline."""
 
@@ -121,6 +153,7 @@ class ReportModel:
     loader_share: pd.DataFrame
     slow_loads: pd.DataFrame
     operators: pd.DataFrame
+    tensor_rows: tuple[TensorRow, ...] = ()
 
     @property
     def fired(self) -> list[RuleRow]:
@@ -129,21 +162,27 @@ class ReportModel:
         return sorted(rows, key=lambda r: (r.first_trigger_ns is None, r.first_trigger_ns or 0, r.name))
 
 
-def _span(data: JobData) -> tuple[int, int] | None:
+def _span(data: JobData, tensors: TensorInput | None = None) -> tuple[int, int] | None:
     pts: list[int] = []
     if data.system_span_ns is not None:
         pts.extend(data.system_span_ns)
     if not data.steps.empty:
         pts += [int(ns(data.steps["start"]).min()), int(ns(data.steps["end"]).max())]
+    if tensors is not None and tensors.step_times:
+        pts += [min(tensors.step_times.values()), max(tensors.step_times.values())]
     return (min(pts), max(pts)) if pts else None
 
 
 def _trigger_time(r: RuleResult, data: JobData, span: tuple[int, int] | None,
-                  outcome: JobOutcome) -> tuple[int | None, str]:
+                  outcome: JobOutcome, tensors: TensorInput | None = None) -> tuple[int | None, str]:
     name = r.configuration_name or r.rule
     if name in outcome.triggers:
         return int(outcome.triggers[name]), "IssuesFound time in DescribeTrainingJob"
     k = r.trigger_step
+    if tensors is not None and name in tensors.configurations:
+        if k is not None and k in tensors.step_times:
+            return int(tensors.step_times[k]), f"wall time of saved step {k}"
+        return None, f"step {k} (time not known)"
     if k is None or span is None:
         return None, "time not known"
     if r.rule in _SCALAR_RULES:
@@ -163,7 +202,7 @@ def _trigger_time(r: RuleResult, data: JobData, span: tuple[int, int] | None,
 def _rows(inp: ReportInput, span: tuple[int, int] | None) -> tuple[RuleRow, ...]:
     rows = []
     for name, r in inp.results.items():
-        t, source = _trigger_time(r, inp.data, span, inp.outcome) if r.triggered else (None, "")
+        t, source = _trigger_time(r, inp.data, span, inp.outcome, inp.tensors) if r.triggered else (None, "")
         rows.append(RuleRow(
             name=name, rule=r.rule, triggered=r.triggered, trigger_count=r.rule_triggered, violations=r.violations,
             datapoints=r.datapoints, first_trigger_ns=t, trigger_source=source,
@@ -293,9 +332,24 @@ def _on_data_clock(out: JobOutcome, span: tuple[int, int] | None) -> tuple[JobOu
     return replace(out, start_ns=None, end_ns=None, stop_ns=span[1] if out.stopped else None, triggers={}), note
 
 
+def _tensor_rows(inp: ReportInput, rows: tuple[RuleRow, ...]) -> tuple[TensorRow, ...]:
+    """The fired tensor rules with a chart, in the order they fired."""
+    if inp.tensors is None:
+        return ()
+    out = []
+    for row in rows:
+        r = inp.results[row.name]
+        if row.triggered and row.name in inp.tensors.configurations and r.trace is not None:
+            tr = r.trace
+            out.append(TensorRow(name=row.name, rule=row.rule, tensor=tr.tensor, statistic=tr.statistic,
+                                 steps=tr.steps, values=tr.values, lower=tr.lower, upper=tr.upper,
+                                 trigger_step=r.trigger_step, why=row.why or ""))
+    return tuple(sorted(out, key=lambda t: (t.trigger_step is None, t.trigger_step or 0, t.name)))
+
+
 def build_model(inp: ReportInput) -> ReportModel:
     """Compute every figure of the report once."""
-    span = _span(inp.data)
+    span = _span(inp.data, inp.tensors)
     out, clock_note = _on_data_clock(inp.outcome, span)
     if clock_note is not None:
         inp = replace(inp, outcome=out)
@@ -326,4 +380,5 @@ def build_model(inp: ReportInput) -> ReportModel:
         slow_loads=slow_loading_steps(events, inp.data.steps, per_step=per_step)
         if per_step is not None and events is not None else empty,
         operators=slowest_operators(events) if has_events and events is not None else empty,
+        tensor_rows=_tensor_rows(inp, rows),
     )

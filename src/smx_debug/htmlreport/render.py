@@ -21,7 +21,7 @@ from smx_debug.evaluate import JobData
 from smx_debug.evaluate.data import ns
 from smx_debug.htmlreport.fmt import count, duration, money, number, percent, rate_mb, utc
 from smx_debug.htmlreport.model import ReportInput, ReportModel, build_model
-from smx_debug.htmlreport.svg import line_chart
+from smx_debug.htmlreport.svg import line_chart, threshold_chart
 
 __all__ = ["CSS", "ReportInput", "render_model", "render_report", "write_report"]
 
@@ -40,8 +40,9 @@ th{background:#f2f5f9}td.num{text-align:right;font-variant-numeric:tabular-nums}
 details{border:1px solid #ddd;border-radius:6px;margin:6px 0;padding:4px 8px}summary{cursor:pointer;font-weight:600}
 .legend span{margin-right:14px}.legend i{display:inline-block;width:14px;border-top:2px dashed;margin-right:4px;vertical-align:middle}
 """
-_NAV = (("verdict", "verdict"), ("rules", "rules"), ("timeline", "timelines"), ("dips", "GPU dips"),
-        ("loop", "dataloader & framework"), ("steps", "steps"), ("usage", "usage"), ("cost", "cost"))
+_NAV = (("verdict", "verdict"), ("rules", "rules"), ("tensors", "tensors"), ("timeline", "timelines"),
+        ("dips", "GPU dips"), ("loop", "dataloader & framework"), ("steps", "steps"), ("usage", "usage"),
+        ("cost", "cost"))
 _BINS = 240
 
 
@@ -82,6 +83,8 @@ def _param(v: object) -> str:
     if isinstance(v, bool) or v is None:
         return escape(str(v))
     if isinstance(v, int | float):
+        if 0 < abs(v) < 0.01:  # thresholds like VanishingGradient's 1e-07 (three decimals would show 0.000)
+            return escape(f"{v:.3g}")
         return number(float(v), 3)
     return escape(str(v))
 
@@ -116,6 +119,32 @@ def _rules(m: ReportModel) -> str:
             f"<td>{escape(r.advice) if r.advice else ''}</td></tr>"
         )
     out.append("</table>")
+    return "".join(out)
+
+
+# ------------------------------------------------------------------------------------------- tensors
+def _tensors(m: ReportModel) -> str:
+    t = m.inp.tensors
+    if t is None:
+        return ("<h2 id='tensors'>Tensor rules</h2><p class='na'>No tensors: the job has no DebugHookConfig or its "
+                "hook saved nothing yet (tensor rules need the hook's trial).</p>")
+    judged = [r for r in m.rows if r.name in t.configurations]
+    out = [f"<h2 id='tensors'>Tensor rules</h2><p class='muted'>{count('tensor-rules', len(judged))} tensor rules "
+           f"evaluated on the trial at {escape(t.path)} ({t.steps:,} saved steps, {t.tensors:,} tensors); each fired "
+           "rule's chart shows the statistic it judged for the first tensor that met its condition, per saved "
+           "step, against the bound outside which it fires (dashed), the first trigger marked.</p>"]
+    if not m.tensor_rows:
+        fired = [r.name for r in judged if r.triggered]
+        out.append("<p class='ok'>No tensor rule fired.</p>" if not fired else
+                   f"<p>Fired without a chart: {escape(', '.join(fired))}.</p>")
+        return "".join(out)
+    out.append("<div class='charts'>")
+    for row in m.tensor_rows:
+        chart = threshold_chart(row.steps, row.values, title=f"{row.name}: {row.tensor}", statistic=row.statistic,
+                                lower=row.lower, upper=row.upper, trigger_step=row.trigger_step)
+        out.append(f"<div data-tensor-rule='{escape(row.name)}'><h3>{escape(row.name)} ({escape(row.rule)}) on "
+                   f"{escape(row.tensor)}</h3><p class='muted'>{escape(row.why)}</p>{chart}</div>")
+    out.append("</div>")
     return "".join(out)
 
 
@@ -205,7 +234,7 @@ def _device_chart(data: JobData, node: str, dim: str, title: str, t0: int, t1: i
 
 def _timelines(m: ReportModel) -> str:
     data = m.inp.data
-    if m.span is None:
+    if m.span is None or (data.system.empty and data.steps.empty):
         return "<h2 id='timeline'>Timelines</h2><p class='na'>No system metrics or steps.</p>"
     # the time axis covers the data and every mark (a stop a minute after the last sample is still drawn)
     t0 = min([m.span[0], *(mk.time_ns for mk in m.marks)])
@@ -418,7 +447,7 @@ def render_model(m: ReportModel) -> str:
     body = [
         f"<h1>{escape(m.inp.job_name)}</h1>",
         f"<p class='muted'>smx-debug report, generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. {nav}</p>",
-        _header(m), _rules(m), _timelines(m), _dips(m), _loop(m), _steps(m), _usage(m), _cost(m),
+        _header(m), _rules(m), _tensors(m), _timelines(m), _dips(m), _loop(m), _steps(m), _usage(m), _cost(m),
     ]
     if m.inp.skipped:
         items = "".join(f"<li>{escape(k)}: {v:,}</li>" for k, v in m.inp.skipped.items())

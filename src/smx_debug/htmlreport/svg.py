@@ -7,7 +7,7 @@ from html import escape
 
 import numpy as np
 
-__all__ = ["MARK_COLORS", "PALETTE", "downsample", "line_chart"]
+__all__ = ["MARK_COLORS", "PALETTE", "downsample", "line_chart", "threshold_chart"]
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _FONT = 'font-family="system-ui,sans-serif" font-size="11"'
@@ -90,6 +90,79 @@ def line_chart(
         out.append(f'<line class="mark mark-{escape(kind)}" x1="{xx:.1f}" x2="{xx:.1f}" y1="{top}" y2="{top + ph}" '
                    f'stroke="{color}" stroke-width="1.5" stroke-dasharray="4 3"><title>{escape(label)}</title></line>')
         out.append(f'<text x="{xx + 3:.1f}" y="{top + ph - 4}" fill="{color}" {_FONT}>{escape(kind)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
+
+def threshold_chart(
+    steps: Sequence[int], values: Sequence[float], *, title: str, statistic: str, lower: float | None = None,
+    upper: float | None = None, trigger_step: int | None = None, width: int = 560, height: int = 220,
+) -> str:
+    """A statistic per step (x: training steps) against the bounds outside which a rule fires (dashed lines),
+    the step it fired first marked. A positive statistic spanning more than three decades is drawn on a log
+    scale; NaN and infinite values, which have no place on an axis, are marked along the top edge."""
+    left, right, top, bottom = 72, 16, 24, 42
+    pw, ph = width - left - right, height - top - bottom
+    out = _frame(width, height, title, "threshold")
+    x = np.asarray(steps, np.float64)
+    y = np.asarray(values, np.float64)
+    finite = np.isfinite(y)
+    if not len(x):
+        out.append(f'<text class="nodata" x="{width / 2:.0f}" y="{height / 2:.0f}" text-anchor="middle" {_FONT}>'
+                   "no data</text></svg>")
+        return "".join(out)
+    bounds = [b for b in (lower, upper) if b is not None and np.isfinite(b)]
+    shown = np.concatenate([y[finite], np.asarray(bounds, np.float64)])
+    log = bool(len(shown)) and bool((shown > 0).all()) and float(shown.max()) / float(shown.min()) > 1e3
+
+    def fy(v: np.ndarray) -> np.ndarray:
+        return np.log10(v) if log else v
+
+    lo_v, hi_v = (float(fy(shown).min()), float(fy(shown).max())) if len(shown) else (0.0, 1.0)
+    if hi_v - lo_v < 1e-12:
+        lo_v, hi_v = lo_v - 1.0, hi_v + 1.0
+    pad = (hi_v - lo_v) * 0.08
+    lo_v, hi_v = lo_v - pad, hi_v + pad
+    x0, x1 = float(x.min()), float(x.max())
+    sx = pw / (x1 - x0) if x1 > x0 else 0.0
+
+    def px(v: float) -> float:
+        return left + (v - x0) * sx if sx else left + pw / 2
+
+    def py(v: float) -> float:
+        return top + ph - (v - lo_v) / (hi_v - lo_v) * ph
+
+    out.append(f'<rect x="{left}" y="{top}" width="{pw}" height="{ph}" fill="#fafafa" stroke="#ccc"/>')
+    for frac in (0.0, 0.5, 1.0):
+        v = lo_v + (hi_v - lo_v) * frac
+        label = f"1e{v:.1f}" if log else _tick(v) if abs(v) >= 0.01 or v == 0 else f"{v:.2g}"
+        out.append(f'<text x="{left - 4}" y="{py(v) + 4:.1f}" text-anchor="end" {_FONT}>{escape(label)}</text>')
+    out.append(f'<text x="{left}" y="{height - 22}" {_FONT}>step {x0:.0f}</text>')
+    out.append(f'<text x="{left + pw}" y="{height - 22}" text-anchor="end" {_FONT}>step {x1:.0f}</text>')
+    out.append(f'<text x="{left}" y="{height - 6}" {_FONT}>{escape(statistic)}{" (log scale)" if log else ""}</text>')
+    pts = " ".join(f"{px(a):.1f},{py(b):.1f}" for a, b in zip(x[finite], fy(y[finite]), strict=True))
+    if pts:
+        out.append(f'<polyline fill="none" stroke="{PALETTE[0]}" stroke-width="1.3" points="{pts}"/>')
+    for a, b in zip(x[~finite], y[~finite], strict=True):
+        out.append(f'<circle class="nonfinite" cx="{px(a):.1f}" cy="{top + 4}" r="2.5" fill="{PALETTE[1]}">'
+                   f'<title>step {a:.0f}: {b}</title></circle>')
+    if (~finite).any():
+        out.append(f'<text x="{left + pw - 4}" y="{top + 16}" text-anchor="end" fill="{PALETTE[1]}" {_FONT}>'
+                   f"{int((~finite).sum())} non-finite</text>")
+    for bound, side in ((lower, "fires below"), (upper, "fires above")):
+        if bound is None or not np.isfinite(bound) or (log and bound <= 0):
+            continue
+        yy = py(float(fy(np.asarray(bound))))
+        out.append(f'<line class="threshold" x1="{left}" x2="{left + pw}" y1="{yy:.1f}" y2="{yy:.1f}" '
+                   f'stroke="#ff7f0e" stroke-width="1.2" stroke-dasharray="5 3"><title>{side} {bound:g}</title></line>')
+        out.append(f'<text x="{left + 4}" y="{yy - 3:.1f}" fill="#ff7f0e" {_FONT}>{side} {escape(f"{bound:g}")}</text>')
+    if trigger_step is not None and x0 <= trigger_step <= x1:
+        xx = px(float(trigger_step))
+        out.append(f'<line class="mark mark-trigger" x1="{xx:.1f}" x2="{xx:.1f}" y1="{top}" y2="{top + ph}" '
+                   f'stroke="{MARK_COLORS["trigger"]}" stroke-width="1.5" stroke-dasharray="4 3">'
+                   f"<title>fired at step {trigger_step}</title></line>")
+        out.append(f'<text x="{xx + 3:.1f}" y="{top + ph - 4}" fill="{MARK_COLORS["trigger"]}" {_FONT}>'
+                   f"fired at step {trigger_step}</text>")
     out.append("</svg>")
     return "".join(out)
 

@@ -3,10 +3,12 @@
 moto 5 has no StopTrainingJob, creates every training job as ``Completed`` and drops the profiler fields of
 CreateTrainingJob. :func:`install` extends moto's public SageMaker backend and response classes:
 
-- **StopTrainingJob**: a stop moves an ``InProgress`` job to ``Stopping`` at once; the first
-  DescribeTrainingJob after that still shows ``Stopping`` and moves it on, so the next one shows ``Stopped``
-  (or call :func:`tick`). A stop of a job in any other status is a ``ValidationException``, as in SageMaker.
-  Every call is counted: :func:`stop_calls`.
+- **StopTrainingJob**: a stop moves an ``InProgress`` job to ``Stopping`` at once. A job whose training runs
+  here (:mod:`smx_debug.local.training_run` attaches its container, :func:`attach_container`) is told to stop
+  as SageMaker tells the algorithm (SIGTERM) and becomes ``Stopped`` when its training has ended. For any other
+  job, the first DescribeTrainingJob after the stop still shows ``Stopping`` and moves it on, so the next one
+  shows ``Stopped`` (or call :func:`tick`). A stop of a job in any other status is a ``ValidationException``,
+  as in SageMaker. Every call is counted: :func:`stop_calls`.
 - **Profiler fields**: ``ProfilerConfig`` and ``ProfilerRuleConfigurations`` of CreateTrainingJob are kept and
   returned by DescribeTrainingJob (with ``ProfilingStatus``).
 - **Job statuses**: :func:`set_training_job_status` sets TrainingJobStatus and SecondaryStatus (with the
@@ -20,7 +22,7 @@ from __future__ import annotations
 import copy
 import threading
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -37,7 +39,8 @@ from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.local.clients import client
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
-__all__ = ["create_training_job", "install", "set_training_job_status", "stop_calls", "tick", "training_job"]
+__all__ = ["attach_container", "create_training_job", "detach_container", "install", "set_training_job_status",
+           "stop_calls", "tick", "training_job"]
 
 _STATUSES = {  # TrainingJobStatus -> the SecondaryStatus SageMaker pairs with it
     JOB_IN_PROGRESS: "Training",
@@ -51,6 +54,7 @@ _installed = False
 _stop_counts: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 _pending_stop: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 _profiler_fields: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+_containers: weakref.WeakKeyDictionary[Any, Callable[[], None]] = weakref.WeakKeyDictionary()
 
 
 def _backend(aws: LocalAws) -> Any:
@@ -101,7 +105,11 @@ def _stop(backend: Any, name: str) -> None:
                 message=f"The request was rejected because the training job is in status {job.training_job_status}."
             )
         _transition(job, JOB_STOPPING, JOB_STOPPING, "Stopping the training job")
-        _pending_stop[job] = True
+        stop = _containers.get(job)
+        if stop is None:
+            _pending_stop[job] = True
+    if stop is not None:
+        stop()  # SIGTERM to its training; the container sets Stopped once it has ended
 
 
 def _advance(job: Any) -> None:
@@ -155,6 +163,19 @@ def install() -> None:
         setattr(SageMakerResponse, "create_training_job", create_training_job)  # noqa: B010
         setattr(SageMakerModelBackend, "describe_training_job", describe_training_job)  # noqa: B010
         _installed = True
+
+
+def attach_container(aws: LocalAws, job: str, stop: Callable[[], None]) -> None:
+    """While ``job``'s training runs here, a StopTrainingJob calls ``stop`` (which signals the training) instead
+    of moving the job on by itself: the container sets ``Stopped`` when the training has ended."""
+    with _lock:
+        _containers[training_job(aws, job)] = stop
+
+
+def detach_container(aws: LocalAws, job: str) -> None:
+    """``job``'s training has ended (:func:`attach_container`)."""
+    with _lock:
+        _containers.pop(training_job(aws, job), None)
 
 
 def stop_calls(aws: LocalAws, job: str) -> int:

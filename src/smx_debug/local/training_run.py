@@ -1,6 +1,6 @@
 """A training job's container on the local AWS: run an entry point as SageMaker runs it with a DebugHookConfig.
 
-moto records a CreateTrainingJob and never trains. :func:`run_training` plays the container's part for a job
+moto records a CreateTrainingJob and never trains. :func:`start_training` plays the container's part for a job
 that exists on the local AWS, as SageMaker does for a job with a ``DebugHookConfig``:
 
 1. the job goes ``InProgress``;
@@ -8,42 +8,54 @@ that exists on the local AWS, as SageMaker does for a job with a ``DebugHookConf
    with ``LocalPath`` (default ``/opt/ml/output/tensors``) - the container's ``/opt/ml`` is ``<workdir>/opt/ml``
    here - and the entry point runs with ``SMDEBUG_CONFIG_FILE_PATH`` pointing at it and ``TRAINING_JOB_NAME`` set
    (so a hook knows it runs on SageMaker and leaves the end-of-training marker to the platform);
-3. ``LocalPath`` is uploaded to ``<DebugHookConfig.S3OutputPath>/<job>/debug-output/`` and the platform's
-   ``training_job_end.ts`` marker is written there;
-4. the job goes ``Completed``, or ``Failed`` with a FailureReason when the entry point exits non-zero or the
-   upload is refused (a missing bucket: S3's own ``NoSuchBucket``), as SageMaker reports an AlgorithmError or a
-   ClientError.
+3. while it trains, what it has written under ``LocalPath`` is uploaded every ``upload_interval`` seconds to
+   ``<DebugHookConfig.S3OutputPath>/<job>/debug-output/`` (SageMaker uploads that folder continuously, so rules
+   read the tensors of a running job): finished files only (a writer's ``.tmp`` is a write in progress), event
+   files before their index files;
+4. a StopTrainingJob of the running job sends the entry point SIGTERM, as SageMaker does; if it has not ended
+   ``stop_grace`` seconds later (SageMaker waits 120 s) it is killed. The job shows ``Stopping`` until then;
+5. when the entry point has ended, the rest of ``LocalPath`` is uploaded with the platform's
+   ``training_job_end.ts`` marker, and the job goes ``Stopped`` (it was stopped), ``Completed``, or ``Failed``
+   with a FailureReason when the entry point exited non-zero or the upload was refused (a missing bucket: S3's
+   own ``NoSuchBucket``), as SageMaker reports an AlgorithmError or a ClientError.
 
-A job without a ``DebugHookConfig`` (or a job name the local AWS does not know) is refused with a ConfigError or
-NotFoundError before anything runs. Only what SageMaker gives the container is given: no credentials or
-endpoints are added to the entry point's environment beyond the caller's own.
+:func:`run_training` is the same, waiting for the end. A job without a ``DebugHookConfig`` (or a job name the
+local AWS does not know) is refused with a ConfigError or NotFoundError before anything runs. Only what SageMaker
+gives the container is given: no credentials or endpoints are added to the entry point's environment beyond the
+caller's own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from botocore.exceptions import ClientError
 
-from smx_debug.contracts import JOB_COMPLETED, JOB_FAILED, JOB_IN_PROGRESS
+from smx_debug.contracts import DEBUG_OUTPUT, JOB_COMPLETED, JOB_FAILED, JOB_IN_PROGRESS, JOB_STOPPED
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.local import training_jobs
 from smx_debug.local.clients import client
 from smx_debug.local.server import LocalAws
 from smx_debug.tensors.layout import END_OF_JOB
 
-__all__ = ["CONTAINER_CONFIG", "DEFAULT_LOCAL_PATH", "TrainingRun", "run_training"]
+__all__ = ["CONTAINER_CONFIG", "DEFAULT_LOCAL_PATH", "RunningTraining", "TrainingRun", "run_training",
+           "start_training"]
 
 CONTAINER_CONFIG = "/opt/ml/input/config/debughookconfig.json"
 DEFAULT_LOCAL_PATH = "/opt/ml/output/tensors"
 _TAIL = 800  # characters of the entry point's stderr kept in FailureReason
+_UPLOAD_ORDER = {"collections": 0, "events": 1, "index": 2}  # an index is uploaded after its event file
 
 
 @dataclass(frozen=True)
@@ -52,8 +64,9 @@ class TrainingRun:
 
     job_name: str
     status: str
-    """``Completed`` or ``Failed`` (the job's TrainingJobStatus afterwards)."""
+    """``Completed``, ``Stopped`` or ``Failed`` (the job's TrainingJobStatus afterwards)."""
     returncode: int
+    """The entry point's exit code (negative: the signal that ended it, -15 SIGTERM, -9 SIGKILL)."""
     debug_output: str
     """``s3://<bucket>/<S3OutputPath prefix>/<job>/debug-output/``: the trial's root, for ``create_trial``."""
     uploaded: int
@@ -73,7 +86,7 @@ def _split_s3(uri: str) -> tuple[str, str]:
     return bucket, prefix.strip("/")
 
 
-def run_training(
+def start_training(
     aws: LocalAws,
     job_name: str,
     entry_point: str | os.PathLike[str],
@@ -82,8 +95,11 @@ def run_training(
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
     timeout: float = 600,
-) -> TrainingRun:
-    """Run ``entry_point`` (a Python script) as job ``job_name``'s training, then upload its tensors.
+    upload_interval: float = 2.0,
+    stop_grace: float = 120.0,
+) -> RunningTraining:
+    """Start ``entry_point`` (a Python script) as job ``job_name``'s training; its tensors reach S3 while it runs
+    (see the module docstring). :meth:`RunningTraining.wait` ends it.
 
     Raises:
         NotFoundError: the local AWS has no job ``job_name``, or the script does not exist.
@@ -98,7 +114,7 @@ def run_training(
     hook_config: dict[str, Any] | None = desc.get("DebugHookConfig")
     if not hook_config:
         raise ConfigError(f"training job {job_name!r} has no DebugHookConfig: nothing tells a hook what to save "
-                          "(launch it with a plan whose guard is 'debugger' or 'both')",
+                          "(launch it with a plan that renders one: guard 'debugger' or 'both', or tensor rules)",
                           field="DebugHookConfig", value=None)
     root = Path(workdir)
     local_path = _container_path(root, hook_config.get("LocalPath") or DEFAULT_LOCAL_PATH)
@@ -110,47 +126,145 @@ def run_training(
     local_path.mkdir(parents=True, exist_ok=True)
     # SageMaker hands the container the job's DebugHookConfig as given, LocalPath filled in
     config_file.write_text(json.dumps({**hook_config, "LocalPath": str(local_path)}, indent=2))
-
-    training_jobs.set_training_job_status(aws, job_name, JOB_IN_PROGRESS)
-    child_env = {**os.environ, **(env or {}), "SMDEBUG_CONFIG_FILE_PATH": str(config_file),
-                 "TRAINING_JOB_NAME": job_name}
-    proc = subprocess.run([sys.executable, str(script), *args], env=child_env, cwd=root, capture_output=True,
-                          text=True, timeout=timeout, check=False)
-
     bucket, prefix = _split_s3(str(hook_config["S3OutputPath"]))
-    out_prefix = "/".join(p for p in (prefix, job_name, "debug-output") if p) + "/"
-    debug_output = f"s3://{bucket}/{out_prefix}"
-    failure: str | None = None
-    uploaded = 0
-    if proc.returncode != 0:
-        failure = (f"AlgorithmError: the entry point exited with code {proc.returncode}: "
-                   f"{proc.stderr.strip()[-_TAIL:]}")
-    try:
-        uploaded = _upload(client(aws, "s3"), local_path, bucket, out_prefix)
-    except ClientError as exc:
-        code = exc.response.get("Error", {}).get("Code", "")
-        failure = failure or f"ClientError: uploading the debug output to {debug_output} failed ({code})"
-    _finish(aws, job_name, failure)
-    return TrainingRun(job_name=job_name, status=JOB_FAILED if failure else JOB_COMPLETED, returncode=proc.returncode,
-                       debug_output=debug_output, uploaded=uploaded, failure_reason=failure, stdout=proc.stdout,
-                       stderr=proc.stderr)
+    out_prefix = "/".join(p for p in (prefix, job_name, DEBUG_OUTPUT) if p) + "/"
+    return RunningTraining(aws, job_name, [sys.executable, str(script), *args], root=root, local_path=local_path,
+                           env={**os.environ, **(env or {}), "SMDEBUG_CONFIG_FILE_PATH": str(config_file),
+                                "TRAINING_JOB_NAME": job_name},
+                           bucket=bucket, prefix=out_prefix, timeout=timeout, upload_interval=upload_interval,
+                           stop_grace=stop_grace)
 
 
-def _upload(s3: Any, local_path: Path, bucket: str, prefix: str) -> int:
-    """Upload every finished file under ``local_path`` (not a writer's ``.tmp``), then the end marker."""
-    count = 0
-    for path in sorted(local_path.rglob("*")):
-        if path.is_file() and not path.name.endswith(".tmp"):
-            s3.put_object(Bucket=bucket, Key=prefix + path.relative_to(local_path).as_posix(),
-                          Body=path.read_bytes())
+class RunningTraining:
+    """A training started by :func:`start_training`: its process, its uploads and its stop."""
+
+    def __init__(self, aws: LocalAws, job_name: str, command: list[str], *, root: Path, local_path: Path,
+                 env: dict[str, str], bucket: str, prefix: str, timeout: float, upload_interval: float,
+                 stop_grace: float) -> None:
+        self.aws, self.job_name, self.local_path = aws, job_name, local_path
+        self.bucket, self.prefix = bucket, prefix
+        self.debug_output = f"s3://{bucket}/{prefix}"
+        self.timeout, self.upload_interval, self.stop_grace = timeout, upload_interval, stop_grace
+        self._s3 = client(aws, "s3")
+        self._uploaded: dict[Path, tuple[int, int]] = {}
+        self._upload_error: str | None = None
+        self._stop_at: float | None = None
+        self._lock = threading.Lock()
+        self._out: IO[str] = open(root / "container-stdout.txt", "w+", encoding="utf-8")  # noqa: SIM115
+        self._err: IO[str] = open(root / "container-stderr.txt", "w+", encoding="utf-8")  # noqa: SIM115
+        training_jobs.set_training_job_status(aws, job_name, JOB_IN_PROGRESS)
+        self._process = subprocess.Popen(command, env=env, cwd=root, stdout=self._out, stderr=self._err, text=True)
+        self._started = time.monotonic()
+        training_jobs.attach_container(aws, job_name, self._terminate)
+        self._result: TrainingRun | None = None
+        self._monitor = threading.Thread(target=self._watch, name=f"smx-container-{job_name}", daemon=True)
+        self._monitor.start()
+
+    @property
+    def returncode(self) -> int | None:
+        """None while the entry point runs."""
+        return self._process.poll()
+
+    def _terminate(self) -> None:
+        """StopTrainingJob: SIGTERM now, SIGKILL after ``stop_grace`` seconds (the monitor's)."""
+        with self._lock:
+            if self._stop_at is None:
+                self._stop_at = time.monotonic()
+                if self._process.poll() is None:
+                    self._process.send_signal(signal.SIGTERM)
+
+    def _watch(self) -> None:
+        while self._process.poll() is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._process.wait(timeout=self.upload_interval)
+            self._upload()
+            with self._lock:
+                stop_at = self._stop_at
+            if self._process.poll() is None and stop_at is not None and time.monotonic() - stop_at > self.stop_grace:
+                self._process.kill()
+            if self._process.poll() is None and time.monotonic() - self._started > self.timeout:
+                self._process.kill()
+
+    def _upload(self) -> int:
+        """Upload the finished files of LocalPath that are new or changed since the last upload."""
+        if self._upload_error is not None:
+            return 0
+        files = [p for p in self.local_path.rglob("*") if p.is_file() and not p.name.endswith(".tmp")]
+        files.sort(key=lambda p: (_UPLOAD_ORDER.get(p.relative_to(self.local_path).parts[0], 3), str(p)))
+        count = 0
+        for path in files:
+            try:
+                stat = path.stat()
+            except FileNotFoundError:  # replaced under us: the next round takes the new one
+                continue
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            if self._uploaded.get(path) == stamp:
+                continue
+            try:
+                self._s3.put_object(Bucket=self.bucket, Key=self.prefix + path.relative_to(self.local_path).as_posix(),
+                                    Body=path.read_bytes())
+            except ClientError as exc:
+                self._upload_error = _upload_failure(exc, self.debug_output)
+                return count
+            self._uploaded[path] = stamp
             count += 1
-    s3.put_object(Bucket=bucket, Key=prefix + END_OF_JOB, Body=b"")
-    return count
+        return count
+
+    def wait(self) -> TrainingRun:
+        """Wait for the entry point to end, upload the rest and the end marker, set the job's final status."""
+        if self._result is not None:
+            return self._result
+        self._monitor.join()
+        training_jobs.detach_container(self.aws, self.job_name)
+        timed_out = time.monotonic() - self._started > self.timeout and self._stop_at is None
+        self._upload()
+        if self._upload_error is None:
+            try:
+                self._s3.put_object(Bucket=self.bucket, Key=self.prefix + END_OF_JOB, Body=b"")
+            except ClientError as exc:
+                self._upload_error = _upload_failure(exc, self.debug_output)
+        self._out.seek(0)
+        self._err.seek(0)
+        stdout, stderr = self._out.read(), self._err.read()
+        self._out.close()
+        self._err.close()
+        code = self._process.returncode
+        stopped = self._stop_at is not None
+        failure: str | None = None
+        if timed_out:
+            failure = f"MaxRuntimeExceeded: the entry point ran longer than {self.timeout:g} s"
+        elif code != 0 and not stopped:
+            failure = f"AlgorithmError: the entry point exited with code {code}: {stderr.strip()[-_TAIL:]}"
+        failure = failure or self._upload_error
+        status = JOB_FAILED if failure else JOB_STOPPED if stopped else JOB_COMPLETED
+        _finish(self.aws, self.job_name, status, failure)
+        self._result = TrainingRun(job_name=self.job_name, status=status, returncode=code,
+                                   debug_output=self.debug_output, uploaded=len(self._uploaded),
+                                   failure_reason=failure, stdout=stdout, stderr=stderr)
+        return self._result
 
 
-def _finish(aws: LocalAws, job_name: str, failure: str | None) -> None:
-    if failure is None:
-        training_jobs.set_training_job_status(aws, job_name, JOB_COMPLETED)
-        return
-    training_jobs.set_training_job_status(aws, job_name, JOB_FAILED)
-    training_jobs.training_job(aws, job_name).failure_reason = failure[:1024]  # SageMaker's limit
+def run_training(
+    aws: LocalAws,
+    job_name: str,
+    entry_point: str | os.PathLike[str],
+    *,
+    workdir: str | os.PathLike[str],
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+    timeout: float = 600,
+) -> TrainingRun:
+    """Run ``entry_point`` (a Python script) as job ``job_name``'s training and wait for it to end (see
+    :func:`start_training`, which raises the same errors)."""
+    return start_training(aws, job_name, entry_point, workdir=workdir, args=args, env=env, timeout=timeout).wait()
+
+
+def _upload_failure(exc: ClientError, where: str) -> str:
+    code = exc.response.get("Error", {}).get("Code", "")
+    return f"ClientError: uploading the debug output to {where} failed ({code})"
+
+
+def _finish(aws: LocalAws, job_name: str, status: str, failure: str | None) -> None:
+    training_jobs.set_training_job_status(aws, job_name, status)
+    if failure is not None:
+        training_jobs.training_job(aws, job_name).failure_reason = failure[:1024]  # SageMaker's limit

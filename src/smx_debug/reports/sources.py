@@ -20,7 +20,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, NoRegionError
 
-from smx_debug.contracts import PROFILER_OUTPUT
+from smx_debug.contracts import DEBUG_OUTPUT, PROFILER_OUTPUT
 from smx_debug.errors import ConfigError, NotFoundError, RegionError, translate_client_error
 
 __all__ = [
@@ -68,8 +68,8 @@ class Source(Protocol):
         """The root, as the user would write it."""
         ...
 
-    def list(self, prefix: str = "") -> list[ObjectInfo]:
-        """Every object whose relative key starts with ``prefix``, sorted by key."""
+    def list(self, prefix: str = "", *, start_after: str | None = None) -> list[ObjectInfo]:
+        """Every object whose relative key starts with ``prefix`` (and sorts after ``start_after``), by key."""
         ...
 
     def read(self, key: str) -> bytes:
@@ -183,7 +183,7 @@ class LocalSource:
     def uri(self) -> str:
         return str(self.root)
 
-    def list(self, prefix: str = "") -> list[ObjectInfo]:
+    def list(self, prefix: str = "", *, start_after: str | None = None) -> list[ObjectInfo]:
         out: list[ObjectInfo] = []
         base = str(self.root)
         start = self.root / prefix.rsplit("/", 1)[0] if "/" in prefix else self.root
@@ -193,7 +193,7 @@ class LocalSource:
             for name in files:
                 full = os.path.join(dirpath, name)
                 rel = os.path.relpath(full, base).replace(os.sep, "/")
-                if not rel.startswith(prefix):
+                if not rel.startswith(prefix) or (start_after is not None and rel <= start_after):
                     continue
                 st = os.stat(full)
                 out.append(ObjectInfo(rel, st.st_size, f"{st.st_mtime_ns}-{st.st_size}"))
@@ -227,11 +227,12 @@ class S3Source:
     def uri(self) -> str:
         return f"s3://{self.bucket}/{self.prefix}"
 
-    def list(self, prefix: str = "") -> list[ObjectInfo]:
+    def list(self, prefix: str = "", *, start_after: str | None = None) -> list[ObjectInfo]:
         out: list[ObjectInfo] = []
         full = self.prefix + prefix
+        extra = {"StartAfter": self.prefix + start_after} if start_after is not None else {}
         try:
-            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full):
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=full, **extra):
                 for obj in page.get("Contents", ()):
                     out.append(ObjectInfo(obj["Key"][len(self.prefix):], int(obj["Size"]), obj.get("ETag", "")))
         except ClientError as exc:
@@ -314,7 +315,7 @@ def job_paths(job_name: str, *, sagemaker_client: Any = None, description: dict[
     rule_base = prof or hook
     return JobPaths(
         job_name=job_name,
-        debugger=_join(hook, job_name, "debug-output") if hook else None,
+        debugger=_join(hook, job_name, DEBUG_OUTPUT) if hook else None,
         profiler=_join(prof, job_name, PROFILER_OUTPUT) if prof else None,
         rule_output=_join(rule_base, job_name, "rule-output") if rule_base else None,
     )

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-from smx_debug.rules.catalog import CollectionRequirement, ParamSpec, RuleKind, RuleSpec, get_rule, list_rules
+from smx_debug.rules.catalog import (
+    CollectionRequirement,
+    ParamSpec,
+    RuleKind,
+    RuleSpec,
+    get_rule,
+    list_rules,
+)
 from smx_debug.rules.images import RULE_IMAGE_ACCOUNTS, rule_evaluator_image
+from smx_debug.rules.params import TENSOR_RULES
 
 __all__ = [
     "RULE_IMAGE_ACCOUNTS",
+    "TENSOR_RULES",
     "CollectionRequirement",
     "ParamSpec",
     "RuleKind",

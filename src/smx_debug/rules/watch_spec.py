@@ -1,7 +1,8 @@
 """Which rules the evaluator applies to a job: the watch spec, and the rules it can evaluate without Debugger.
 
 A debug plan that guards with the evaluator renders a :class:`WatchSpec` (its rule configurations, keyed by
-configuration name, with the parameters the plan set). The spec is stored in the stack's bucket under
+configuration name, with the parameters the plan set): rules judged on CloudWatch minutes (:data:`MINUTE_DEFAULTS`)
+and tensor rules judged on the job's tensors (:data:`TENSOR_WATCH_RULES`). The spec is stored in the stack's bucket under
 ``EVALUATOR_SPEC_PREFIX + <sha256>.json`` and the job carries the key in the ``smx-debug:evaluator`` tag (tag
 values hold at most 256 characters; the key holds 92). Deployment-wide default rules (``cdk.json``) use the
 same JSON form. Standard library only: the plan renders it and the Lambda reads it.
@@ -18,9 +19,9 @@ from typing import Any, Final
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX
 from smx_debug.errors import ConfigError
 from smx_debug.rules.definitions import ParamValue
-from smx_debug.rules.params import check_configuration_name
+from smx_debug.rules.params import TENSOR_RULES, check_configuration_name
 
-__all__ = ["EVALUATOR_RULES", "MINUTE_DEFAULTS", "SPEC_VERSION", "WatchSpec", "WatchedRule"]
+__all__ = ["EVALUATOR_RULES", "MINUTE_DEFAULTS", "SPEC_VERSION", "TENSOR_WATCH_RULES", "WatchSpec", "WatchedRule"]
 
 SPEC_VERSION: Final = 1
 
@@ -36,7 +37,10 @@ MINUTE_DEFAULTS: Final[Mapping[str, Mapping[str, ParamValue]]] = {
     "Overtraining": {"patience_train": 5, "patience_validation": 5, "delta": 0.01},
     "Overfit": {"patience": 3, "ratio_threshold": 0.1},
 }
-EVALUATOR_RULES: Final = tuple(MINUTE_DEFAULTS)
+# The tensor rules, judged on the job's tensors in S3 (its DebugHookConfig output) with the catalog's defaults. The
+# loss rules above that are tensor rules too (LossNotDecreasing, Overfit, Overtraining) stay on the training metrics.
+TENSOR_WATCH_RULES: Final = tuple(r for r in TENSOR_RULES if r not in MINUTE_DEFAULTS)
+EVALUATOR_RULES: Final = (*MINUTE_DEFAULTS, *TENSOR_WATCH_RULES)
 _WINDOWS: Final = {"CPUBottleneck": 5, "LowGPUUtilization": 5, "GPUMemoryIncrease": 10}
 DEFAULT_RULE_WINDOW: Final = 10
 
@@ -60,7 +64,7 @@ class WatchedRule:
                 field="rules[].name",
                 value=self.name,
             )
-        if self.rule not in MINUTE_DEFAULTS:
+        if self.rule not in EVALUATOR_RULES:
             raise ConfigError(
                 f"watch spec: rule {self.rule!r} (configuration {self.name!r}) cannot be evaluated without "
                 f"Debugger; the evaluator evaluates {', '.join(EVALUATOR_RULES)}",
@@ -75,9 +79,15 @@ class WatchedRule:
                     value=value,
                 )
 
+    @property
+    def reads_tensors(self) -> bool:
+        """Judged on the job's tensors (:data:`TENSOR_WATCH_RULES`), not on CloudWatch minutes."""
+        return self.rule in TENSOR_WATCH_RULES
+
     def resolved(self) -> dict[str, ParamValue]:
-        """The evaluator's minute defaults updated with the plan's parameters."""
-        return {**MINUTE_DEFAULTS[self.rule], **self.parameters}
+        """The evaluator's minute defaults (none for a tensor rule: the catalog's apply) updated with the plan's
+        parameters."""
+        return {**MINUTE_DEFAULTS.get(self.rule, {}), **self.parameters}
 
     @property
     def window_minutes(self) -> int:

@@ -25,7 +25,9 @@ __all__ = [
     "SaveConfig",
     "SaveConfigMode",
     "Tensor",
+    "TensorValues",
     "Trial",
+    "TrialArrays",
     "TrialWriter",
     "compute_reduction",
     "create_trial",
@@ -50,6 +52,8 @@ _LAZY = {
     "SaveConfigMode": "smx_debug.tensors.collections_file",
     "TENSOR_COLUMNS": "smx_debug.tensors.frame",
     "Tensor": "smx_debug.tensors.trial",
+    "TensorValues": "smx_debug.tensors.arrays",
+    "TrialArrays": "smx_debug.tensors.arrays",
     "Trial": "smx_debug.tensors.trial",
     "TrialWriter": "smx_debug.tensors.writer",
     "create_trial": "smx_debug.tensors.trial",
@@ -61,6 +65,7 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from smx_debug.tensors.arrays import TensorValues, TrialArrays
     from smx_debug.tensors.collections_file import (
         Collection,
         CollectionsFile,

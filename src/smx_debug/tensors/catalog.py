@@ -119,11 +119,23 @@ def _parse_index(step: int, worker: str, data: bytes) -> _Index:
                   starts, lengths, shapes)
 
 
-def _list(source: Source, done: Callable[[str], bool]) -> list[ObjectInfo]:
-    """The trial's files: for a local folder only the four places a trial writes, with ``os.scandir``, skipping
-    step folders ``done`` says are fully read and stat-ing only event files (their size bounds their entries)."""
+def _before(name: str, floor: int) -> bool:
+    """Whether a step folder or file name (12 digits first) names a step before ``floor``."""
+    head = name[:12]
+    return len(head) == 12 and head.isdigit() and int(head) < floor
+
+
+def _list(source: Source, done: Callable[[str], bool], floor: int) -> list[ObjectInfo]:
+    """The trial's files from global step ``floor`` on (collections files and the end marker always): only the
+    four places a trial writes. A local folder is scanned with ``os.scandir``, skipping step folders ``done``
+    says are fully read and stat-ing only event files (their size bounds their entries); an S3 prefix is listed
+    per place, index and event keys from ``floor`` on (``StartAfter``: keys sort by step)."""
     if not isinstance(source, LocalSource):
-        return source.list("")
+        if not floor:
+            return source.list("")
+        return [*source.list(layout.END_OF_JOB), *source.list("collections/"),
+                *source.list(layout.INDEX_DIR + "/", start_after=layout.index_prefix(floor)),
+                *source.list(layout.EVENTS_DIR + "/", start_after=layout.event_prefix(floor))]
     root = str(source.root)
     out: list[ObjectInfo] = []
     end = os.path.join(root, layout.END_OF_JOB)
@@ -135,10 +147,14 @@ def _list(source: Source, done: Callable[[str], bool]) -> list[ObjectInfo]:
         except (FileNotFoundError, NotADirectoryError):
             continue
         for sub in subdirs:
-            if top == layout.EVENTS_DIR and done(sub.name):
+            if top == layout.EVENTS_DIR and (done(sub.name) or _before(sub.name, floor)):
+                continue
+            if top == layout.INDEX_DIR and sub.name.isdigit() and int(sub.name) < floor // layout.INDEX_STEPS_PER_DIR:
                 continue
             for entry in os.scandir(sub.path):
                 if not entry.is_file():
+                    continue
+                if top == layout.INDEX_DIR and _before(entry.name, floor):
                     continue
                 key = f"{top}/{sub.name}/{entry.name}"
                 if stat_files:
@@ -190,8 +206,11 @@ def _small(values: np.ndarray) -> np.ndarray:
 class Catalog:
     """The files of one trial, refreshed incrementally. Not thread-safe (one refresh at a time)."""
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: Source, *, start_step: int = 0) -> None:
         self.source = source
+        # Index and event files of steps before the floor are not listed: the start step, then the first step
+        # still waiting for a file (an index's event file, an event file's index, a worker's file of the step).
+        self.floor = start_step
         self.names: list[str] = []
         self.name_ids: dict[str, int] = {}
         self.base_of: list[str] = []  # name id -> the tensor it belongs to (itself, or what it reduces)
@@ -243,7 +262,7 @@ class Catalog:
             return self._refresh()
 
     def _refresh(self) -> list[EventFile]:
-        listed = _list(self.source, self._step_done)
+        listed = _list(self.source, self._step_done, self.floor)
         ended = False
         index: list[ObjectInfo] = []
         events: dict[str, ObjectInfo] = {}
@@ -318,7 +337,21 @@ class Catalog:
             self.files[(f.step, f.worker)] = f
             self.order.append(f)
             self.workers_of.setdefault(f.step, []).append(f.worker)
+        self._raise_floor(index, events)
         return added
+
+    def _raise_floor(self, index: list[ObjectInfo], events: dict[str, ObjectInfo]) -> None:
+        """Move the floor up to the first step still waiting for a file (else past the last step listed)."""
+        listed = [fk for fk in (*(layout.parse_index_key(i.key) for i in index),
+                                *(layout.parse_event_key(k) for k in events)) if fk is not None]
+        if not listed:
+            return
+        scanned = {(fk.step, fk.worker) for fk in listed if (fk.step, fk.worker) in self._damaged_index
+                   and layout.event_key(fk.step, fk.worker) in events}  # no index, and its event file read
+        waiting = [fk.step for fk in listed if (fk.step, fk.worker) not in self.files
+                   and (fk.step, fk.worker) not in scanned]
+        waiting += [s for s, ws in self.workers_of.items() if s >= self.floor and len(ws) < self.num_workers]
+        self.floor = max(self.floor, min(waiting, default=max(fk.step for fk in listed) + 1))
 
     def _take_collections(self, infos: Iterable[ObjectInfo]) -> None:
         for info in infos:

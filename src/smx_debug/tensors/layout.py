@@ -27,7 +27,9 @@ __all__ = [
     "check_worker",
     "collections_key",
     "event_key",
+    "event_prefix",
     "index_key",
+    "index_prefix",
     "parse_collections_key",
     "parse_event_key",
     "parse_index_key",
@@ -79,6 +81,16 @@ def index_key(step: int, worker: str) -> str:
     """``index/000000001/000000001234_worker_0.json`` for step 1234 of ``worker_0``."""
     _check_step(step)
     return f"{INDEX_DIR}/{step // INDEX_STEPS_PER_DIR:09d}/{step:012d}_{check_worker(worker)}.json"
+
+
+def index_prefix(step: int) -> str:
+    """What every index key of ``step`` starts with; keys of later steps sort after it."""
+    return f"{INDEX_DIR}/{_check_step(step) // INDEX_STEPS_PER_DIR:09d}/{step:012d}"
+
+
+def event_prefix(step: int) -> str:
+    """What every event key of ``step`` starts with; keys of later steps sort after it."""
+    return f"{EVENTS_DIR}/{_check_step(step):012d}"
 
 
 def collections_key(worker: str) -> str:

@@ -13,7 +13,7 @@ import difflib
 import os
 import re
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -35,22 +35,32 @@ from smx_debug.tensors.mode_keys import ModeKeys, parse_mode
 from smx_debug.tensors.reductions import NORMS, REDUCTIONS, compute_reduction
 from smx_debug.tensors.tfrecord import split_records
 
+if TYPE_CHECKING:
+    from smx_debug.tensors.arrays import TrialArrays
+
 __all__ = ["Tensor", "Trial", "create_trial"]
 
 _FRAME_REDUCTIONS = frozenset({*REDUCTIONS, *NORMS} | {f"abs_{r}" for r in (*REDUCTIONS, *NORMS)})
 
 
 def create_trial(path: str | os.PathLike[str] | Source, name: str | None = None, *, s3_client: Any = None,
-                 sagemaker_client: Any = None, verify_checksums: bool = False) -> Trial:
+                 sagemaker_client: Any = None, verify_checksums: bool = False, start_step: int = 0) -> Trial:
     """Open the trial at ``path``: a local folder, an ``s3://`` prefix, or a training job's name (its
     ``DebugHookConfig`` output, ``<S3OutputPath>/<job>/debug-output/``).
+
+    ``start_step`` (global): files of earlier steps are never listed or read, so reopening a long trial where a
+    previous reader stopped costs what is new only (the trial then knows nothing of the earlier steps).
 
     Raises:
         NotFoundError: for a path or prefix that does not exist, or a job without a DebugHookConfig.
         NoDataYetError: for a folder or prefix that exists but holds no tensors yet.
+        ConfigError: for a negative ``start_step``.
     """
+    if not isinstance(start_step, int) or isinstance(start_step, bool) or start_step < 0:
+        raise ConfigError(f"start_step must be an integer >= 0, got {start_step!r}", field="start_step",
+                          value=start_step)
     source = _open(path, s3_client=s3_client, sagemaker_client=sagemaker_client)
-    trial = Trial(source, name=name, verify_checksums=verify_checksums)
+    trial = Trial(source, name=name, verify_checksums=verify_checksums, start_step=start_step)
     if not trial._catalog.files and not trial._catalog.collections and not trial._catalog.ended:
         raise NoDataYetError(
             f"no tensors under {source.uri}: expected Debugger's events/, index/ and collections/ folders "
@@ -91,11 +101,13 @@ class Trial:
     """The tensors of one training job (all its workers), read incrementally: each call that looks for data not
     yet seen refreshes once, as smdebug's does. Use :func:`create_trial` to open one."""
 
-    def __init__(self, source: Source, *, name: str | None = None, verify_checksums: bool = False) -> None:
+    def __init__(self, source: Source, *, name: str | None = None, verify_checksums: bool = False,
+                 start_step: int = 0) -> None:
         self.path = source.uri
         self.name = name if name is not None else os.path.basename(self.path.rstrip("/"))
         self.verify_checksums = verify_checksums
-        self._catalog = Catalog(source)
+        self.start_step = start_step
+        self._catalog = Catalog(source, start_step=start_step)
         self._global_to_mode: dict[int, tuple[ModeKeys, int]] = {}
         self._mode_to_global: dict[ModeKeys, dict[int, int]] = {}
         self._known: set[str] = set()  # tensor (base) names
@@ -348,6 +360,25 @@ class Trial:
         out.attrs["skipped_by_reason"] = {k: v - before.get(k, 0) for k, v in cat.skipped.items()
                                           if v != before.get(k, 0)}
         return out
+
+    def arrays(self, names: Iterable[str], *, start_step: int | None = None, end_step: int | None = None,
+               ) -> TrialArrays:
+        """The raw values, saved reductions (and scalars) and each step's wall time of the tensors ``names`` at
+        global steps ``start_step <= step < end_step``, every worker and mode, read in bulk: each record once,
+        values of one shape as one ``(records, *shape)`` numpy block per tensor. Refreshes first. What cannot be
+        read is skipped and counted in :attr:`skipped`.
+
+        Example::
+
+            got = trial.arrays(["gradient/fc1.weight"], start_step=500)
+            got.values["gradient/fc1.weight"].block.shape   # (saved records, 120, 84)
+            got.wall_times                                  # {500: 1732537200.1, ...}
+        """
+        from smx_debug.tensors.arrays import plan_files, read_arrays
+
+        self.refresh()
+        plan = plan_files(self._catalog, set(names) & self._known, start_step, end_step)
+        return read_arrays(self._catalog, plan, verify=self.verify_checksums)
 
     # ---------------------------------------------------------------- one record
     def _read_value(self, f: EventFile, pos: int, tensor: str) -> np.ndarray:

@@ -11,12 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from smx_debug.rules.watch_spec import EVALUATOR_RULES, MINUTE_DEFAULTS, WatchedRule, WatchSpec
+from smx_debug.rules.watch_spec import (
+    EVALUATOR_RULES,
+    MINUTE_DEFAULTS,
+    TENSOR_WATCH_RULES,
+    WatchedRule,
+    WatchSpec,
+)
 from smx_debug.watch.settings import EvaluatorSettings
 
 __all__ = [
     "EVALUATOR_RULES",
     "MINUTE_DEFAULTS",
+    "TENSOR_WATCH_RULES",
     "Clients",
     "EvaluatorSettings",
     "JobOutcome",

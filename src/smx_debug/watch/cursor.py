@@ -2,8 +2,9 @@
 
 One item per watched training job (partition key ``pk`` = job name; an unwatched job has none). It holds the
 job's facts read once (hosts, instance type, metric definitions, the rules it gets), ``through`` (epoch seconds: data
-before it has been read), the last ``window_minutes`` of datapoints (compressed JSON, a few kB) and the rule
-configurations that already fired. Each run reads all cursors with BatchGetItem (100 a call) and writes the
+before it has been read), the last ``window_minutes`` of datapoints (compressed JSON, a few kB), the rule
+configurations that already fired and, for a job with tensor rules, their state and the next step to read
+(``tensors``, compressed, at most :data:`smx_debug.watch.tensors.STATE_BUDGET` bytes of DynamoDB's 400 KB item). Each run reads all cursors with BatchGetItem (100 a call) and writes the
 changed ones with BatchWriteItem (25 a call), so the cost of a run does not grow with a job's length. Items
 expire (DynamoDB TTL on ``expires_at``) a week after their job was last seen running. The same table holds the
 run lease (:data:`smx_debug.watch.run.RUN_LEASE_KEY`).
@@ -23,7 +24,7 @@ from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE
 __all__ = ["CURSOR_RETENTION_SECONDS", "Cursor", "CursorStore"]
 
 CURSOR_RETENTION_SECONDS = 7 * 24 * 3600
-_FORMAT = 2  # 2: cursors of watched jobs only (1 kept unwatched jobs too): a format-1 item starts over
+_FORMAT = 3  # 3: the tensor rules' state (2: watched jobs only; 1 kept unwatched jobs too): older items start over
 # epoch minute -> value, per host and metric (instance data) or per metric name (training data)
 Window = dict[str, dict[str, dict[int, float]]]
 
@@ -38,6 +39,7 @@ class Cursor:
     through: int | None = None  # epoch seconds, a minute boundary: data before it was read
     data: Window = field(default_factory=dict)  # {"host:algo-1": {"CPUUtilization": {minute: value}}, "train": ...}
     fired: Mapping[str, int | None] = field(default_factory=dict)  # configuration name -> step it fired at
+    tensors: bytes | None = None  # the tensor rules' state and next step (smx_debug.watch.tensors), compressed
 
     def with_changes(self, **changes: Any) -> Cursor:
         return replace(self, **changes)
@@ -67,6 +69,8 @@ def _to_item(cursor: Cursor, now: float) -> dict[str, Any]:
         item["through"] = {"N": str(int(cursor.through))}
     if cursor.data:
         item["data"] = {"B": _encode_window(cursor.data)}
+    if cursor.tensors:
+        item["tensors"] = {"B": cursor.tensors}
     return item
 
 
@@ -80,6 +84,7 @@ def _from_item(item: Mapping[str, Any]) -> Cursor | None:
         through=int(item["through"]["N"]) if "through" in item else None,
         data=_decode_window(item["data"]["B"]) if "data" in item else {},
         fired=json.loads(item["fired"]["S"]),
+        tensors=item["tensors"]["B"] if "tensors" in item else None,
     )
 
 

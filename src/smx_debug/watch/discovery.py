@@ -79,6 +79,8 @@ def _epoch(value: Any) -> float | None:
 
 def job_facts(description: Mapping[str, Any]) -> dict[str, Any]:
     """What the evaluator needs from DescribeTrainingJob, as plain JSON."""
+    from smx_debug.reports.sources import job_paths
+
     resources = description.get("ResourceConfig", {})
     groups = resources.get("InstanceGroups") or []
     hosts = int(resources.get("InstanceCount") or sum(int(g.get("InstanceCount", 0)) for g in groups) or 1)
@@ -98,6 +100,8 @@ def job_facts(description: Mapping[str, Any]) -> dict[str, Any]:
         "start": _epoch(description.get("TrainingStartTime")) or _epoch(description.get("CreationTime")),
         "profiler_s3": None if profiler.get("DisableProfiler") else profiler.get("S3OutputPath"),
         "debugger_rules": own_rules,
+        # where its hook's tensors are (its trial, read by the tensor rules): <S3OutputPath>/<job>/debug-output/
+        "tensors_s3": job_paths(str(description.get("TrainingJobName", "")), description=dict(description)).debugger,
     }
 
 

@@ -50,7 +50,11 @@ class JobError:
 
 
 def reason_of(exc: BaseException, otherwise: str) -> str:
-    """The reason an exception is counted under; ``otherwise`` for one that is not an AWS error."""
+    """The reason an exception is counted under; ``otherwise`` for one that is not an AWS error. A reader's
+    SmxDebugError raised from an AWS error (``AccessDeniedError`` from S3's AccessDenied) counts as that error."""
+    cause = exc.__cause__
+    if not isinstance(exc, ClientError | BotoCoreError) and isinstance(cause, ClientError | BotoCoreError):
+        return reason_of(cause, otherwise)
     if isinstance(exc, ClientError):
         if isinstance(translate_client_error(exc), AccessDeniedError):
             return ACCESS_DENIED

@@ -52,6 +52,7 @@ from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discovery import Refreshed, list_running, refresh, search_opted_in
 from smx_debug.watch.isolation import AWS_ERROR, BAD_DATA, JobError, job_error, publish_job_errors, reason_of
 from smx_debug.watch.settings import EvaluatorSettings
+from smx_debug.watch.tensors import evaluate_tensors
 
 _DEVICE_WINDOW = 10  # minutes of profiler output read per run: the longest device-rule window
 
@@ -211,7 +212,7 @@ def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tu
     frames: dict[tuple[bool, int], Any] = {}
     for item in info.get("rules", []):
         rule = WatchedRule(name=item["name"], rule=item["rule"], parameters=item.get("parameters", {}))
-        if rule.name in cursor.fired:
+        if rule.name in cursor.fired or rule.reads_tensors:  # tensor rules: smx_debug.watch.tensors
             continue
         if rule.rule in DEVICE_RULES and devices is None and profiler is None:
             notes.append(
@@ -385,6 +386,8 @@ def _run(settings: EvaluatorSettings, clients: Clients, responder: Responder, re
         try:
             cursor, triggers = _evaluate_job(cursor, settings, outcome, result, profiler.get(cursor.job), end=end,
                                              now=now)
+            cursor, tensor_triggers = evaluate_tensors(cursor, outcome, s3=clients.s3, now=now)
+            triggers += tensor_triggers
         except Exception as exc:  # isolation: data that breaks the evaluation fails this job only
             outcome.fail(job_error(exc, job=cursor.job, doing="evaluating its rules", otherwise=BAD_DATA))
             continue

@@ -163,3 +163,55 @@ def test_cli_rules_evaluate_trial_bad_rule_is_one_error_line(tmp_path: Path, cap
     write_run(tmp_path, range(0, 20, 10))
     assert main(["rules", "evaluate", str(tmp_path), *args]) == 2
     assert capsys.readouterr().err.startswith(message)
+
+
+def test_tensor_live_evaluator_fires_at_the_update_that_reads_the_bad_step(tmp_path: Path) -> None:
+    from smx_debug.evaluate.tensor_live import TensorLiveEvaluator
+
+    write_run(tmp_path, range(0, 50, 10), end=False)
+    live = TensorLiveEvaluator(create_trial(str(tmp_path)), ["VanishingGradient", "DeadRelu"], clock=lambda: 1.7e9)
+    assert live.update() == [] and live.status == {"VanishingGradient": "InProgress", "DeadRelu": "InProgress"}
+    rng = np.random.default_rng(5)
+    with TrialWriter(tmp_path, worker="worker_0") as w:
+        w.write_step(60, mode="train", mode_step=60, wall_time=1.7e9 + 60, tensors=_step_tensors(60, rng))
+    fired = live.update()
+    assert [(t.rule, t.previous, t.status, t.step) for t in fired] == [
+        ("VanishingGradient", "InProgress", "IssuesFound", 60)]
+    assert "gradient/Net_fc.weight at step 60: mean absolute gradient" in fired[0].result.message
+    assert live.evaluator.feed.cursor == 61 and live.update() == []  # nothing new: nothing read, nothing fired
+    with TrialWriter(tmp_path, worker="worker_0") as w:
+        w.training_end()
+    assert live.update() == [] and live.ended
+    assert [(t.rule, t.status) for t in live.finish()] == [("DeadRelu", "NoIssuesFound")]
+
+
+def test_cli_tensor_live_prints_the_rule_when_it_fires_while_the_trial_is_written(tmp_path: Path, capsys) -> None:
+    import threading
+    import time
+
+    write_run(tmp_path, range(0, 30, 10), end=False)
+
+    def train_on() -> None:  # the training keeps saving: gradients vanish from step 60, then it ends
+        rng = np.random.default_rng(9)
+        with TrialWriter(tmp_path, worker="worker_0") as w:
+            for step in range(30, 80, 10):
+                time.sleep(0.15)
+                w.write_step(step, mode="train", mode_step=step, wall_time=1.7e9 + step,
+                             tensors=_step_tensors(step, rng))
+            w.training_end()
+
+    writer = threading.Thread(target=train_on)
+    writer.start()
+    try:
+        code = main(["rules", "evaluate", str(tmp_path), "--rule", "VanishingGradient", "--rule", "ExplodingTensor",
+                     "--live", "--interval", "0.05", "--max-updates", "400"])
+    finally:
+        writer.join()
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0
+    fired = [line for line in out if "VanishingGradient: InProgress -> IssuesFound" in line]
+    assert len(fired) == 1 and "at step 60 resulted in the condition being met" in fired[0]
+    assert "(gradient/Net_fc.weight at step 60: mean absolute gradient" in fired[0]
+    assert any("ExplodingTensor: InProgress -> NoIssuesFound" in line for line in out)
+    assert json.loads(out[-1]) == [{"RuleConfigurationName": "VanishingGradient", "RuleEvaluationStatus": "IssuesFound"},
+                                   {"RuleConfigurationName": "ExplodingTensor", "RuleEvaluationStatus": "NoIssuesFound"}]

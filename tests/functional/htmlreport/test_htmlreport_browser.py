@@ -15,6 +15,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 import zlib
 from pathlib import Path
 
@@ -65,7 +66,7 @@ def _png_is_blank(path: Path) -> bool:
     return distinct < 32 or nonzero < 500
 
 
-def _check_report(html: Path, name: str, tmp_path: Path) -> tuple[str, Path]:
+def _check_report(html: Path, name: str, tmp_path: Path, *, timelines: bool = True) -> tuple[str, Path]:
     profile = tmp_path / f"profile-{name}"
     done = _chromium(html, profile, "--dump-dom")
     assert _console_errors(done.stderr) == []
@@ -80,8 +81,8 @@ def _check_report(html: Path, name: str, tmp_path: Path) -> tuple[str, Path]:
         lines = re.findall(r'<polyline[^>]*points="([^"]*)"', chart)
         assert lines and max(len(p.split()) for p in lines) >= 2, chart[:200]
         assert 'class="nodata"' not in chart
-    # the stop is marked on the timelines
-    assert 'class="mark mark-stop"' in dom
+    # the stop is marked on the timelines (a job with tensors only has none)
+    assert 'class="mark mark-stop"' in dom or not timelines
     OUT.mkdir(exist_ok=True)
     shot = OUT / f"{name}.png"
     shot.unlink(missing_ok=True)
@@ -197,3 +198,57 @@ def test_report_cli_unknown_instance_type_is_an_error(tmp_path, capsys):
     assert main(["report", str(tmp_path / "job"), "--out", str(tmp_path / "x.html"),
                  "--instance-type", "ml.p3.8xlarg"]) == 2
     assert "did you mean 'ml.p3.8xlarge'" in capsys.readouterr().err
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed: run `make browser` (apt-get install chromium)")
+def test_report_of_a_job_that_wrote_tensors_shows_the_fired_tensor_rule_in_headless_chromium(local_aws, tmp_path):
+    """`smx-debug report JOB` for a job guarded by tensor rules alone (no profiler output, no CloudWatch metrics):
+    the verdict names the fired tensor rule, the tensor section charts its statistic against the threshold with the
+    trigger step marked, and the stop is read from DescribeTrainingJob."""
+    import numpy as np
+
+    from smx_debug import local
+    from smx_debug.tensors import Collection, TrialWriter
+
+    local.install(local_aws)
+    s3, sagemaker = local_aws.client("s3"), local_aws.client("sagemaker")
+    s3.create_bucket(Bucket="smx-out", CreateBucketConfiguration={"LocationConstraint": local_aws.region})
+    job = "cnn-explodes"
+    sagemaker.create_training_job(
+        TrainingJobName=job, RoleArn="arn:aws:iam::123456789012:role/smx-training",
+        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
+                                "TrainingInputMode": "File"},
+        OutputDataConfig={"S3OutputPath": "s3://smx-out/model"},
+        ResourceConfig={"InstanceType": "ml.g4dn.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
+        StoppingCondition={"MaxRuntimeInSeconds": 3600}, ProfilerConfig={"DisableProfiler": True},
+        DebugHookConfig={"S3OutputPath": "s3://smx-out/debug", "CollectionConfigurations": [
+            {"CollectionName": "gradients"}]})
+    local.set_training_job_status(local_aws, job, "InProgress")
+    rng = np.random.default_rng(0)
+    with TrialWriter(f"s3://smx-out/debug/{job}/debug-output", s3_client=s3) as w:
+        w.write_collections([Collection(name="gradients", include_regex=("^gradient",))])
+        start = time.time()  # the job trains now: a step saved every 10 ms
+        for step in range(0, 300, 10):
+            grad = rng.normal(size=(16, 16)).astype(np.float32) * (1e-2 if step < 200 else 1e-10)
+            w.write_step(step, mode="train", wall_time=start + step / 1000,
+                         tensors={"gradient/Net_fc1.weight": grad, "CrossEntropyLoss_output_0": np.float32(1.0)})
+        w.training_end()
+    time.sleep(max(0.0, start + 0.4 - time.time()))  # stopped after its last step
+    sagemaker.stop_training_job(TrainingJobName=job)
+    local.tick(local_aws)
+    out = tmp_path / "tensor-report.html"
+    with local_aws.environment():
+        assert main(["report", job, "--rule", "VanishingGradient", "--rule", "ExplodingTensor", "--out", str(out)]) == 0
+    html = out.read_text()
+    assert "1 x ml.g4dn.xlarge" in html  # cost from the job's instance over its saved steps' time
+    dom, _ = _check_report(out, "tensor-report", tmp_path, timelines=False)
+    verdict = dom[dom.index('id="verdict"'):dom.index('id="rules"')]
+    assert "Not healthy: VanishingGradient fired first" in verdict and "Stopped at " in verdict
+    assert "do not match the data" not in verdict and "after the first trigger" in verdict  # wall times of steps
+    assert re.search(r"fired first at [^(]+\(\d+ ms into the job\)", verdict), verdict
+    tensors = dom[dom.index('id="tensors"'):dom.index('id="timeline"')]
+    assert "VanishingGradient (VanishingGradient) on gradient/Net_fc1.weight" in tensors
+    assert 'class="threshold"' in tensors and "fires below 1e-07" in tensors and "fired at step 200" in tensors
+    assert "mean absolute gradient (log scale)" in tensors
+    assert "ExplodingTensor" not in tensors  # did not fire: no chart

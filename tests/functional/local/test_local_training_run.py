@@ -104,3 +104,80 @@ def test_run_training_refuses_job_without_hook_config_or_unknown(aws: LocalAws, 
         run_training(aws, "tr-missing", script, workdir=tmp_path / "c")
     with pytest.raises(NotFoundError, match="nope"):
         run_training(aws, "tr-nohook", tmp_path / "nope.py", workdir=tmp_path / "c")
+
+
+# Writes one step of a trial every 0.1 s (our writer, as a hook would) until it has written `STEPS` or is told to stop.
+LOOP = '''
+import json, os, signal, sys, time
+import numpy as np
+from smx_debug.tensors import TrialWriter
+
+config = json.load(open(os.environ["SMDEBUG_CONFIG_FILE_PATH"]))
+stop = []
+if "{on_term}" == "handle":
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+elif "{on_term}" == "ignore":
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+with TrialWriter(config["LocalPath"]) as w:
+    for step in range({steps}):
+        if stop:
+            print(f"SIGTERM: stopped at step {{step}}", flush=True)
+            break
+        w.write_step(step, tensors={{"loss": np.float32(1.0 / (step + 1))}})
+        time.sleep(0.1)
+'''
+
+
+def _uploaded_steps(aws: LocalAws, job: str) -> set[int]:
+    listed = client(aws, "s3").list_objects_v2(Bucket="smx-out", Prefix=f"debug/{job}/debug-output/index/")
+    return {int(o["Key"].rsplit("/", 1)[-1][:12]) for o in listed.get("Contents", [])}
+
+
+def _wait_for(predicate: object, seconds: float = 30.0) -> None:
+    import time
+
+    deadline = time.monotonic() + seconds
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.05)
+
+
+def test_run_training_uploads_tensors_while_the_entry_point_still_trains(aws: LocalAws, tmp_path: Path) -> None:
+    from smx_debug.local.training_run import start_training
+
+    create_job(aws, "tr-live", DebugHookConfig=HOOK_CONFIG)
+    running = start_training(aws, "tr-live", _script(tmp_path, LOOP.format(on_term="default", steps=60)),
+                             workdir=tmp_path / "c", upload_interval=0.2)
+    _wait_for(lambda: len(_uploaded_steps(aws, "tr-live")) >= 3)
+    assert running.returncode is None  # still training: the steps reached S3 while it ran
+    assert client(aws, "sagemaker").describe_training_job(TrainingJobName="tr-live")["TrainingJobStatus"] == \
+        "InProgress"
+    run = running.wait()
+    assert run.status == "Completed" and _uploaded_steps(aws, "tr-live") == set(range(60))
+
+
+@pytest.mark.parametrize(("on_term", "returncode"), [("handle", 0), ("default", -15), ("ignore", -9)])
+def test_stop_training_job_sends_sigterm_and_the_job_stops_when_training_ends(
+    aws: LocalAws, tmp_path: Path, on_term: str, returncode: int
+) -> None:
+    from smx_debug.local import stop_calls
+    from smx_debug.local.training_run import start_training
+
+    job = f"tr-stop-{on_term}"
+    create_job(aws, job, DebugHookConfig=HOOK_CONFIG)
+    running = start_training(aws, job, _script(tmp_path, LOOP.format(on_term=on_term, steps=1000)),
+                             workdir=tmp_path / "c", upload_interval=0.2, stop_grace=1.0)
+    _wait_for(lambda: len(_uploaded_steps(aws, job)) >= 3)
+    sagemaker = client(aws, "sagemaker")
+    sagemaker.stop_training_job(TrainingJobName=job)
+    assert sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"] == "Stopping"
+    run = running.wait()
+    assert (run.status, run.returncode) == ("Stopped", returncode), run.stderr
+    assert sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"] == "Stopped"
+    assert stop_calls(aws, job) == 1
+    if on_term == "handle":
+        assert "SIGTERM: stopped at step" in run.stdout
+    steps = _uploaded_steps(aws, job)
+    assert 3 <= len(steps) < 1000  # what it wrote until the stop, uploaded, and the end marker
+    trial = create_trial(run.debug_output, s3_client=client(aws, "s3"))
+    assert trial.has_training_ended() and trial.steps() == sorted(steps)

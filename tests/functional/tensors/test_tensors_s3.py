@@ -111,3 +111,63 @@ def test_reader_s3_missing_prefix_raises_no_data_yet(s3: Any) -> None:
 
     with pytest.raises(NoDataYetError, match=f"no tensors under s3://{BUCKET}/nothing/"):
         create_trial(f"s3://{BUCKET}/nothing", s3_client=s3)
+
+
+class ListingS3(CountingS3):
+    """Also records every key ListObjectsV2 returns (through the paginator)."""
+
+    def __init__(self, client: Any) -> None:
+        super().__init__(client)
+        self.listed: list[str] = []
+
+    def get_paginator(self, name: str) -> Any:
+        real = self._client.get_paginator(name)
+        outer = self
+
+        class Paginator:
+            def paginate(self, **kwargs: Any) -> Any:
+                for page in real.paginate(**kwargs):
+                    outer.listed.extend(o["Key"] for o in page.get("Contents", ()))
+                    yield page
+
+        return Paginator()
+
+
+def _steps(root: Any, s3: Any, steps: range) -> None:
+    with TrialWriter(root, worker="worker_0", s3_client=s3) as w:
+        if steps.start == 0:
+            w.write_collections([Collection(name="weights", include_regex=("weight",))])
+        for step in steps:
+            w.write_step(step, mode="train", wall_time=1000.0 + step,
+                         tensors={"loss": np.float32(step), "fc.weight": np.full((4, 4), step, np.float32)})
+
+
+def test_trial_start_step_s3_lists_and_reads_no_file_of_earlier_steps(s3: Any) -> None:
+    from smx_debug.tensors import create_trial
+
+    root = f"s3://{BUCKET}/job/debug-output"
+    _steps(root, s3, range(30))
+    counting = ListingS3(s3)
+    trial = create_trial(root, s3_client=counting, start_step=25)
+    got = trial.arrays(["fc.weight", "loss"])
+    assert trial.steps() == [25, 26, 27, 28, 29]
+    assert got.values["fc.weight"].steps.tolist() == [25, 26, 27, 28, 29]
+    assert got.values["fc.weight"].block[:, 0, 0].tolist() == [25.0, 26.0, 27.0, 28.0, 29.0]
+    read = {k.split("/")[-1][:12] for k, _ in counting.gets if "/index/" in k or "/events/" in k}
+    listed = {k.split("/")[-1][:12] for k in counting.listed if "/index/" in k or "/events/" in k}
+    assert read == listed == {f"{s:012d}" for s in range(25, 30)}
+
+
+def test_trial_refresh_s3_lists_only_steps_not_yet_complete(s3: Any) -> None:
+    from smx_debug.tensors import create_trial
+
+    root = f"s3://{BUCKET}/job/debug-output"
+    _steps(root, s3, range(10))
+    counting = ListingS3(s3)
+    trial = create_trial(root, s3_client=counting)
+    _steps(root, s3, range(10, 12))
+    counting.listed.clear()
+    trial.refresh()
+    assert trial.steps()[-2:] == [10, 11]
+    steps_listed = {k.split("/")[-1][:12] for k in counting.listed if "/index/" in k or "/events/" in k}
+    assert steps_listed == {f"{s:012d}" for s in (10, 11)}

@@ -58,12 +58,13 @@ def test_lambda_asset_imports_on_a_bare_runtime_and_stops_a_job(
     from watch_support import make_table
 
     make_table(local_aws)
-    env = action_env(local_aws)
+    env = action_env(local_aws, SMX_DEFAULT_RULES='[{"rule": "CPUBottleneck"}, {"rule": "ExplodingTensor"}]')
     create_job(local_aws, "guarded-asset")
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=15)
     job_metrics.set_start_time(local_aws, "guarded-asset", start)
     publish_minutes(local_aws, "guarded-asset", start=start, first=0, last=16,
                     scenario=Scenario(kind="cpu_bottleneck", onset=0))
+    _exploding_tensor_job(local_aws, "guarded-asset-tensors", start)
     completed = subprocess.run(
         [str(boto3_only_python), "-I", "-c", RUN, str(code), str(layer / "python")],
         env={"PATH": os.environ.get("PATH", ""), **local_aws.environ(),
@@ -75,10 +76,29 @@ def test_lambda_asset_imports_on_a_bare_runtime_and_stops_a_job(
     assert out["heavy"] == []
     assert out["package"] == str(code / "smx_debug" / "__init__.py")
     assert out["numpy"].startswith(str(layer))
-    assert out["result"]["triggers"] == [{"job": "guarded-asset", "rule": "CPUBottleneck", "step": 14}] or [
-        t["rule"] for t in out["result"]["triggers"]] == ["CPUBottleneck"]
+    fired = sorted((t["job"], t["rule"]) for t in out["result"]["triggers"])
+    assert fired == [("guarded-asset", "CPUBottleneck"), ("guarded-asset-tensors", "ExplodingTensor")], json.dumps(out["result"])
     assert local.stop_calls(local_aws, "guarded-asset") == 1
+    assert local.stop_calls(local_aws, "guarded-asset-tensors") == 1  # its tensors read with the layer's protobuf
     print(f"\nevaluator cold start here: import {out['import_s']:.2f} s, first run {out['run_s']:.2f} s")
+
+
+def _exploding_tensor_job(aws: LocalAws, name: str, start: datetime) -> None:
+    """A watched job whose hook writes tensors to the bucket, a NaN gradient from step 10."""
+    import numpy as np
+    from watch_support import BUCKET
+
+    from smx_debug.local import training_jobs
+    from smx_debug.local.clients import client
+    from smx_debug.tensors import TrialWriter
+
+    create_job(aws, name)
+    job_metrics.set_start_time(aws, name, start)
+    training_jobs.training_job(aws, name).debug_hook_config = {"S3OutputPath": f"s3://{BUCKET}/debugger"}
+    with TrialWriter(f"s3://{BUCKET}/debugger/{name}/debug-output", s3_client=client(aws, "s3")) as w:
+        for step in (0, 10):
+            w.write_step(step, tensors={"gradient/fc.weight": np.full((4, 4), np.nan if step else 0.1, np.float32)})
+        w.training_end()
 
 
 def test_lambda_layer_for_the_deployed_runtime_fits_lambda_limits() -> None:

@@ -50,8 +50,10 @@ def create_job(
     hosts: int = 1,
     instance_type: str = "ml.g4dn.2xlarge",
     metrics: Sequence[str] = ("train:loss", "validation:loss"),
+    **fields: Any,
 ) -> None:
-    """An InProgress job with no Debugger configuration at all (no rules, profiler disabled)."""
+    """An InProgress job with no Debugger configuration at all (no rules, profiler disabled), or with the
+    CreateTrainingJob ``fields`` given (a ``DebugHookConfig``)."""
     local.create_training_job(
         aws, name, tags,
         AlgorithmSpecification={
@@ -62,6 +64,7 @@ def create_job(
         ResourceConfig={"InstanceType": instance_type, "InstanceCount": hosts, "VolumeSizeInGB": 5},
         StoppingCondition={"MaxRuntimeInSeconds": 36000},
         ProfilerConfig={"DisableProfiler": True},
+        **fields,
     )
     local.set_training_job_status(aws, name, "InProgress")
     job_metrics.set_start_time(aws, name, T0)

@@ -50,6 +50,11 @@ def test_guard_evaluator_renders_no_debugger_rules_hook_or_profiler() -> None:
         ("CPU-strict", "CPUBottleneck", {"threshold": 20}), ("CPU-lax", "CPUBottleneck", {"threshold": 90}),
         ("LossNotDecreasing", "LossNotDecreasing", {}),
     ]
+    _assert_valid_create_training_job(request)
+
+
+def _assert_valid_create_training_job(request: dict[str, Any]) -> None:
+    """The plan's fields in a whole CreateTrainingJob request, checked against botocore's service model."""
     model = botocore.session.get_session().get_service_model("sagemaker")
     full = {
         "TrainingJobName": "j", "AlgorithmSpecification": {"TrainingImage": "img", "TrainingInputMode": "File"},
@@ -59,6 +64,39 @@ def test_guard_evaluator_renders_no_debugger_rules_hook_or_profiler() -> None:
     }
     report = ParamValidator().validate(full, model.operation_model("CreateTrainingJob").input_shape)
     assert not report.has_errors(), report.generate_report()
+
+
+def test_guard_evaluator_with_tensor_rules_renders_the_hook_and_no_debugger_rules() -> None:
+    plan = _plan(guard="evaluator", hook={"save_interval": 5},
+                 rules=[{"name": "ExplodingTensor", "actions": ["stop_job"]}, {"name": "VanishingGradient"},
+                        {"name": "LossNotDecreasing"}])
+    request = plan.to_request_dict(job_name="j")
+    assert set(request) == {"DebugHookConfig", "ProfilerConfig", "Tags"}
+    assert request["ProfilerConfig"] == {"DisableProfiler": True}
+    hook = request["DebugHookConfig"]
+    assert hook["HookParameters"] == {"save_interval": "5"}
+    assert [c["CollectionName"] for c in hook["CollectionConfigurations"]] == ["gradients"]  # not LossNotDecreasing's
+    assert [(r.name, r.rule) for r in plan.watch_spec().rules] == [
+        ("ExplodingTensor", "ExplodingTensor"), ("VanishingGradient", "VanishingGradient"),
+        ("LossNotDecreasing", "LossNotDecreasing")]
+    _assert_valid_create_training_job(request)
+
+
+def test_guard_evaluator_with_tensor_rules_estimator_kwargs_keep_the_hook() -> None:
+    kwargs = _plan(guard="evaluator", rules=[{"name": "ExplodingTensor"}]).to_estimator_kwargs()
+    assert kwargs["debugger_hook_config"] is not False and kwargs["rules"] == []
+    assert kwargs["disable_profiler"] is True
+
+
+@pytest.mark.parametrize(("rule", "fragment"), [
+    ("TreeDepth", "XGBoost hook"), ("SimilarAcrossRuns", "compares this trial with another job's"),
+])
+def test_guard_evaluator_rule_it_cannot_evaluate_names_the_field_and_why(rule: str, fragment: str) -> None:
+    params = {"other_trials": "job-0"} if rule == "SimilarAcrossRuns" else {}
+    with pytest.raises(ConfigError) as info:
+        _plan(guard="evaluator", rules=[{"name": rule, "parameters": params}])
+    assert info.value.field == "rules[0].name"
+    assert fragment in str(info.value)
 
 
 def test_guard_evaluator_estimator_kwargs_turn_debugger_off() -> None:
@@ -75,11 +113,12 @@ def test_guard_both_keeps_debugger_rules_and_the_evaluator_takes_those_it_can() 
     assert [r["RuleConfigurationName"] for r in request["DebugRuleConfigurations"]] == [
         "LossNotDecreasing", "ExplodingTensor"]
     assert "DebugHookConfig" in request and request["ProfilerConfig"]["DisableProfiler"] is False
-    assert [r.name for r in plan.watch_spec().rules] == ["CPU-strict", "CPU-lax", "LossNotDecreasing"]
+    assert [r.name for r in plan.watch_spec().rules] == ["CPU-strict", "CPU-lax", "LossNotDecreasing",
+                                                         "ExplodingTensor"]
 
 
 @pytest.mark.parametrize(("rules", "field", "fragment"), [
-    ([{"name": "exploding_tensor"}], "rules[0].name", "rule ExplodingTensor needs Debugger"),
+    ([{"name": "StepOutlier"}], "rules[0].name", "rule StepOutlier needs Debugger"),
     ([{"name": "loss_not_decreasing", "actions": [{"stop_training": "job-"}]}], "rules[0].actions[0]",
      "stop_training runs in Debugger's rule container"),
 ])

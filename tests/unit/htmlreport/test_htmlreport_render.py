@@ -212,3 +212,48 @@ def test_report_rules_without_data_are_not_called_healthy():
     html = render_report(ReportInput(job_name="blind", data=data.__class__(), results=blind))
     assert "No verdict: none of the 1 rules had data to judge" in html
     assert "class=\"verdict unknown\"" in html or "class='verdict unknown'" in html
+
+
+def test_threshold_chart_draws_the_bounds_the_trigger_and_marks_non_finite_values() -> None:
+    from smx_debug.htmlreport.svg import threshold_chart
+
+    svg = threshold_chart([0, 10, 20, 30], [0.0, 0.0, float("nan"), float("inf")], title="t",
+                          statistic="NaN or infinite values", upper=0.0, trigger_step=20)
+    assert svg.count('class="nonfinite"') == 2 and "2 non-finite" in svg
+    assert "fires above 0" in svg and "fired at step 20" in svg and "log scale" not in svg
+    log = threshold_chart([0, 10, 20], [1e-2, 1e-2, 1e-10], title="g", statistic="mean absolute gradient",
+                          lower=1e-7, trigger_step=20)
+    assert "(log scale)" in log and "fires below 1e-07" in log
+    assert 'class="nodata"' in threshold_chart([], [], title="e", statistic="s")
+
+
+def test_report_tensor_section_charts_each_fired_tensor_rule_with_its_step_time() -> None:
+    from smx_debug.evaluate import RuleResult
+    from smx_debug.evaluate.result import Trace
+    from smx_debug.htmlreport import TensorInput
+
+    fired = RuleResult(rule="VanishingGradient", rule_triggered=2, violations=2, datapoints=6, trigger_step=20,
+                       configuration_name="Grad", message=f"{EVIL} at step 20: mean absolute gradient 1e-10",
+                       trace=Trace(tensor=EVIL, statistic="mean absolute gradient", steps=(0, 10, 20),
+                                   values=(1e-2, 1e-2, 1e-10), lower=1e-7))
+    quiet = RuleResult(rule="ExplodingTensor", datapoints=6, configuration_name="ExplodingTensor",
+                       trace=Trace(tensor="x", statistic="NaN or infinite values", steps=(0,), values=(0.0,)))
+    tensors = TensorInput(path="s3://b/job/debug-output/", configurations=frozenset({"Grad", "ExplodingTensor"}),
+                          step_times={0: T0 * 10**9, 10: (T0 + 10) * 10**9, 20: (T0 + 20) * 10**9}, steps=3,
+                          tensors=2)
+    inp = _input(results={"Grad": fired, "ExplodingTensor": quiet}, tensors=tensors)
+    model = build_model(inp)
+    (row,) = model.tensor_rows
+    assert (row.name, row.tensor, row.trigger_step, row.lower) == ("Grad", EVIL, 20, 1e-7)
+    grad = next(r for r in model.rows if r.name == "Grad")
+    assert grad.first_trigger_ns == (T0 + 20) * 10**9 and grad.trigger_source == "wall time of saved step 20"
+    html = render_report(inp)
+    section = html[html.index("<h2 id='tensors'>"):html.index("<h2 id='timeline'>")]
+    assert "data-tensor-rule='Grad'" in section and EVIL not in section  # escaped
+    assert "fires below 1e-07" in section and "fired at step 20" in section
+    assert "data-tensor-rule='ExplodingTensor'" not in section  # did not fire: no chart
+
+
+def test_report_without_tensors_says_how_to_get_them() -> None:
+    html = render_report(_input())
+    assert "No tensors: the job has no DebugHookConfig" in html

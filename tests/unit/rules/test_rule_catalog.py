@@ -30,6 +30,7 @@ PROFILER_CLASSES = sorted(
 def test_rules_public_api_all_pinned() -> None:
     assert smx_debug.rules.__all__ == [
         "RULE_IMAGE_ACCOUNTS",
+        "TENSOR_RULES",
         "CollectionRequirement",
         "ParamSpec",
         "RuleKind",

@@ -40,7 +40,8 @@ def test_spec_bare_list_takes_the_rule_name_as_configuration_name() -> None:
 @pytest.mark.parametrize(("text", "field"), [
     ("not json", "(spec)"),
     ('{"version": 2, "rules": []}', "(spec)"),
-    ('[{"rule": "ExplodingTensor"}]', "rules[].rule"),
+    ('[{"rule": "StepOutlier"}]', "rules[].rule"),
+    ('[{"rule": "TreeDepth"}]', "rules[].rule"),
     ('[{"rule": "CPUBottleneck", "name": "has space"}]', "rules[].name"),
     ('[{"rule": "CPUBottleneck", "parameters": {"threshold": [1]}}]', "rules[CPUBottleneck].parameters.threshold"),
     ('[{"rule": "CPUBottleneck", "color": "red"}]', "rules[0]"),
@@ -55,8 +56,15 @@ def test_spec_bad_input_raises_config_error_naming_the_field(text: str, field: s
 
 def test_spec_rule_the_evaluator_cannot_judge_names_the_ones_it_can() -> None:
     with pytest.raises(ConfigError, match="cannot be evaluated without Debugger; the evaluator evaluates CPUBottleneck"):
-        WatchedRule(name="x", rule="VanishingGradient")
-    assert "LossNotDecreasing" in EVALUATOR_RULES
+        WatchedRule(name="x", rule="StepOutlier")
+    assert "LossNotDecreasing" in EVALUATOR_RULES and "VanishingGradient" in EVALUATOR_RULES
+
+
+def test_spec_tensor_rule_reads_tensors_with_the_plans_parameters_only() -> None:
+    rule = WatchedRule(name="Grad", rule="VanishingGradient", parameters={"threshold": 1e-5})
+    assert rule.reads_tensors and rule.resolved() == {"threshold": 1e-5}
+    minute = WatchedRule(name="Loss", rule="LossNotDecreasing")
+    assert not minute.reads_tensors and minute.resolved() == {"num_steps": 2, "diff_percent": 0.1}
 
 
 def test_spec_merged_with_defaults_skips_names_already_used() -> None:
