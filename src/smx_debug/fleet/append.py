@@ -21,6 +21,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from smx_debug.contracts import (
+    ACTION_EVENT,
     FLEET_TEAM_TAG,
     ISSUES_FOUND,
     RULE_FIELDS,
@@ -28,6 +29,7 @@ from smx_debug.contracts import (
     SOURCE_EVALUATOR,
     SYSTEM_MINUTES_TABLE,
     TRAINING_JOBS_TABLE,
+    TRIGGER_EVENT,
     TRIGGER_SOURCES,
     VERDICTS_TABLE,
 )
@@ -50,13 +52,10 @@ __all__ = [
     "job_row",
     "last_minute",
     "minutes_frame",
-    "verdicts_from_response",
+    "verdicts_from_lines",
 ]
 
-TRIGGER_EVENT: Final = "trigger"
-ACTION_EVENT: Final = "action"
 Source = Literal["debugger", "cloudwatch"]
-_ACTION_KEYS = {"metric": "metrics", "stop": "stop", "retrain": "retrain", "notify": "notify"}
 
 
 @dataclass
@@ -231,32 +230,28 @@ def append_verdicts(root: FleetRoot | str | os.PathLike[str], verdicts: Iterable
     return report
 
 
-def verdicts_from_response(triggers: Sequence[Any], response: Mapping[str, Any] | None, *, time: datetime,
-                           source: str = SOURCE_EVALUATOR) -> list[Verdict]:
-    """The verdict rows of one evaluator run for one job: its triggers (objects with ``job``, ``name`` (the
-    rule configuration), ``rule`` and ``message``, as :class:`smx_debug.watch.run.Trigger`) and the actions
-    :func:`smx_debug.actions.respond` reported taking (its JSON-able result)."""
-    rows = [Verdict(job=t.job, rule=t.name, rule_type=t.rule, event=TRIGGER_EVENT, verdict=ISSUES_FOUND,
-                    source=source, time=time, detail=(t.message or None)) for t in triggers]
-    if not triggers or not response:
-        return rows
-    job = str(response.get("job") or triggers[0].job)
-    rule_types = {t.name: t.rule for t in triggers}
-    for action, key in _ACTION_KEYS.items():
-        entries = response.get(key)
-        if isinstance(entries, dict) and isinstance(entries.get("sent"), list):
-            entries = entries["sent"]
-        for entry in entries if isinstance(entries, list) else [entries] if isinstance(entries, dict) else []:
-            if not isinstance(entry, dict) or not (entry.get("rule") or entry.get("failed")):
-                continue  # an action no triggered rule asked for
-            verdict = ("failed" if "failed" in entry else "skipped" if "skipped" in entry
-                       else str(entry.get("outcome") or ("published" if entry.get("published") else "done")))
-            rule = str(entry.get("rule") or triggers[0].name)
-            detail = entry.get("failed") or entry.get("skipped")
-            rows.append(Verdict(job=job, rule=rule, rule_type=rule_types.get(rule), event=ACTION_EVENT,
-                                verdict=verdict, action=action, source=source, time=time,
-                                detail=str(detail) if detail else None))
-    return rows
+def verdicts_from_lines(body: bytes) -> tuple[list[Verdict], dict[str, int]]:
+    """The verdict rows of one inbox object (JSON lines of :data:`~smx_debug.contracts.VERDICT_FIELDS`, as
+    :mod:`smx_debug.actions.verdict_log` writes them), and the lines skipped by reason (cut mid-write, not JSON,
+    not a valid row)."""
+    rows: list[Verdict] = []
+    skipped: dict[str, int] = {}
+    lines = body.split(b"\n")
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            data = {**data, "time": datetime.fromisoformat(str(data.get("time")))}
+            rows.append(Verdict.model_validate(data))
+        except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+            reason = ("verdict lines cut mid-write" if i == len(lines) - 1 else
+                      "verdict lines not JSON" if isinstance(exc, json.JSONDecodeError) else
+                      "verdict lines not a valid row")
+            skipped[reason] = skipped.get(reason, 0) + 1
+    return rows, skipped
 
 
 def _instance(desc: Mapping[str, Any]) -> tuple[str | None, int]:
