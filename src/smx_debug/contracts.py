@@ -14,7 +14,6 @@ from typing import Any, Final, Literal
 from urllib.parse import quote
 
 __all__ = [
-    "ACTION_EVENT",
     "DEFAULT_FUNCTION_TIMEOUT_SECONDS",
     "DEFAULT_LEASE_SECONDS",
     "DEFAULT_NAMESPACE",
@@ -56,11 +55,9 @@ __all__ = [
     "SYSTEM_MINUTES_TABLE",
     "TAG_PREFIX",
     "TRAINING_JOBS_TABLE",
-    "TRIGGER_EVENT",
     "TRIGGER_SOURCES",
     "UNREPORTED_EXECUTION_STATUSES",
     "VERDICTS_TABLE",
-    "VERDICT_FIELDS",
     "Env",
     "FleetTable",
     "RuleKind",
@@ -69,9 +66,9 @@ __all__ = [
     "console_job_url",
     "fleet_database_name",
     "fleet_workgroup_name",
-    "job_lease_key",
     "is_opted_in",
     "is_watched",
+    "job_lease_key",
     "ledger_key",
     "metric_dimensions",
     "opt_in_iam_condition",
@@ -443,14 +440,11 @@ FLEET_TABLES: Final[Mapping[str, FleetTable]] = {
 
 # The verdict log's inbox: every producer of verdicts (the action core, for Debugger's events and the evaluator's
 # triggers alike) puts one small JSON-lines object per call under FLEET_INBOX_PREFIX; the fleet collector, the
-# verdicts table's only writer, compacts them into it and deletes them. One line per row, VERDICT_FIELDS (the
-# verdicts table's columns; ``time`` as ISO 8601 UTC). Key: ``verdicts/<yyyyMMddHH>/<job>/<digest of the rows>.jsonl``.
+# verdicts table's only writer, compacts them into it and deletes them. One line per row, the verdicts table's
+# columns (``time`` as ISO 8601 UTC). Key: ``verdicts/<yyyyMMddHH>/<job>/<digest of the rows>.jsonl``.
 FLEET_INBOX_PREFIX: Final = "smx-debug/fleet-inbox/"
 # The collector's state (what it last read): one JSON object in the fleet prefix, outside every table's location.
 FLEET_STATE_KEY: Final = FLEET_PREFIX + "_state/collector.json"
-VERDICT_FIELDS: Final = FLEET_TABLES[VERDICTS_TABLE].column_names
-TRIGGER_EVENT: Final = "trigger"  # the verdicts table's ``event``: a rule found issues ...
-ACTION_EVENT: Final = "action"  # ... or an action was taken on it (``action``: metric, stop, notify, retrain)
 
 
 def job_lease_key(job_name: str) -> str:

@@ -3,7 +3,7 @@
 Every call of :func:`smx_debug.actions.respond` (Debugger's rule events through the three handlers, and the
 scheduled evaluator's triggers) ends by putting one small JSON-lines object under
 :data:`~smx_debug.contracts.FLEET_INBOX_PREFIX` of the stack's bucket: one row per rule trigger and one per
-action taken on it (:data:`~smx_debug.contracts.VERDICT_FIELDS`, the verdicts table's columns). The fleet
+action taken on it (the verdicts table's columns, :data:`~smx_debug.contracts.FLEET_TABLES`). The fleet
 collector, the verdicts table's only writer, compacts the objects into the table and deletes them, so the
 handlers stay boto3-only and no two functions ever write one Parquet file.
 
@@ -22,7 +22,7 @@ import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -31,19 +31,21 @@ from smx_debug.actions.runtime import ClientFactory, log_json
 from smx_debug.actions.settings import Settings
 from smx_debug.actions.verify import Trigger, VerifiedJob
 from smx_debug.contracts import (
-    ACTION_EVENT,
     FLEET_HOUR_FORMAT,
     FLEET_INBOX_PREFIX,
+    FLEET_TABLES,
     ISSUES_FOUND,
     RULE_FIELDS,
-    TRIGGER_EVENT,
-    VERDICT_FIELDS,
+    VERDICTS_TABLE,
 )
 from smx_debug.tags import ActionSpec, decode_tags
 
-__all__ = ["inbox_key", "log_verdicts", "verdict_rows"]
+__all__ = ["ACTION_EVENT", "TRIGGER_EVENT", "inbox_key", "log_verdicts", "verdict_rows"]
 
+TRIGGER_EVENT: Final = "trigger"  # the verdicts table's ``event``: a rule found issues ...
+ACTION_EVENT: Final = "action"  # ... or an action was taken on it (``action``: metric, stop, notify, retrain)
 _DETAIL_CHARS = 1000
+_FIELDS = FLEET_TABLES[VERDICTS_TABLE].column_names
 # respond()'s result key -> the verdict log's action name
 _SINGLE = {"stop": "stop", "retrain": "retrain"}
 
@@ -73,7 +75,7 @@ def _row(job: str, rule: str, rule_type: str | None, event: str, verdict: str, a
          time: float, detail: object = None) -> dict[str, Any]:
     row = {"job": job, "rule": rule, "rule_type": rule_type, "event": event, "verdict": verdict, "action": action,
            "source": source, "time": _iso(time), "detail": _text(detail)}
-    return {k: row[k] for k in VERDICT_FIELDS}
+    return {k: row[k] for k in _FIELDS}
 
 
 def _asking(job: VerifiedJob, triggered: Sequence[Trigger], settings: Settings, kind: str) -> Trigger | None:

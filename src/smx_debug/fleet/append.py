@@ -12,24 +12,22 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from smx_debug.actions.verdict_log import ACTION_EVENT, TRIGGER_EVENT
 from smx_debug.contracts import (
-    ACTION_EVENT,
     FLEET_TEAM_TAG,
     ISSUES_FOUND,
     RULE_FIELDS,
     SOURCE_DEBUGGER,
-    SOURCE_EVALUATOR,
     SYSTEM_MINUTES_TABLE,
     TRAINING_JOBS_TABLE,
-    TRIGGER_EVENT,
     TRIGGER_SOURCES,
     VERDICTS_TABLE,
 )
@@ -231,7 +229,7 @@ def append_verdicts(root: FleetRoot | str | os.PathLike[str], verdicts: Iterable
 
 
 def verdicts_from_lines(body: bytes) -> tuple[list[Verdict], dict[str, int]]:
-    """The verdict rows of one inbox object (JSON lines of :data:`~smx_debug.contracts.VERDICT_FIELDS`, as
+    """The verdict rows of one inbox object (JSON lines of the verdicts table's columns, as
     :mod:`smx_debug.actions.verdict_log` writes them), and the lines skipped by reason (cut mid-write, not JSON,
     not a valid row)."""
     rows: list[Verdict] = []
@@ -266,17 +264,11 @@ def _instance(desc: Mapping[str, Any]) -> tuple[str | None, int]:
 
 def job_row(desc: Mapping[str, Any], tags: Mapping[str, str], *, now: datetime | None = None) -> dict[str, Any]:
     """The ``training_jobs`` row of a DescribeTrainingJob response and the job's tags."""
-    from smx_debug.errors import UnknownNameError
-    from smx_debug.htmlreport.cost import instance_spec
+    from smx_debug.instances import instance_row
 
     instance_type, count = _instance(desc)
-    gpus, price = None, None
-    if instance_type:
-        try:
-            spec = instance_spec(instance_type)
-            gpus, price = spec.gpus, spec.price
-        except UnknownNameError:
-            pass
+    known = instance_row(instance_type)
+    gpus, price = (int(known["gpus"]), float(known["price"])) if known else (None, None)
     billable = desc.get("BillableTimeInSeconds")
     return {
         "job": str(desc["TrainingJobName"]), "instance_type": instance_type, "instance_count": count,

@@ -10,7 +10,7 @@ from actions_fakes import JOB, TOPIC, FakeSageMaker, FakeSns, fake_runtime, sett
 from botocore.exceptions import ClientError
 
 from smx_debug.actions import handle_notify, handle_stop_training
-from smx_debug.contracts import FLEET_INBOX_PREFIX, VERDICT_FIELDS
+from smx_debug.contracts import FLEET_INBOX_PREFIX, FLEET_TABLES
 
 BUCKET = "guard-bucket"
 
@@ -48,7 +48,7 @@ def test_verdict_log_stop_handler_writes_trigger_and_stop_rows() -> None:
     (key,) = s3.objects
     assert key.startswith(f"{FLEET_INBOX_PREFIX}verdicts/") and f"/{JOB}/" in key and key.endswith(".jsonl")
     rows = _rows(s3)
-    assert all(list(r) == sorted(VERDICT_FIELDS) for r in rows)
+    assert all(list(r) == sorted(FLEET_TABLES["verdicts"].column_names) for r in rows)
     assert [(r["event"], r["action"], r["verdict"], r["rule"]) for r in rows] == [
         ("trigger", None, "IssuesFound", "VanishingGradient"), ("action", "stop", "stopped", "VanishingGradient")]
     assert rows[0]["source"] == "SageMaker Debugger" and rows[0]["time"].startswith("2019-")  # LastModifiedTime
@@ -66,7 +66,7 @@ def test_verdict_log_redelivered_event_logs_no_second_action() -> None:
     rows = [json.loads(line) for k in later for line in s3.objects[k].decode().splitlines()]
     assert [(r["event"], r["action"]) for r in rows] == [("trigger", None)]
     # the trigger row is the same row as before: the table's key keeps it once
-    assert rows[0] == [json.loads(x) for x in next(iter(first.values())).decode().splitlines()][0]
+    assert rows[0] == next(json.loads(x) for x in next(iter(first.values())).decode().splitlines())
 
 
 def test_verdict_log_put_denied_never_stops_the_action() -> None:
