@@ -46,7 +46,9 @@ __all__ = [
     "append_profiler",
     "append_system_minutes",
     "append_verdicts",
+    "cloudwatch_devices",
     "collect",
+    "debugger_verdicts",
     "job_row",
     "last_minute",
     "minutes_frame",
@@ -174,15 +176,22 @@ def append_cloudwatch(root: FleetRoot | str | os.PathLike[str], job: str, start:
     """Append the job's CloudWatch host metrics (``/aws/sagemaker/TrainingJobs``, 1-minute) for jobs without
     Debugger, as :func:`smx_debug.evaluate.instance_metrics` frames them (CPU and GPU divided by the counts,
     so each row is a host average standing for ``cpus`` or ``gpus`` devices)."""
-    from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS, instance_metrics
+    from smx_debug.evaluate.cloudwatch import instance_metrics
 
     if cpus < 1 or gpus < 0:
         raise ConfigError(f"cpus ({cpus!r}) must be >= 1 and gpus ({gpus!r}) >= 0", field="cpus", value=cpus)
     frame = instance_metrics(job, start, end, hosts=hosts, cpus=cpus, gpus=gpus or None,
                              cloudwatch_client=cloudwatch_client)
-    per = {"vcpus": cpus, "gpus": max(gpus, 1)}
-    devices = {dim: per[kind] for _typ, _name, dim, kind in INSTANCE_METRICS.values() if kind is not None}
-    return append_system_minutes(root, job, frame, source="cloudwatch", devices=devices)
+    return append_system_minutes(root, job, frame, source="cloudwatch", devices=cloudwatch_devices(cpus, gpus))
+
+
+def cloudwatch_devices(cpus: int, gpus: int) -> dict[str, int]:
+    """The devices one CloudWatch host row stands for, by dimension: the host's vCPUs for CPU, its GPUs (at
+    least 1) for GPU and GPU memory (the ``devices`` column of ``system_minutes``)."""
+    from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS
+
+    per = {"vcpus": max(cpus, 1), "gpus": max(gpus, 1)}
+    return {dim: per[kind] for _typ, _name, dim, kind in INSTANCE_METRICS.values() if kind is not None}
 
 
 class Verdict(BaseModel):
@@ -295,7 +304,9 @@ def append_job(root: FleetRoot | str | os.PathLike[str], desc: Mapping[str, Any]
     return report
 
 
-def _debugger_verdicts(desc: Mapping[str, Any]) -> list[Verdict]:
+def debugger_verdicts(desc: Mapping[str, Any]) -> list[Verdict]:
+    """The trigger rows of a job's Debugger rule statuses (DescribeTrainingJob or Search): one per IssuesFound
+    configuration, at its ``LastModifiedTime`` (the time the action core logs for the same trigger)."""
     rows = []
     for status_field, config_field in RULE_FIELDS.values():
         types = {c.get("RuleConfigurationName"): (c.get("RuleParameters") or {}).get("rule_to_invoke")
@@ -379,7 +390,7 @@ def _collect_one(fr: FleetRoot, job: str, sm: Any, s3: Any, cw: Any, make: Calla
         report.merge(append_cloudwatch(
             fr, job, since or start, desc.get("TrainingEndTime") or now, hosts=max(int(row["instance_count"]), 1),
             cpus=counts[0], gpus=counts[1], cloudwatch_client=cw if cw is not None else make("cloudwatch")))
-    report.merge(append_verdicts(fr, _debugger_verdicts(desc)))
+    report.merge(append_verdicts(fr, debugger_verdicts(desc)))
     return report
 
 

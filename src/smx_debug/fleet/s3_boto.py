@@ -25,7 +25,9 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from botocore.exceptions import ClientError
 
-__all__ = ["S3ClientHandler", "boto3_filesystem"]
+from smx_debug.fleet.root import FleetRoot
+
+__all__ = ["S3ClientHandler", "boto3_filesystem", "stack_root"]
 
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 
@@ -164,3 +166,11 @@ class S3ClientHandler(pafs.FileSystemHandler):  # type: ignore[misc]
 def boto3_filesystem(s3: Any) -> pafs.PyFileSystem:
     """A pyarrow filesystem over ``s3`` (a boto3 S3 client); see the module docstring."""
     return pafs.PyFileSystem(S3ClientHandler(s3))
+
+
+def stack_root(bucket: str, s3: Any) -> FleetRoot:
+    """The stack's fleet dataset (``s3://<bucket>/smx-debug/fleet/``) through ``s3``, a boto3 client."""
+    from smx_debug.contracts import FLEET_PREFIX
+    from smx_debug.fleet.root import open_root
+
+    return open_root(f"s3://{bucket}/{FLEET_PREFIX}", filesystem=boto3_filesystem(s3))
