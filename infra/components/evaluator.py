@@ -54,6 +54,7 @@ class Evaluator(Construct):
 
     Attributes:
         function, role, log_group: the Lambda function and what it runs with.
+        layers: its dependency layer (none for a local deploy).
         cursors: the DynamoDB table of per-job cursors (TTL on ``expires_at``).
         schedule: the EventBridge rule invoking it every ``rate_minutes``.
         errors_alarm: alarm on the function's errors, to ``alarm_topic``.
@@ -87,7 +88,7 @@ class Evaluator(Construct):
         self.cursors = keyed_table(self, "Cursors", removal_policy=cdk.RemovalPolicy.DESTROY)
         self.log_group, self.role = role_and_logs(self, description="smx-debug scheduled evaluator",
                                                   log_retention=log_retention)
-        layers = []
+        layers: list[lambda_.ILayerVersion] = []
         if with_layer:
             layers.append(lambda_.LayerVersion(
                 self, "Dependencies",
@@ -96,6 +97,7 @@ class Evaluator(Construct):
                 compatible_architectures=[lambda_.Architecture.ARM_64],
                 description="numpy, pandas, pyarrow, pydantic for the smx-debug evaluator (PyPI manylinux wheels)",
             ))
+        self.layers = layers  # the fleet collector runs on the same layer
         env = {
             **environment,
             Env.CURSOR_TABLE: self.cursors.table_name,
