@@ -13,7 +13,9 @@ moto cannot run Lambda code without Docker, and its TestEventPattern is a stub. 
 - **SNS -> Lambda**: after :func:`install`, publishing to a topic with a Lambda subscription runs the
   subscribed function's handler the same way (moto's ``LambdaBackend.send_sns_message``);
   :func:`sns_lambda_deliveries` returns what ran.
-- :func:`deliver_schedule` runs one tick of the scheduled rules (the evaluator's schedule).
+- :func:`deliver_schedule` runs one tick of the scheduled rules (the evaluator's and the fleet collector's).
+- :func:`concurrent_invocations` runs one function's handler on several threads at once (an event source
+  mapping's concurrent executions, :mod:`smx_debug.local.event_sources`).
 
 Every edge is authorized by :mod:`smx_debug.local.iam` as AWS does: EventBridge -> Lambda by the function's
 policy (a refused event goes to the target's DLQ if EventBridge may send there), SNS -> queue or function by the
@@ -336,9 +338,12 @@ def _lambda_targets(aws: LocalAws, rule: Mapping[str, Any], event: Any,
     return plan
 
 
-def deliver_schedule(aws: LocalAws, *, lambdas_dir: Path | None = None) -> list[Delivery]:
+def deliver_schedule(aws: LocalAws, *, handlers: Sequence[str] | None = None,
+                     lambdas_dir: Path | None = None) -> list[Delivery]:
     """One tick of every enabled scheduled rule (``rate(...)``/``cron(...)``) on the default bus: EventBridge's
-    "Scheduled Event" to each tagged Lambda target, through the same edge checks as :func:`deliver_event`."""
+    "Scheduled Event" to each tagged Lambda target (only those running one of ``handlers``, if given: the
+    evaluator's schedule and the fleet collector's tick at different rates), through the same edge checks as
+    :func:`deliver_event`."""
     install(aws)
     events = client(aws, "events")
     deliveries: list[Delivery] = []
@@ -353,6 +358,8 @@ def deliver_schedule(aws: LocalAws, *, lambdas_dir: Path | None = None) -> list[
                      "resources": [rule["Arn"]], "detail": {}}
             plan += _lambda_targets(aws, rule, event, deliveries)
     for function, handler, env, payload in plan:
+        if handlers is not None and handler not in handlers:
+            continue
         deliveries.append(invoke_handler(aws, handler, payload, env, function_name=function, lambdas_dir=lambdas_dir))
     return deliveries
 

@@ -33,6 +33,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from smx_debug.contracts import HANDLER_TAG
@@ -220,7 +221,7 @@ def _batches(aws: LocalAws, mapping: Mapping_, gate: threading.Semaphore) -> Ite
         yield got
 
 
-def poll(aws: LocalAws, *, function: str | None = None) -> list[Invocation]:
+def poll(aws: LocalAws, *, function: str | None = None, lambdas_dir: Path | None = None) -> list[Invocation]:
     """Poll every enabled SQS mapping (of ``function``) until its queue has no visible message left, as
     Lambda's pollers do (see the module docstring); returns the invocations in the order they ended."""
     install()
@@ -231,11 +232,11 @@ def poll(aws: LocalAws, *, function: str | None = None) -> list[Invocation]:
             now = time.monotonic()
             done.append(Invocation(mapping.function, (), None, AccessDeniedError(denied), now, now, ()))
             continue
-        done.extend(_drain(aws, mapping))
+        done.extend(_drain(aws, mapping, lambdas_dir))
     return done
 
 
-def _drain(aws: LocalAws, mapping: Mapping_) -> list[Invocation]:
+def _drain(aws: LocalAws, mapping: Mapping_, lambdas_dir: Path | None) -> list[Invocation]:
     from smx_debug.local.delivery import concurrent_invocations
 
     width = min(mapping.maximum_concurrency or 1000, MAX_LOCAL_THREADS)
@@ -243,8 +244,8 @@ def _drain(aws: LocalAws, mapping: Mapping_) -> list[Invocation]:
     sqs = client(aws, "sqs")
     lock = threading.Lock()
     done: list[Invocation] = []
-    with concurrent_invocations(aws, mapping.handler, mapping.environment, function_name=mapping.function) \
-            as invoke, ThreadPoolExecutor(max_workers=width) as pool:
+    with concurrent_invocations(aws, mapping.handler, mapping.environment, function_name=mapping.function,
+                                lambdas_dir=lambdas_dir) as invoke, ThreadPoolExecutor(max_workers=width) as pool:
 
         def run(batch: list[dict[str, Any]]) -> None:
             try:

@@ -78,7 +78,7 @@ def _run_flows(aws: LocalAws, deployed: DeployedStack) -> None:
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=12)
     job_metrics.set_start_time(aws, "guarded-bert-1", start)
     job_metrics.publish_minutes(aws, "guarded-bert-1", start=start, first=0, last=10, scenario=Scenario(), hosts=1)
-    (scheduled,) = local.deliver_schedule(aws)
+    (scheduled,) = local.deliver_schedule(aws, handlers=["evaluator"])
     assert scheduled.error is None, scheduled.error
 
 
@@ -143,7 +143,7 @@ def test_evaluator_in_an_account_with_an_unwatched_running_job_is_not_denied(loc
     bucket = deployed.output("OutputBucketName")
     create_job(local_aws, bucket, "guarded-a-1", {})
     create_job(local_aws, bucket, "otherteam-1", {})
-    (run,) = local.deliver_schedule(local_aws)
+    (run,) = local.deliver_schedule(local_aws, handlers=["evaluator"])
     denied = [(r.action, r.resource.rsplit("/", 1)[-1]) for r in iam.denials()]
     iam.reset_records()
     assert (run.error, denied) == (None, [])
