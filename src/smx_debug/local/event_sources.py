@@ -221,9 +221,15 @@ def _batches(aws: LocalAws, mapping: Mapping_, gate: threading.Semaphore) -> Ite
         yield got
 
 
-def poll(aws: LocalAws, *, function: str | None = None, lambdas_dir: Path | None = None) -> list[Invocation]:
+def poll(aws: LocalAws, *, function: str | None = None, lambdas_dir: Path | None = None,
+         threads: int | None = None) -> list[Invocation]:
     """Poll every enabled SQS mapping (of ``function``) until its queue has no visible message left, as
-    Lambda's pollers do (see the module docstring); returns the invocations in the order they ended."""
+    Lambda's pollers do (see the module docstring); returns the invocations in the order they ended.
+
+    ``threads``: run at most this many of the mapping's concurrent executions at once in this process (never
+    more than its ``MaximumConcurrency``; default that, capped at :data:`MAX_LOCAL_THREADS`). Executions are
+    threads of one process here, so they overlap their I/O but share its CPU: a benchmark that wants each
+    execution's own time runs them one at a time."""
     install()
     done: list[Invocation] = []
     for mapping in mappings(aws, function=function):
@@ -232,14 +238,14 @@ def poll(aws: LocalAws, *, function: str | None = None, lambdas_dir: Path | None
             now = time.monotonic()
             done.append(Invocation(mapping.function, (), None, AccessDeniedError(denied), now, now, ()))
             continue
-        done.extend(_drain(aws, mapping, lambdas_dir))
+        done.extend(_drain(aws, mapping, lambdas_dir, threads))
     return done
 
 
-def _drain(aws: LocalAws, mapping: Mapping_, lambdas_dir: Path | None) -> list[Invocation]:
+def _drain(aws: LocalAws, mapping: Mapping_, lambdas_dir: Path | None, threads: int | None) -> list[Invocation]:
     from smx_debug.local.delivery import concurrent_invocations
 
-    width = min(mapping.maximum_concurrency or 1000, MAX_LOCAL_THREADS)
+    width = max(1, min(mapping.maximum_concurrency or 1000, MAX_LOCAL_THREADS, threads or MAX_LOCAL_THREADS))
     gate = threading.Semaphore(width)
     sqs = client(aws, "sqs")
     lock = threading.Lock()
