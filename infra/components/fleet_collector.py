@@ -21,8 +21,6 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
-from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -35,7 +33,7 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.components.evaluator import EVALUATOR_MEMORY_MB, RUNTIME
-from infra.components.functions import handler_function, role_and_logs
+from infra.components.functions import errors_alarm, handler_function, role_and_logs
 from infra.components.nag import acknowledge_wildcards
 from infra.evaluator_asset import LAMBDA_TARGET, build_layer, stage_evaluator_code
 from smx_debug.contracts import FLEET_INBOX_PREFIX, FLEET_PREFIX, SYSTEM_MINUTES_TABLE, Env
@@ -129,16 +127,9 @@ class FleetCollector(Construct):
             self.function, retry_attempts=0, max_event_age=cdk.Duration.seconds(COLLECTOR_MAX_EVENT_AGE_SECONDS),
             dead_letter_queue=dead_letter_queue))
         self._grant(bucket, key, dead_letter_queue)
-        self.errors_alarm = cloudwatch.Alarm(
-            self, "Errors",
-            alarm_description="smx-debug: the fleet collector failed (the next run reads from its saved state)",
-            metric=self.function.metric_errors(period=cdk.Duration.minutes(5), statistic=cloudwatch.Stats.SUM),
-            threshold=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        self.errors_alarm.add_alarm_action(cw_actions.SnsAction(alarm_topic))
+        self.errors_alarm = errors_alarm(
+            self, self.function, topic=alarm_topic,
+            description="smx-debug: the fleet collector failed (the next run reads from its saved state)")
 
     def _grant(self, bucket: s3.IBucket, key: kms.IKey, dead_letter_queue: sqs.IQueue) -> None:
         role = self.role
