@@ -12,6 +12,11 @@
    code as the Lambda assets): the rule metric lands in CloudWatch, the alarm fires, the messages reach a
    subscribed queue and are printed, and the job is stopped.
 6. Print the rule summary, write the HTML report, and print the time from onset to stop.
+7. A second job without Debugger, guarded by the stack's scheduled evaluator (examples/demo_evaluator.py); a
+   tensor job with smx_debug.hook when torch is installed (examples/demo_tensors.py).
+8. The fleet: the stack's fleet collector runs, and one fleet query (idle GPU hours and their cost by job and
+   team) answers over every job of the account from the dataset the stack's functions wrote
+   (examples/demo_fleet.py).
 
 Job time runs faster than wall time (``--speed`` job seconds per wall second); every figure printed in
 job time is what a real job would see. See README "Limits" for what the local AWS emulates.
@@ -43,6 +48,7 @@ os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
 
 from smx_debug import local  # noqa: E402
 from smx_debug.config import DebugPlan, SmxDebugWarning  # noqa: E402
+from smx_debug.contracts import FLEET_TEAM_TAG as TEAM_TAG  # noqa: E402
 from smx_debug.contracts import ISSUES_FOUND  # noqa: E402
 from smx_debug.errors import NotFoundError  # noqa: E402
 from smx_debug.local import LocalAws, deploy_stack  # noqa: E402
@@ -54,6 +60,7 @@ JOB_PREFIX = "smx-demo-"
 ROLE = "arn:aws:iam::123456789012:role/SageMakerExecution-demo"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 INSTANCE_TYPE = "ml.p3.8xlarge"  # 4 GPUs, 32 vCPUs
+TEAM = "vision"  # the demo jobs' team tag (the other team's jobs carry "research")
 DEPLOY_CONTEXT = {
     "local": True,
     "watch_prefixes": [JOB_PREFIX],
@@ -149,7 +156,7 @@ def launch(aws: LocalAws, plan: DebugPlan, job_name: str) -> None:
     session = sagemaker_session(aws)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SmxDebugWarning)
-        kwargs = plan.to_estimator_kwargs()
+        kwargs = plan.to_estimator_kwargs(tags={TEAM_TAG: TEAM})  # the fleet's queries group by this tag
     estimator = Estimator(
         image_uri=IMAGE,
         role=ROLE,
@@ -340,6 +347,10 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
 
     # 8: a real PyTorch run with smx_debug.hook, when torch is installed
     code = code or tensor_job(aws, bucket, job=f"{JOB_PREFIX}cnn-{datetime.now(UTC):%Y%m%d-%H%M%S}", say=say)
+    from examples.demo_fleet import fleet_table
+
+    # the fleet: the collector ticks, then one query over every job, from what the stack's functions wrote
+    code = code or fleet_table(aws, bucket, say=say)
     touched = team.touched(aws, ledger_table=deployed.output("LedgerTableName"))
     say("account", team.summary(touched))
     return code or int(bool(touched))
