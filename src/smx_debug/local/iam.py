@@ -49,7 +49,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from smx_debug.errors import SmxDebugError
+from smx_debug.errors import NotFoundError, SmxDebugError
+from smx_debug.local import training_jobs
 
 __all__ = [
     "CALLS",
@@ -982,8 +983,11 @@ def resource_tags(aws: Any, arn: str) -> dict[str, str] | None:
     service, _, _, rest = _arn_parts(arn)
     try:
         if service == "sagemaker":
-            if rest.startswith("training-job/"):  # moto's ListTags answers 500 for a job that does not exist
-                _admin(aws, "sagemaker").describe_training_job(TrainingJobName=rest.split("/", 1)[1])
+            if rest.startswith("training-job/"):  # moto's ListTags answers 500 for a job that does not exist;
+                try:  # asked of the backend, as a Describe would advance the job's emulated lifecycle
+                    training_jobs.training_job(aws, rest.split("/", 1)[1])
+                except NotFoundError:
+                    return {}
             out: dict[str, str] = {}
             for page in _admin(aws, "sagemaker").get_paginator("list_tags").paginate(ResourceArn=arn):
                 out.update({t["Key"]: t["Value"] for t in page.get("Tags", [])})
