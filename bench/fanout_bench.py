@@ -6,12 +6,15 @@ account runs 2,000 watched jobs (``ml.g4dn.12xlarge`` x 4 hosts, 12 minutes of C
 metrics each, as SageMaker publishes them) and 20 of another team's. Each run is the schedule's invocation (the
 run lists, decides and sends shards) and then the shard queue's event source mapping (``local.event_sources``,
 Lambda's pollers: batch size 1, at most the mapping's maximum concurrency at once) evaluating every shard as the
-deployed function, every call authorized by the local IAM. Run 1 meets every job; run 2, a minute later, is the
-steady state; then the fleet collector runs once.
+deployed function, every call authorized by the local IAM. Run 1 meets every job; run 2, after the jobs' minutes
+have caught up with the clock (the deployed functions read real time), is the steady state; then the fleet
+collector runs once.
 
 Printed per run: the planner's wall time, each shard's wall time (min / median / max; the local pollers run the
 shards one at a time here, ``poll(threads=1)``, so each shard's time is its own, not shared with nine others on this
-2-core machine: tests/functional/local and tests/functional/infra check they run in parallel), the local run's wall
+2-core machine: tests/functional/local and tests/functional/infra check they run in parallel; the stack is deployed
+with ``rate_minutes`` 10 so the last shard is not older than the period, and dropped as stale, when its turn
+comes), the local run's wall
 time (planner + every shard in turn), AWS calls per
 watched job by API (from the local IAM's records), and the cost per watched job-day (``smx_debug.pricing``:
 GetMetricData per metric requested, Lambda arm64 per GB-second of the shards' time and per request, DynamoDB, S3
@@ -52,7 +55,9 @@ def _deploy(aws: Any, tmp: Path, per_invocation: int, concurrency: int) -> Any:
     from smx_debug.local import deploy_stack
 
     context = {"local": True, "watch_prefixes": ["bench-"], "retraining": False, "default_actions": ["notify"],
-               "evaluator": {"jobs_per_invocation": per_invocation, "max_concurrency": concurrency,
+               # rate 10 minutes: the local pollers run the shards one after another (below), and a shard older
+               # than the period would be dropped as stale; AWS runs them at once (costs are priced at one a minute)
+               "evaluator": {"jobs_per_invocation": per_invocation, "max_concurrency": concurrency, "rate_minutes": 10,
                              "default_rules": [{"rule": "CPUBottleneck"}, {"rule": "LowGPUUtilization"},
                                                {"rule": "LossNotDecreasing"}, {"rule": "Overtraining"}]}}
     build_app(context, outdir=str(tmp), nag=False).synth()
@@ -85,13 +90,17 @@ def _jobs(aws: Any, bucket: str, count: int, start: datetime) -> list[str]:
     return names
 
 
-def _next_minute(aws: Any, names: Sequence[str], start: datetime, minute: int) -> None:
+def _catch_up(aws: Any, names: Sequence[str], start: datetime, first: int) -> int:
+    """Publish every job's minutes from ``first`` through the minute that just ended (the deployed functions run on
+    the real clock, and a run here takes minutes); returns the next minute to publish."""
     from smx_debug.local import job_metrics
     from smx_debug.local.job_metrics import Scenario
 
+    last = int((datetime.now(UTC) - start).total_seconds() // 60) - 1
     for i, name in enumerate(names):
-        job_metrics.publish_minutes(aws, name, start=start, first=minute, last=minute, hosts=HOSTS,
+        job_metrics.publish_minutes(aws, name, start=start, first=first, last=max(first, last), hosts=HOSTS,
                                     scenario=Scenario(seed=i, gpus=4, vcpus=48))
+    return max(first, last) + 1
 
 
 def _calls(records: Sequence[Any], caller: str) -> Counter[str]:
@@ -204,8 +213,8 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"({count * (HOSTS * 5 + 2) * MINUTES:,} datapoints) and {len(team.jobs)} of another team's; "
               f"jobs_per_invocation {per_invocation}, max_concurrency {concurrency}; {time.perf_counter() - t:.1f} s")
         first = _run("run 1 (every job new)", aws, count, concurrency)
-        _next_minute(aws, names, start, MINUTES)
-        second = _run("run 2 (a minute later)", aws, count, concurrency)
+        _catch_up(aws, names, start, MINUTES)
+        second = _run("run 2 (the next one)", aws, count, concurrency)
         cost = _cost(second, count)
         t = time.perf_counter()
         (collected,) = local.deliver_schedule(aws, handlers=["fleet_collector"])
