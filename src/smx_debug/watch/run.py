@@ -4,15 +4,21 @@ The scheduled Lambda calls :func:`run_once` every minute (``lambdas/evaluator/ha
 and the benchmark call it in process on the local AWS. A run:
 
 1. takes the run lease (below): if another run holds it, this one does nothing;
-2. lists the running training jobs, decides which are watched (:mod:`smx_debug.watch.discovery`: prefixes, and
-   the opt-in tag through one Search) and loads their cursors (:mod:`smx_debug.watch.cursor`);
-3. refreshes what it knows about new or stale watched jobs;
-4. reads each watched job's minutes since its cursor, all jobs batched (:mod:`smx_debug.watch.cloudwatch`),
-   and merges them into the job's window;
-5. evaluates each rule configuration on its last ``window`` minutes (the same rule code as ``smx-debug rules
+2. lists the running training jobs and decides which are watched (:mod:`smx_debug.watch.discovery`: prefixes, and
+   the opt-in tag through one Search);
+3. above ``jobs_per_invocation`` watched jobs, with a shard sender, sends them in shards to be evaluated in
+   parallel by the shard queue's invocations (:mod:`smx_debug.watch.fanout`) and ends; otherwise it evaluates them
+   itself (:func:`evaluate_jobs`, as each shard does):
+4. claims each job's lease (below) and loads the cursors of the jobs it won (:mod:`smx_debug.watch.cursor`);
+5. refreshes what it knows about new or stale watched jobs;
+6. reads each job's minutes since its cursor, all jobs batched (:mod:`smx_debug.watch.cloudwatch`), and merges
+   them into the job's window;
+7. evaluates each rule configuration on its last ``window`` minutes (the same rule code as ``smx-debug rules
    evaluate``, keyed by configuration name) and hands every newly triggered configuration to the responder,
    which acts through the same path as a Debugger rule event (ledger, metric, message, exactly-once stop);
-6. saves the cursors, releases the lease and puts the run's job errors (``EvaluatorJobErrors`` by reason).
+8. appends each evaluated job's new minutes to the fleet dataset (:mod:`smx_debug.watch.fleet_sink`);
+9. saves the cursors and releases the job leases, releases the run lease and puts the job errors
+   (``EvaluatorJobErrors`` by reason).
 
 Each job is isolated (:mod:`smx_debug.watch.isolation`): what fails for one job (access denied, throttling
 past the retries, poisoned data, a bad watch spec, an action that failed) is recorded for that job, which keeps
@@ -20,15 +26,16 @@ its cursor and is tried again next run; the run goes on for the others and the i
 breaks the whole run fails it: the running jobs cannot be listed, the cursors cannot be read or written, the
 job errors cannot be put. A job without data is reported, never stopped.
 
-Overlapping runs (one still going when the next schedule fires, a delayed or manual invoke) would both evaluate
-every job and act before either saved its cursors. So a run first claims the run lease, item
-:data:`RUN_LEASE_KEY` of the cursor table (no job name can be it: SageMaker names are letters, digits and
-hyphens), with the action ledger's lease claim (:class:`smx_debug.actions.ledger.Ledger`: a conditional PutItem
-that succeeds only when no claim is live), held ``lease_seconds`` (longer than the function's timeout, so a run
-Lambda killed blocks the next one for at most that long) and released when the run ends. A run that finds the
-lease live does nothing. A lease rather than conditional cursor writes: with conditions, the second run would still
-evaluate and act before its writes were refused, each cursor would cost a PutItem instead of a 25-item
-BatchWriteItem, and BatchWriteItem takes no conditions.
+Overlapping runs (one still going when the next schedule fires, a delayed or manual invoke, a slow shard) would
+evaluate a job twice and act before either saved its cursor. Two leases of the cursor table prevent it, both
+claimed with the action ledger's lease claim (:class:`smx_debug.actions.ledger.Ledger`: a conditional PutItem that
+succeeds only when no claim is live), held ``lease_seconds`` (longer than the function's timeout, so an invocation
+Lambda killed blocks the next one for at most that long): the run lease (:data:`RUN_LEASE_KEY`; no job name can be
+it: SageMaker names are letters, digits and hyphens) that a scheduled run takes first, and one lease per job
+(:func:`smx_debug.contracts.job_lease_key`) that every evaluation, a run's or a shard's, takes before reading the
+job's cursor; a job held by another evaluation is left to it. Leases rather than conditional cursor writes: with
+conditions, the second evaluation would still evaluate and act before its writes were refused, and BatchWriteItem
+takes no conditions.
 """
 
 from __future__ import annotations
