@@ -43,6 +43,7 @@ from smx_debug.contracts import (
     FLEET_INBOX_PREFIX,
     FLEET_STATE_KEY,
     MANAGED_TAG,
+    RULE_FIELDS,
     Env,
     is_watched,
 )
@@ -215,7 +216,7 @@ def _tags(job: Mapping[str, Any]) -> dict[str, str]:
 def _fingerprint(job: Mapping[str, Any]) -> str:
     """What changes a job's metadata row or its Debugger trigger rows."""
     statuses = [(s.get("RuleConfigurationName"), s.get("RuleEvaluationStatus"), str(s.get("LastModifiedTime")))
-                for key in ("DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses")
+                for key, _ in RULE_FIELDS.values()
                 for s in job.get(key) or []]
     parts = [job.get("TrainingJobStatus"), str(job.get("TrainingStartTime")), str(job.get("TrainingEndTime")),
              job.get("BillableTimeInSeconds"), sorted(_tags(job).items()), statuses]
