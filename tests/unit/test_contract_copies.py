@@ -35,6 +35,8 @@ ALLOWED = {
     ("src/smx_debug/fleet/engines.py", "true"): "parsing Athena's boolean result values",
     ("src/smx_debug/fleet/sql.py", "true"): "writing a boolean as an Athena literal",
     ("infra/components/fleet.py", "true"): "a Glue table parameter (projection.enabled)",
+    ("src/smx_debug/fleet/collector.py", "true"): "parsing the boolean SMX_EVALUATOR_APPENDS",
+    ("infra/stacks/guard_stack.py", "true"): "writing the boolean SMX_EVALUATOR_APPENDS",
     ("src/smx_debug/simulate/generator.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
     ("src/smx_debug/simulate/fleet.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
     ("src/smx_debug/cli/evaluate.py", "Reason"): "a column header of the rules table, not the metric dimension",

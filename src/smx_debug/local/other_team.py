@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from smx_debug.contracts import DEFAULT_NAMESPACE, MANAGED_TAG, RULE_TAG_PREFIX
+from smx_debug.contracts import DEFAULT_NAMESPACE, FLEET_TEAM_TAG, MANAGED_TAG, RULE_TAG_PREFIX
 from smx_debug.local import job_metrics, training_jobs
 from smx_debug.local.job_metrics import Kind, Scenario, publish_minutes
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
@@ -33,9 +33,10 @@ PREFIX = "ml-research-"
 # (job suffix, tags, scenario kind): none of these tag sets opts a job in (contracts.is_opted_in)
 _JOBS: tuple[tuple[str, dict[str, str], Kind], ...] = (
     ("untagged", {}, "cpu_bottleneck"),
-    ("opted-out", {MANAGED_TAG: "false", f"{RULE_TAG_PREFIX}CPUBottleneck": "stop notify"}, "cpu_bottleneck"),
-    ("spaced", {MANAGED_TAG: " true"}, "loss_plateau"),
-    ("yes", {MANAGED_TAG: "yes", "team": "research"}, "loss_plateau"),
+    ("opted-out", {MANAGED_TAG: "false", f"{RULE_TAG_PREFIX}CPUBottleneck": "stop notify", FLEET_TEAM_TAG: "research"},
+     "cpu_bottleneck"),
+    ("spaced", {MANAGED_TAG: " true", FLEET_TEAM_TAG: "research"}, "loss_plateau"),
+    ("yes", {MANAGED_TAG: "yes", FLEET_TEAM_TAG: "research"}, "loss_plateau"),
 )
 # Appended to every profiler file: what the reader must skip and count, never choke on.
 DAMAGE = (
