@@ -16,6 +16,9 @@ Each benchmark prints its own figures and the ratios against the baseline its is
   team's, 5 with poisoned profiler output, 5 throttled past the retries), and the run a minute later (every other
   job evaluated, failures counted per job by reason, each run < 60 s; the second reads only the new minute: vs a
   non-incremental reader)
+- bench/fanout_bench.py: the deployed evaluator fanning out over 2,000 running jobs x 4 hosts (shards of 200 through
+  its SQS queue and event source mapping on the local AWS): wall time per run and per shard (projected on AWS), calls
+  per job, cost per watched job-day, every job evaluated once per run, 0 IAM denials; then the fleet collector
 - bench/fleet_bench.py: each named fleet query over 100 node-hours of Parquet on DuckDB (< 2 s on 2 cores; rows
   scanned), and DuckDB over the raw JSON beside it
 - bench/tensor_rules_bench.py: every tensor rule over 10,000 saved steps x 50 tensors (target < 5 s; ratio to
@@ -48,8 +51,8 @@ def _load(name: str):  # type: ignore[no-untyped-def]
 def main(argv: list[str]) -> int:
     status = 0
     for name in ("reports_bench", "rules_bench", "actions_bench", "replay_bench", "parity", "report_bench",
-                 "evaluator_bench", "tensors_bench", "hook_bench", "tensor_rules_bench", "detection_bench",
-                 "fleet_bench"):
+                 "evaluator_bench", "fanout_bench", "tensors_bench", "hook_bench", "tensor_rules_bench",
+                 "detection_bench", "fleet_bench"):
         print(f"\n=== {name} ===", flush=True)
         status |= int(_load(name).main(argv) or 0)
     return status

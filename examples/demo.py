@@ -12,6 +12,11 @@
    code as the Lambda assets): the rule metric lands in CloudWatch, the alarm fires, the messages reach a
    subscribed queue and are printed, and the job is stopped.
 6. Print the rule summary, write the HTML report, and print the time from onset to stop.
+7. A second job without Debugger, guarded by the stack's scheduled evaluator (examples/demo_evaluator.py); a
+   tensor job with smx_debug.hook when torch is installed (examples/demo_tensors.py).
+8. The fleet: the stack's fleet collector runs, and one fleet query (idle GPU hours and their cost by job and
+   team) answers over every job of the account from the dataset the stack's functions wrote
+   (examples/demo_fleet.py).
 
 Job time runs faster than wall time (``--speed`` job seconds per wall second); every figure printed in
 job time is what a real job would see. See README "Limits" for what the local AWS emulates.
@@ -43,6 +48,7 @@ os.environ.setdefault("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
 
 from smx_debug import local  # noqa: E402
 from smx_debug.config import DebugPlan, SmxDebugWarning  # noqa: E402
+from smx_debug.contracts import FLEET_TEAM_TAG as TEAM_TAG  # noqa: E402
 from smx_debug.contracts import ISSUES_FOUND  # noqa: E402
 from smx_debug.errors import NotFoundError  # noqa: E402
 from smx_debug.local import LocalAws, deploy_stack  # noqa: E402
@@ -54,6 +60,7 @@ JOB_PREFIX = "smx-demo-"
 ROLE = "arn:aws:iam::123456789012:role/SageMakerExecution-demo"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 INSTANCE_TYPE = "ml.p3.8xlarge"  # 4 GPUs, 32 vCPUs
+TEAM = "vision"  # the demo jobs' team tag (the other team's jobs carry "research")
 DEPLOY_CONTEXT = {
     "local": True,
     "watch_prefixes": [JOB_PREFIX],
@@ -92,7 +99,7 @@ def _quiet_logs() -> None:
 def deploy(aws: LocalAws, workdir: Path) -> Any:
     from infra.cdk_app import build_app
 
-    say("2/6 deploy the guardrails")
+    say("2/9 deploy the guardrails")
     t = time.monotonic()
     outdir = workdir / "cdk.out"
     build_app(dict(DEPLOY_CONTEXT), outdir=str(outdir)).synth()
@@ -145,11 +152,11 @@ def launch(aws: LocalAws, plan: DebugPlan, job_name: str) -> None:
 
     from smx_debug.local.sdk import sagemaker_session
 
-    say("3/6 launch the training job")
+    say("3/9 launch the training job")
     session = sagemaker_session(aws)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SmxDebugWarning)
-        kwargs = plan.to_estimator_kwargs()
+        kwargs = plan.to_estimator_kwargs(tags={TEAM_TAG: TEAM})  # the fleet's queries group by this tag
     estimator = Estimator(
         image_uri=IMAGE,
         role=ROLE,
@@ -205,7 +212,7 @@ def run(*, minutes: int, onset_min: float, speed: float, out: Path, verbose: boo
     # AWS, never to a real account.
     with quiet_dependencies(verbose=verbose), tempfile.TemporaryDirectory(prefix="smx-demo-") as tmp, \
             LocalAws() as aws, aws.environment():
-        say("1/6 start the local AWS")
+        say("1/9 start the local AWS")
         local.iam.reset_records()  # every call the deployed functions make is checked against their roles
         code = _run(aws, tmp, timeline, minutes=minutes, onset_min=onset_min, speed=speed, out=out)
     print(local.iam.summary_line())
@@ -239,7 +246,7 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
     launch(aws, plan, job)
     timeline.mark("launched")
 
-    say("4/6 stream profiler output, 5/6 evaluate rules as it arrives")
+    say("4/9 stream profiler output, 5/9 evaluate rules as it arrives")
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=minutes)
     spec = SimulationSpec(
         scenario="cpu_bottleneck", onset_s=onset_min * 60, job_start=start, duration_s=minutes * 60.0,
@@ -313,7 +320,7 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
         local.rule_status(name, st, details=details.get(name)) for name, st in live.status.items()
     ] + _profiler_report_status(live.status, final=True))
 
-    say("6/6 summary and report")
+    say("6/9 summary and report")
     summary = rule_summary(job, sagemaker_client=sagemaker)
     print(summary[["rule", "kind", "status", "step", "details"]].to_string(index=False))
     # The same command a user runs: evaluates the plan's rules on everything the job wrote.
@@ -339,8 +346,12 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
     from examples.demo_tensors import tensor_job
 
     # 8: a real PyTorch run whose training explodes, guarded by the evaluator alone (when torch is installed)
-    say("8/8 a PyTorch job whose training explodes, guarded by the scheduled evaluator alone (tensor rules)")
+    say("8/9 a PyTorch job whose training explodes, guarded by the scheduled evaluator alone (tensor rules)")
     code = code or tensor_job(aws, bucket, job=f"{JOB_PREFIX}cnn-{datetime.now(UTC):%Y%m%d-%H%M%S}", say=say)
+    from examples.demo_fleet import fleet_table
+
+    # the fleet: the collector ticks, then one query over every job, from what the stack's functions wrote
+    code = code or fleet_table(aws, bucket, say=say)
     touched = team.touched(aws, ledger_table=deployed.output("LedgerTableName"))
     say("account", team.summary(touched))
     return code or int(bool(touched))
@@ -351,7 +362,7 @@ def _second_job(aws: LocalAws, bucket: str, inbox: str, *, minutes: int, onset_m
     """A second job launched with no Debugger configuration, guarded by the stack's scheduled evaluator."""
     from examples.demo_evaluator import guard_second_job
 
-    say("7/8 a second job without Debugger (no rules, profiler disabled), guarded by the scheduled evaluator")
+    say("7/9 a second job without Debugger (no rules, profiler disabled), guarded by the scheduled evaluator")
     second = guard_second_job(aws, bucket, job=f"{JOB_PREFIX}nodebugger-{datetime.now(UTC):%Y%m%d-%H%M%S}",
                               minutes=minutes, onset_min=round(onset_min), speed=speed, say=say,
                               inbox=lambda: drain(aws, inbox), show=print_message)

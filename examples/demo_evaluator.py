@@ -25,7 +25,7 @@ if str(ROOT) not in sys.path:
 
 from smx_debug import local  # noqa: E402
 from smx_debug.config import DebugPlan  # noqa: E402
-from smx_debug.contracts import HANDLER_TAG  # noqa: E402
+from smx_debug.contracts import FLEET_TEAM_TAG, HANDLER_TAG  # noqa: E402
 from smx_debug.local import LocalAws  # noqa: E402
 
 __all__ = ["EvaluatorJobResult", "guard_second_job"]
@@ -98,6 +98,7 @@ def guard_second_job(
     )
     key = plan.watch_spec().store(bucket, s3_client=s3)
     request = plan.to_request_dict(job_name=job)
+    request["Tags"] = [*request.get("Tags", []), {"Key": FLEET_TEAM_TAG, "Value": "vision"}]  # the fleet's team
     sagemaker.create_training_job(
         TrainingJobName=job,
         AlgorithmSpecification={

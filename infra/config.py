@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from smx_debug.actions.retrain import STRATEGY_KEYS
 from smx_debug.contracts import DEFAULT_NAMESPACE, MANAGED_TAG, SFN_HISTORY_LIMIT, retrain_history_events
 from smx_debug.errors import ConfigError, UnknownNameError
+from smx_debug.watch.settings import DEFAULT_JOBS_PER_INVOCATION, MAX_JOBS_PER_INVOCATION
 
 __all__ = [
     "CONTEXT_KEYS", "DEFAULT_RETRAIN_INSTANCE_TYPES", "LOG_RETENTION_DAYS", "EvaluatorConfig", "FleetConfig",
@@ -175,6 +176,9 @@ class EvaluatorConfig(BaseModel):
 
     ``default_rules``: the rules every watched job gets besides its plan's, as in a watch spec
     (``[{"rule": "CPUBottleneck"}, {"name": "Loss", "rule": "LossNotDecreasing", "parameters": {...}}]``).
+    ``jobs_per_invocation``: above this many watched jobs a run sends them in shards of at most this many to the
+    shard queue, evaluated in parallel by at most ``max_concurrency`` invocations at once (docs/evaluator.md,
+    "Scaling"; 2-1000, Lambda's limits for an SQS event source's maximum concurrency).
     """
 
     model_config = _BASE
@@ -183,13 +187,28 @@ class EvaluatorConfig(BaseModel):
     rate_minutes: int = Field(default=1, ge=1, le=60)
     window_minutes: int = Field(default=10, ge=3, le=60)
     default_rules: tuple[dict[str, Any], ...] = ()
+    jobs_per_invocation: int = DEFAULT_JOBS_PER_INVOCATION
+    max_concurrency: int = 5
 
     @field_validator("enabled", mode="before")
     @classmethod
     def _bool(cls, value: Any) -> Any:
         return _as_bool(value)
 
-    @field_validator("rate_minutes", "window_minutes", mode="before")
+    @model_validator(mode="after")
+    def _fanout(self) -> EvaluatorConfig:
+        if not 1 <= self.jobs_per_invocation <= MAX_JOBS_PER_INVOCATION:
+            raise ConfigError(
+                f"evaluator.jobs_per_invocation: {self.jobs_per_invocation!r} is not from 1 to "
+                f"{MAX_JOBS_PER_INVOCATION} (one invocation's jobs must fit its 60 s timeout and one SQS message)",
+                field="evaluator.jobs_per_invocation", value=self.jobs_per_invocation)
+        if not 2 <= self.max_concurrency <= 1000:
+            raise ConfigError(
+                f"evaluator.max_concurrency: {self.max_concurrency!r} is not from 2 to 1000 (Lambda's limits for an SQS "
+                "event source's MaximumConcurrency)", field="evaluator.max_concurrency", value=self.max_concurrency)
+        return self
+
+    @field_validator("rate_minutes", "window_minutes", "jobs_per_invocation", "max_concurrency", mode="before")
     @classmethod
     def _int(cls, value: Any) -> Any:
         return _as_int(value)
@@ -208,20 +227,23 @@ class FleetConfig(BaseModel):
     """Athena over the fleet dataset (context key ``fleet``, a JSON object; ``true``/``false`` turns it on or off).
 
     ``bytes_scanned_cutoff_per_query``: the workgroup cancels a query that scans more (Athena's minimum is
-    10,000,000 bytes; Athena bills at least 10 MB per query anyway).
+    10,000,000 bytes; Athena bills at least 10 MB per query anyway). ``collector_rate_minutes``: how often the
+    fleet collector writes every job's metadata, the unwatched jobs' CloudWatch minutes and the verdict log (10 to
+    1440; its runs must not overlap: its timeout and maximum event age are shorter than 10 minutes).
     """
 
     model_config = _BASE
 
     enabled: bool = True
     bytes_scanned_cutoff_per_query: int = 1_000_000_000
+    collector_rate_minutes: int = 60
 
     @field_validator("enabled", mode="before")
     @classmethod
     def _bool(cls, value: Any) -> Any:
         return _as_bool(value)
 
-    @field_validator("bytes_scanned_cutoff_per_query", mode="before")
+    @field_validator("bytes_scanned_cutoff_per_query", "collector_rate_minutes", mode="before")
     @classmethod
     def _int(cls, value: Any) -> Any:
         return _as_int(value)
@@ -233,6 +255,10 @@ class FleetConfig(BaseModel):
             raise ConfigError(
                 f"fleet.bytes_scanned_cutoff_per_query: {cutoff!r} is below Athena's minimum of 10000000 bytes",
                 field="fleet.bytes_scanned_cutoff_per_query", value=cutoff)
+        if not 10 <= self.collector_rate_minutes <= 1440:
+            raise ConfigError(
+                f"fleet.collector_rate_minutes: {self.collector_rate_minutes!r} is not from 10 to 1440 (minutes)",
+                field="fleet.collector_rate_minutes", value=self.collector_rate_minutes)
         return self
 
 

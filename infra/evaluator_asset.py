@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infra.assets import stage_files
+from smx_debug.contracts import handler_entry
 from smx_debug.errors import ConfigError
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "src" / "smx_debug"
-HANDLER_DIR = ROOT / "lambdas" / "evaluator"
 LAMBDA_LIMIT_BYTES = 250 * 1024 * 1024
 # Third-party distributions the evaluator imports (beyond boto3, which the runtime has), pinned in constraints.txt.
 LAYER_PACKAGES = (
@@ -193,9 +193,10 @@ def unzipped_size(layer_zip: Path) -> int:
         return sum(i.file_size for i in archive.infolist())
 
 
-def stage_evaluator_code(*, staging_root: Path | None = None) -> Path:
-    """The function's code directory: ``handler.py`` and the package without the parts it never imports."""
-    files: dict[str, Path] = {"handler.py": HANDLER_DIR / "handler.py"}
+def stage_evaluator_code(*, handler: str = "evaluator", staging_root: Path | None = None) -> Path:
+    """A function's code directory: ``lambdas/<handler>/handler.py`` and the package without the parts it never
+    imports. The evaluator and the fleet collector share it (and the layer)."""
+    files: dict[str, Path] = {"handler.py": ROOT / "lambdas" / handler_entry(handler)[0] / "handler.py"}
     for path in sorted(PACKAGE_DIR.rglob("*")):
         rel = path.relative_to(PACKAGE_DIR).as_posix()
         if not path.is_file() or "__pycache__" in path.parts or path.suffix in {".pyc", ".pyo"}:
@@ -203,7 +204,7 @@ def stage_evaluator_code(*, staging_root: Path | None = None) -> Path:
         if rel.split("/", 1)[0] in _SKIP_PACKAGES and rel not in _KEEP_FILES:
             continue
         files[f"smx_debug/{rel}"] = path
-    return stage_files("evaluator", files, staging_root)
+    return stage_files(handler, files, staging_root)
 
 
 def main() -> int:

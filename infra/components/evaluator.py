@@ -36,7 +36,7 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
-from infra.components.functions import handler_function, role_and_logs
+from infra.components.functions import errors_alarm, handler_function, role_and_logs
 from infra.components.nag import acknowledge_wildcards
 from infra.components.storage import keyed_table
 from infra.evaluator_asset import LAMBDA_TARGET, build_layer, stage_evaluator_code
@@ -54,6 +54,7 @@ class Evaluator(Construct):
 
     Attributes:
         function, role, log_group: the Lambda function and what it runs with.
+        layers: its dependency layer (none for a local deploy).
         cursors: the DynamoDB table of per-job cursors (TTL on ``expires_at``).
         schedule: the EventBridge rule invoking it every ``rate_minutes``.
         errors_alarm: alarm on the function's errors, to ``alarm_topic``.
@@ -87,7 +88,7 @@ class Evaluator(Construct):
         self.cursors = keyed_table(self, "Cursors", removal_policy=cdk.RemovalPolicy.DESTROY)
         self.log_group, self.role = role_and_logs(self, description="smx-debug scheduled evaluator",
                                                   log_retention=log_retention)
-        layers = []
+        layers: list[lambda_.ILayerVersion] = []
         if with_layer:
             layers.append(lambda_.LayerVersion(
                 self, "Dependencies",
@@ -96,6 +97,7 @@ class Evaluator(Construct):
                 compatible_architectures=[lambda_.Architecture.ARM_64],
                 description="numpy, pandas, pyarrow, pydantic for the smx-debug evaluator (PyPI manylinux wheels)",
             ))
+        self.layers = layers  # the fleet collector runs on the same layer
         env = {
             **environment,
             Env.CURSOR_TABLE: self.cursors.table_name,
@@ -140,17 +142,9 @@ class Evaluator(Construct):
         if state_machine_arn:
             self.role.add_to_principal_policy(iam.PolicyStatement(actions=["states:StartExecution"],
                                                                   resources=[state_machine_arn]))
-        self.errors_alarm = cloudwatch.Alarm(
-            self,
-            "Errors",
-            alarm_description="smx-debug: the scheduled evaluator failed (the next run retries from its cursors)",
-            metric=self.function.metric_errors(period=cdk.Duration.minutes(5), statistic=cloudwatch.Stats.SUM),
-            threshold=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            evaluation_periods=1,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        self.errors_alarm.add_alarm_action(cw_actions.SnsAction(alarm_topic))
+        self.errors_alarm = errors_alarm(
+            self, self.function, topic=alarm_topic,
+            description="smx-debug: the scheduled evaluator failed (the next run retries from its cursors)")
         # A job the evaluator fails on (denied, throttled, bad data or spec) is retried every run: alarm when
         # job errors persist for three 5-minute periods, not on one transient error.
         self.job_errors_alarm = cloudwatch.Alarm(

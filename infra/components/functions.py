@@ -6,9 +6,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -17,7 +20,7 @@ from smx_debug.contracts import (  # the local AWS maps a function to its code b
     handler_entry,
 )
 
-__all__ = ["RUNTIME", "GuardFunction", "handler_function", "role_and_logs"]
+__all__ = ["RUNTIME", "GuardFunction", "errors_alarm", "handler_function", "role_and_logs"]
 
 # The newest Python runtime this aws-cdk-lib knows; cdk-nag (AwsSolutions-L1) asks for the latest.
 RUNTIME = lambda_.Runtime.PYTHON_3_14
@@ -117,3 +120,20 @@ def handler_function(
     )
     cdk.Tags.of(function).add(HANDLER_TAG, handler_name)
     return function
+
+
+def errors_alarm(scope: Construct, function: lambda_.IFunction, *, description: str,
+                 topic: sns.ITopic) -> cloudwatch.Alarm:
+    """``Errors`` in ``scope``: any error of ``function`` within 5 minutes notifies ``topic``."""
+    alarm = cloudwatch.Alarm(
+        scope,
+        "Errors",
+        alarm_description=description,
+        metric=function.metric_errors(period=cdk.Duration.minutes(5), statistic=cloudwatch.Stats.SUM),
+        threshold=1,
+        comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+        evaluation_periods=1,
+        treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+    )
+    alarm.add_alarm_action(cw_actions.SnsAction(topic))
+    return alarm

@@ -32,7 +32,14 @@ from infra.components import (
     acknowledge_wildcards,
 )
 from infra.components.evaluator import EVALUATOR_TIMEOUT_SECONDS, Evaluator
+from infra.components.evaluator_fanout import EvaluatorFanout
 from infra.components.fleet import FleetAnalytics
+from infra.components.fleet_collector import (
+    COLLECTOR_TIMEOUT_SECONDS,
+    FleetCollector,
+    grant_system_minutes,
+    grant_verdict_log,
+)
 from infra.config import (
     LOG_RETENTION_DAYS,
     GuardConfig,
@@ -59,6 +66,7 @@ __all__ = [
     "LEDGER_ACTIONS",
     "RETRAIN_STARTERS",
     "TIMEOUTS",
+    "VERDICT_LOGGERS",
     "GuardStack",
     "StageHandler",
 ]
@@ -72,11 +80,13 @@ TAGGING_ACTION = "sagemaker:TaggingAction"  # the API whose request carries the 
 # lease (SMX_LEASE_SECONDS) outlasts the timeout (SMX_FUNCTION_TIMEOUT); both are set from these.
 TIMEOUTS = {"rule_metrics": DEFAULT_FUNCTION_TIMEOUT_SECONDS, "stop_training": DEFAULT_FUNCTION_TIMEOUT_SECONDS,
             "notify": DEFAULT_FUNCTION_TIMEOUT_SECONDS, "retrain": 120,
-            "evaluator": EVALUATOR_TIMEOUT_SECONDS}
+            "evaluator": EVALUATOR_TIMEOUT_SECONDS, "fleet_collector": COLLECTOR_TIMEOUT_SECONDS}
 LEASE_MARGIN_SECONDS = 30
 KEY_PENDING_DAYS = 7  # after `cdk destroy`, the key is deleted this many days later (cancellable until then)
 # The handlers whose rule actions may say `retrain`: they start the retraining state machine.
 RETRAIN_STARTERS = ("stop_training",)
+# The handlers that call the action core, which logs its verdicts to the fleet inbox (the evaluator does too).
+VERDICT_LOGGERS = ("rule_metrics", "stop_training", "notify")
 
 StageHandler = Callable[[str], Path]
 
@@ -200,6 +210,7 @@ class GuardStack(cdk.Stack):
             self.rules.append(self._retraining_ended_rule())
         self.health_alarms = self._health_alarms()
         self.evaluator: Evaluator | None = None
+        self.evaluator_fanout: EvaluatorFanout | None = None
         if config.evaluator.enabled:  # smx-debug's own rule evaluation, for jobs with or without Debugger
             self.evaluator = Evaluator(
                 self, "Evaluator", rate_minutes=config.evaluator.rate_minutes,
@@ -213,10 +224,33 @@ class GuardStack(cdk.Stack):
                 log_retention=retention, with_layer=not config.local,
                 state_machine_arn=self.state_machine_arn if config.retraining.enabled else None,
             )
+            # Above jobs_per_invocation watched jobs, shards through SQS, at most max_concurrency at once.
+            self.evaluator_fanout = EvaluatorFanout(
+                self, "EvaluatorFanout", function=self.evaluator.function, role=self.evaluator.role, key=self.key,
+                dead_letter_queue=self.dead_letters, alarm_topic=self.notifications.topic,
+                jobs_per_invocation=config.evaluator.jobs_per_invocation,
+                max_concurrency=config.evaluator.max_concurrency, rate_minutes=config.evaluator.rate_minutes,
+                timeout_seconds=EVALUATOR_TIMEOUT_SECONDS,
+            )
+            if config.fleet.enabled:
+                grant_system_minutes(self.evaluator.role, self.storage.bucket)
+                grant_verdict_log(self.evaluator.role, self.storage.bucket)
         self.fleet: FleetAnalytics | None = None
-        if config.fleet.enabled:  # Athena over the fleet dataset in the output bucket (docs/fleet.md)
+        self.fleet_collector: FleetCollector | None = None
+        if config.fleet.enabled:  # the fleet dataset in the output bucket and Athena over it (docs/fleet.md)
             self.fleet = FleetAnalytics(self, "Fleet", bucket=self.storage.bucket, stack_name=config.stack_name,
                                         bytes_scanned_cutoff=config.fleet.bytes_scanned_cutoff_per_query)
+            self.fleet_collector = FleetCollector(
+                self, "FleetCollector", bucket=self.storage.bucket, rate_minutes=config.fleet.collector_rate_minutes,
+                environment={
+                    Env.WATCH_PREFIXES: ",".join(config.watch_prefixes),
+                    Env.OPT_IN_TAG: config.opt_in_tag or "smx-debug:opt-in-disabled",
+                    Env.EVALUATOR_APPENDS: "true" if self.evaluator is not None else "false",
+                },
+                layers=self.evaluator.layers if self.evaluator is not None else None, key=self.key,
+                dead_letter_queue=self.dead_letters, alarm_topic=self.notifications.topic, log_retention=retention,
+                with_layer=not config.local,
+            )
         self._outputs()
 
     # -- wiring ---------------------------------------------------------------------------------------
@@ -243,6 +277,8 @@ class GuardStack(cdk.Stack):
         # The starters start executions; notify checks the ARN of the execution events it reports.
         if name in (*RETRAIN_STARTERS, "notify") and config.retraining.enabled:
             env[Env.STATE_MACHINE_ARN] = self.state_machine_arn
+        if name in (*VERDICT_LOGGERS, "evaluator") and config.fleet.enabled:  # the verdict log, the minutes
+            env[Env.FLEET_BUCKET] = self.storage.bucket.bucket_name
         return env
 
     def _training_jobs(self, name: str) -> str:
@@ -309,6 +345,9 @@ class GuardStack(cdk.Stack):
                 fns[name].role.add_to_principal_policy(
                     iam.PolicyStatement(actions=["states:StartExecution"], resources=[self.state_machine_arn])
                 )
+        if config.fleet.enabled:
+            for name in VERDICT_LOGGERS:
+                grant_verdict_log(fns[name].role, self.storage.bucket)
         for name, fn in fns.items():
             self._acknowledge_function(name, fn)
         if "retrain" not in fns:

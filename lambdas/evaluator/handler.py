@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from smx_debug.watch.handler import EvaluatorRuntime, handle_scheduled
+from smx_debug.watch.handler import EvaluatorRuntime, handle_invocation
 
 _runtime: EvaluatorRuntime | None = None
 
 
 def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    """Find the watched running jobs, evaluate their new minutes, act on what fires (see docs/evaluator.md)."""
+    """The schedule's run (find the watched running jobs, evaluate their new minutes or send them in shards, act
+    on what fires) or a shard queue's batch (see docs/evaluator.md)."""
     global _runtime
     if _runtime is None:
         _runtime = EvaluatorRuntime.from_env(context=context)
-    return handle_scheduled(event, context, runtime=_runtime)
+    return handle_invocation(event, context, runtime=_runtime)

@@ -30,7 +30,9 @@ __all__ = [
     "EXECUTION_EVENT_SOURCE",
     "FLEET_HOUR_COLUMN",
     "FLEET_HOUR_FORMAT",
+    "FLEET_INBOX_PREFIX",
     "FLEET_PREFIX",
+    "FLEET_STATE_KEY",
     "FLEET_TABLES",
     "FLEET_TEAM_TAG",
     "HANDLER_TAG",
@@ -86,6 +88,7 @@ __all__ = [
     "handler_entry",
     "is_opted_in",
     "is_watched",
+    "job_lease_key",
     "ledger_key",
     "metric_dimensions",
     "opt_in_iam_condition",
@@ -320,6 +323,16 @@ class Env:
     SHOW_KEYS: Final = "SMX_SHOW_KEYS"  # comma-separated hyperparameter/environment keys whose values messages may show
     # comma-separated hyperparameter/environment keys whose values never enter a retraining execution's input
     REDACT_KEYS: Final = "SMX_REDACT_KEYS"
+    # the fleet dataset (issue 24): the stack's bucket, holding FLEET_PREFIX (the tables) and FLEET_INBOX_PREFIX
+    # (the verdict log's lines); unset: nothing is appended
+    FLEET_BUCKET: Final = "SMX_FLEET_BUCKET"
+    # the evaluator's fan-out: watched jobs per invocation (above it the scheduled run sends shards of at most this
+    # many jobs to SHARD_QUEUE_URL, an SQS queue feeding the evaluator), and the schedule's period
+    JOBS_PER_INVOCATION: Final = "SMX_JOBS_PER_INVOCATION"
+    SHARD_QUEUE_URL: Final = "SMX_SHARD_QUEUE_URL"
+    RATE_MINUTES: Final = "SMX_RATE_MINUTES"
+    # the fleet collector: "true" when the deployment's evaluator appends its watched jobs' system minutes itself
+    EVALUATOR_APPENDS: Final = "SMX_EVALUATOR_APPENDS"
 
 
 # ------------------------------------------------------------------------ Step Functions history budget
@@ -466,6 +479,21 @@ FLEET_TABLES: Final[Mapping[str, FleetTable]] = {
         ),
     )
 }
+
+
+# The verdict log's inbox: every producer of verdicts (the action core, for Debugger's events and the evaluator's
+# triggers alike) puts one small JSON-lines object per call under FLEET_INBOX_PREFIX; the fleet collector, the
+# verdicts table's only writer, compacts them into it and deletes them. One line per row, the verdicts table's
+# columns (``time`` as ISO 8601 UTC). Key: ``verdicts/<yyyyMMddHH>/<job>/<digest of the rows>.jsonl``.
+FLEET_INBOX_PREFIX: Final = "smx-debug/fleet-inbox/"
+# The collector's state (what it last read): one JSON object in the fleet prefix, outside every table's location.
+FLEET_STATE_KEY: Final = FLEET_PREFIX + "_state/collector.json"
+
+
+def job_lease_key(job_name: str) -> str:
+    """The evaluator's lease on one job (an item of its cursor table; ``#`` is in no job name): whoever holds it
+    evaluates the job, so no two shards or runs evaluate one job at once."""
+    return ledger_key("#job-lease", job_name)
 
 
 def fleet_database_name(stack_name: str) -> str:

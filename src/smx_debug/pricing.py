@@ -20,7 +20,9 @@ __all__ = [
     "DEFAULT_EVALUATOR_PRICES",
     "EvaluatorCost",
     "EvaluatorPrices",
+    "RequestCost",
     "evaluator_cost",
+    "request_cost",
     "training_cost",
 ]
 
@@ -35,7 +37,12 @@ class EvaluatorPrices:
     lambda_gb_second_x86_64: float = 0.0000166667
     lambda_gb_second_arm64: float = 0.0000133334
     lambda_per_million_requests: float = 0.20
-    source: str = "AWS CloudWatch and Lambda pricing pages, us-east-1, as of 2026-11-22"
+    s3_put_list_per_1000: float = 0.005  # PUT, COPY, POST, LIST (S3 Standard)
+    s3_get_per_1000: float = 0.0004  # GET, SELECT and all other requests
+    dynamodb_per_million_write_units: float = 0.625  # on-demand
+    dynamodb_per_million_read_units: float = 0.125  # on-demand
+    sqs_per_million_requests: float = 0.40  # standard queue, beyond the free tier
+    source: str = "AWS CloudWatch, Lambda, S3, DynamoDB and SQS pricing pages, us-east-1, as of 2026-11-22"
 
 
 DEFAULT_EVALUATOR_PRICES: Final = EvaluatorPrices()
@@ -98,6 +105,43 @@ def evaluator_cost(
         get_metric_data_usd=metrics / 1000.0 * prices.get_metric_data_per_1000_metrics,
         lambda_compute_usd=gb_s * per_gb_s,
         lambda_requests_usd=runs / 1e6 * prices.lambda_per_million_requests,
+    )
+
+
+@dataclass(frozen=True)
+class RequestCost:
+    """The per-request bill of the evaluator's state and outputs (USD): its cursors and leases in DynamoDB, the
+    fleet dataset's appends in S3, its shards in SQS."""
+
+    s3_usd: float
+    dynamodb_usd: float
+    sqs_usd: float
+
+    @property
+    def total_usd(self) -> float:
+        return self.s3_usd + self.dynamodb_usd + self.sqs_usd
+
+
+def request_cost(
+    *,
+    s3_put_list: float = 0,
+    s3_get: float = 0,
+    dynamodb_write_units: float = 0,
+    dynamodb_read_units: float = 0,
+    sqs_requests: float = 0,
+    prices: EvaluatorPrices = DEFAULT_EVALUATOR_PRICES,
+) -> RequestCost:
+    """Cost of request counts: S3 PUT/LIST and GET requests, DynamoDB on-demand write and read units (1 KB
+    written, 4 KB read consistently, per unit), SQS requests (each up to 64 KB)."""
+    for name, value in (("s3_put_list", s3_put_list), ("s3_get", s3_get), ("dynamodb_write_units",
+                        dynamodb_write_units), ("dynamodb_read_units", dynamodb_read_units),
+                        ("sqs_requests", sqs_requests)):
+        _non_negative(name, value)
+    return RequestCost(
+        s3_usd=s3_put_list / 1000 * prices.s3_put_list_per_1000 + s3_get / 1000 * prices.s3_get_per_1000,
+        dynamodb_usd=dynamodb_write_units / 1e6 * prices.dynamodb_per_million_write_units
+        + dynamodb_read_units / 1e6 * prices.dynamodb_per_million_read_units,
+        sqs_usd=sqs_requests / 1e6 * prices.sqs_per_million_requests,
     )
 
 

@@ -137,3 +137,23 @@ def test_demo_stops_the_exploding_pytorch_job_once_with_the_evaluator_alone(demo
     assert int(onset) <= int(fired) <= int(stopped) < 400 and int(steps) == int(stopped) - int(onset)
     assert re.search(r"\[tensors\] training ended: job Stopped, stopped by SIGTERM at step \d+.*StopTrainingJob "
                      r"calls: 1", text), text
+
+
+def test_demo_fleet_query_prints_idle_gpu_cost_by_job_and_team_including_the_other_team(
+        demo_run: tuple[int, str, Path]) -> None:
+    # The last step: the deployed collector runs, then idle_gpu_hours answers from what the stack's functions
+    # wrote into the local S3: the evaluator's job (team from its tag) and the other team's unwatched jobs.
+    code, text, _ = demo_run
+    assert code == 0, text
+    collected = re.search(r"\[fleet\] fleet collector \(\S+FleetCollector\S+\): (\d+) jobs' metadata, (\d+) unwatched "
+                          r"jobs' CloudWatch minutes, (\d+) verdict-log objects compacted into (\d+) rows", text)
+    assert collected, text
+    jobs, unwatched, objects, verdicts = map(int, collected.groups())
+    assert jobs >= 6 and unwatched == 4 and objects >= 1 and verdicts >= 2, collected.group(0)
+    assert re.search(r"^\s*job\s+team\s+instance_type\s+idle_gpu_hours\s+idle_cost_usd$", text, re.M), text
+    rows = {m.group(1): (m.group(2), float(m.group(3)), float(m.group(4))) for m in re.finditer(
+        r"^\s*((?:smx-demo|ml-research)-\S+)\s+(\S+)\s+ml\.\S+\s+([\d.]+)\s+([\d.]+)$", text, re.M)}
+    assert any(job.startswith("smx-demo-nodebugger-") and team == "vision" and hours > 0 and cost > 0
+               for job, (team, hours, cost) in rows.items()), rows
+    assert rows.get("ml-research-opted-out", ("",))[0] == "research", rows
+    assert re.search(rf"\[fleet\] {len(rows)} jobs idled GPUs: [\d.]+ GPU hours, \$[\d.]+ at list price", text), text

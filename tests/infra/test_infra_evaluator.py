@@ -91,8 +91,12 @@ def test_evaluator_least_privilege(synth: Synth) -> None:
     assert {"sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData", "sagemaker:DescribeTrainingJob",
             "sagemaker:ListTags", "sagemaker:StopTrainingJob", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem",
             "s3:GetObject", "cloudwatch:PutMetricData", "sns:Publish"} <= actions
-    assert not {"sagemaker:CreateTrainingJob", "sagemaker:AddTags", "iam:PassRole", "s3:PutObject",
+    assert not {"sagemaker:CreateTrainingJob", "sagemaker:AddTags", "iam:PassRole", "s3:DeleteObject",
                 "dynamodb:Scan", "dynamodb:Query"} & actions
+    # it writes only its watched jobs' fleet minutes and the verdict log's inbox
+    writes = [json.dumps(s["Resource"]) for s in statements if "s3:PutObject" in _actions(s)]
+    assert writes and all(("smx-debug/fleet/system_minutes/*" in w) != ("smx-debug/fleet-inbox/verdicts/*" in w)
+                          for w in writes), writes
     unscoped = set().union(*(_actions(s) for s in statements if s["Resource"] == "*"))
     assert unscoped == {"sagemaker:ListTrainingJobs", "sagemaker:Search", "cloudwatch:GetMetricData",
                         "cloudwatch:PutMetricData"}
@@ -145,7 +149,10 @@ def test_evaluator_off_by_context_key(synth: Synth) -> None:
     assert stack.evaluator is None
     for fn in template.find_resources("AWS::Lambda::Function").values():
         assert {"Key": "smx-debug:handler", "Value": "evaluator"} not in fn["Properties"].get("Tags", [])
-    assert template.find_resources("AWS::Events::Rule", {"Properties": {"ScheduleExpression": Match.any_value()}}) == {}
+    schedules = template.find_resources("AWS::Events::Rule", {"Properties": {"ScheduleExpression": Match.any_value()}})
+    assert [r["Properties"]["Description"] for r in schedules.values()] == [
+        "smx-debug: run the fleet collector every 60 minutes"]  # the fleet collector's only
+    assert template.find_resources("AWS::Lambda::EventSourceMapping") == {}
 
 
 def test_evaluator_local_deploy_has_no_dependency_layer(synth: Synth) -> None:

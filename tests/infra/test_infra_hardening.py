@@ -38,12 +38,13 @@ def test_health_alarms_watch_the_dlq_every_function_and_retraining(full: Templat
         if props.get("Namespace") == "SmxDebug":
             continue  # the rule alarms (test_infra_stack)
         assert props["AlarmActions"] == [{"Ref": people}]  # straight to people, not through `notify`
-        assert props["Threshold"] == 1 and props["TreatMissingData"] == "notBreaching"
+        backlog = props.get("MetricName") == "ApproximateAgeOfOldestMessage"  # the evaluator's shards wait
+        assert props["Threshold"] == (60 if backlog else 1) and props["TreatMissingData"] == "notBreaching"
         metrics = [m["MetricStat"]["Metric"] for m in props.get("Metrics", []) if "MetricStat" in m] or [props]
         for metric in metrics:
             dimension = full.logical_of(metric["Dimensions"][0]["Value"])
             watched.add((metric["Namespace"], metric["MetricName"], dimension))
-    (queue, _), = full.of_type("AWS::SQS::Queue")
+    (queue, _), = [(k, p) for k, p in full.of_type("AWS::SQS::Queue") if p.get("QueueName") == "SmxDebugGuard-dlq"]
     (machine, _), = full.of_type("AWS::StepFunctions::StateMachine")
     functions = {k for k, _ in full.of_type("AWS::Lambda::Function")}
     assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible", queue) in watched

@@ -42,8 +42,11 @@ ALLOWED = {
     ("src/smx_debug/fleet/sql.py", "true"): "writing a boolean as an Athena literal",
     ("infra/components/retraining.py", "Failed"): "the construct id of the state machine's Fail state",
     ("infra/components/fleet.py", "true"): "a Glue table parameter (projection.enabled)",
+    ("src/smx_debug/fleet/collector.py", "true"): "parsing the boolean SMX_EVALUATOR_APPENDS",
+    ("infra/stacks/guard_stack.py", "true"): "writing the boolean SMX_EVALUATOR_APPENDS",
     ("src/smx_debug/simulate/generator.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
     ("src/smx_debug/simulate/fleet.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
+    ("src/smx_debug/watch/fanout.py", "Failed"): "SendMessageBatch's answer field, not a job status",
     ("src/smx_debug/htmlreport/render.py", "Stopped"): "a row label of the report's outcome table",
     ("src/smx_debug/cli/evaluate.py", "Reason"): "a column header of the rules table, not the metric dimension",
 }

@@ -42,3 +42,22 @@ def test_training_cost_per_second_billing():
     assert training_cost(3, 14.688, 503) == pytest.approx(6.157, abs=1e-3)
     with pytest.raises(ConfigError):
         training_cost(0, 1.0, 1.0)
+
+
+def test_request_cost_prices_each_service_per_request() -> None:
+    from smx_debug.pricing import request_cost
+
+    cost = request_cost(s3_put_list=2000, s3_get=10_000, dynamodb_write_units=1e6, dynamodb_read_units=2e6,
+                        sqs_requests=5e5)
+    assert (round(cost.s3_usd, 6), round(cost.dynamodb_usd, 6), round(cost.sqs_usd, 6)) == (0.014, 0.875, 0.2)
+    assert round(cost.total_usd, 6) == 1.089
+
+
+def test_request_cost_negative_count_names_the_field() -> None:
+    import pytest
+
+    from smx_debug.errors import ConfigError
+    from smx_debug.pricing import request_cost
+
+    with pytest.raises(ConfigError, match="sqs_requests"):
+        request_cost(sqs_requests=-1)

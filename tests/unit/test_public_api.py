@@ -54,7 +54,7 @@ PUBLIC = {
         "QueryResult", "S3Options", "TABLE_NAMES", "TRIGGER_EVENT", "Verdict", "append_cloudwatch", "append_job",
         "append_profiler", "append_system_minutes", "append_verdicts", "arrow_schema", "athena_price", "collect",
         "execute", "get_query", "last_minute", "list_queries", "minutes_frame", "open_root", "parse_since",
-        "run_query", "to_athena", "verdicts_from_response",
+        "run_query", "to_athena", "verdicts_from_lines",
     ],
     "smx_debug.simulate": [
         "SCENARIOS", "ScenarioKind", "Simulation", "SimulationSpec", "WriteResult",

@@ -10,6 +10,9 @@ actions its tags (``smx-debug:on:<rule>``) and the deployment defaults ask for:
 - ``retrain``: StartExecution of the retraining state machine, once per job (execution name from the job);
 - ``notify``: one message per rule and topic, once.
 
+Then it puts what it found and did in the verdict log's inbox (:mod:`smx_debug.actions.verdict_log`; the
+fleet collector compacts it), whether or not an action failed; a failure to log is reported, never raised.
+
 Every action goes through :func:`smx_debug.actions.once.once` (claim, act, complete). One action failing
 (an AWS error left after retries, a foreign topic refusing us, a live claim held by another invocation)
 does not stop the others: each failure is recorded and, after all ran, the first one is raised, so the
@@ -36,6 +39,7 @@ from smx_debug.actions.retrain import run_spec_from_job
 from smx_debug.actions.runtime import ClientFactory, log_json
 from smx_debug.actions.settings import Settings
 from smx_debug.actions.stop import stop_once
+from smx_debug.actions.verdict_log import log_verdicts
 from smx_debug.actions.verify import Trigger, VerifiedJob
 from smx_debug.contracts import (
     JOB_IN_PROGRESS,
@@ -112,6 +116,9 @@ def respond(
                                          lambda: _retrain(job, asked, settings, ledger, clients, deadline))
     if "notify" in actions:
         result["notify"] = _notify(job, asked, settings, ledger, clients, failures, deadline)
+    # After the actions, whatever they did (a failure to log never stops or undoes one): the verdict log.
+    result["verdict_log"] = log_verdicts(job, triggered, result, settings=settings, clients=clients, clock=clock,
+                                         deadline=deadline)
     if failures.errors:
         log_json(
             logging.ERROR,

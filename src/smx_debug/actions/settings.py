@@ -63,6 +63,7 @@ class Settings:
     show_keys: frozenset[str] = frozenset()  # hyperparameter/environment keys whose values messages may show
     redact_keys: frozenset[str] = frozenset()  # keys whose values never enter a retraining execution's input
     actor: str = "smx-debug"  # recorded in the ledger as who acted (the function name in Lambda)
+    fleet_bucket: str | None = None  # the verdict log's inbox (actions.verdict_log); None: nothing is logged
 
     def __post_init__(self) -> None:
         budget = self.call_budget
@@ -119,6 +120,7 @@ class Settings:
             show_keys=frozenset(k.strip() for k in env.get(Env.SHOW_KEYS, "").split(",") if k.strip()),
             redact_keys=frozenset(k.strip() for k in env.get(Env.REDACT_KEYS, "").split(",") if k.strip()),
             actor=env.get("AWS_LAMBDA_FUNCTION_NAME") or "smx-debug",
+            fleet_bucket=env.get(Env.FLEET_BUCKET) or None,
         )
 
 

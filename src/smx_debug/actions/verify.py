@@ -61,6 +61,8 @@ class Trigger:
         source: who evaluated the rule, shown in messages (:data:`smx_debug.contracts.TRIGGER_SOURCES`).
         details: the evaluation's status details (shown in messages).
         evaluation_job_arn: Debugger's rule processing job, for the rule-log link.
+        time: when the rule found issues (epoch seconds; Debugger's ``LastModifiedTime``), for the verdict log.
+        rule_type: the rule class of the configuration (``CPUBottleneck``), for the verdict log.
     """
 
     rule: str
@@ -69,6 +71,8 @@ class Trigger:
     source: str = SOURCE_DEBUGGER
     details: str | None = None
     evaluation_job_arn: str | None = None
+    time: float | None = None
+    rule_type: str | None = None
 
     def __post_init__(self) -> None:
         if (
@@ -108,6 +112,7 @@ class Trigger:
             source=SOURCE_DEBUGGER,
             details=status.details,
             evaluation_job_arn=status.evaluation_job_arn,
+            time=status.last_modified,
         )
 
 

@@ -3,11 +3,17 @@
 The dataset (Parquet, zstd, partitioned by hour, the job a column; tables and columns owned by
 :data:`smx_debug.contracts.FLEET_TABLES`) is appended job by job (:func:`append_profiler`,
 :func:`append_cloudwatch`, :func:`append_verdicts`, :func:`append_job`, or :func:`collect` for many jobs), and
-read by the named queries (:func:`list_queries`, :func:`run_query`). docs/fleet.md has the layout, each query,
+read by the named queries (:func:`list_queries`, :func:`run_query`). In the stack, the scheduled evaluator and
+the fleet collector write it (:mod:`smx_debug.fleet.collector`). docs/fleet.md has the layout, each query,
 and what a query costs on Athena.
+
+The writing side imports pandas, pyarrow and pydantic only (the stack's functions ship it); the query side
+(DuckDB, sqlglot) loads on first use.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from smx_debug.fleet.append import (
     ACTION_EVENT,
@@ -22,13 +28,10 @@ from smx_debug.fleet.append import (
     collect,
     last_minute,
     minutes_frame,
-    verdicts_from_response,
+    verdicts_from_lines,
 )
-from smx_debug.fleet.engines import AthenaEngine, DuckDBEngine, QueryResult, athena_price
 from smx_debug.fleet.root import FleetRoot, S3Options, open_root
-from smx_debug.fleet.run import ENGINES, execute, run_query
 from smx_debug.fleet.schema import TABLE_NAMES, arrow_schema
-from smx_debug.fleet.sql import Params, Query, get_query, list_queries, parse_since, to_athena
 
 __all__ = [
     "ACTION_EVENT",
@@ -61,5 +64,20 @@ __all__ = [
     "parse_since",
     "run_query",
     "to_athena",
-    "verdicts_from_response",
+    "verdicts_from_lines",
 ]
+
+_LAZY = {
+    "AthenaEngine": "engines", "DuckDBEngine": "engines", "QueryResult": "engines", "athena_price": "engines",
+    "ENGINES": "run", "execute": "run", "run_query": "run",
+    "Params": "sql", "Query": "sql", "get_query": "sql", "list_queries": "sql", "parse_since": "sql",
+    "to_athena": "sql",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"smx_debug.fleet.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'smx_debug.fleet' has no attribute {name!r}")

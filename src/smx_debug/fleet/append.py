@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from smx_debug.actions.verdict_log import ACTION_EVENT, TRIGGER_EVENT
 from smx_debug.contracts import (
     FLEET_TEAM_TAG,
     ISSUES_FOUND,
     RULE_FIELDS,
     SOURCE_DEBUGGER,
-    SOURCE_EVALUATOR,
     SYSTEM_MINUTES_TABLE,
     TRAINING_JOBS_TABLE,
     TRIGGER_SOURCES,
@@ -46,17 +46,16 @@ __all__ = [
     "append_profiler",
     "append_system_minutes",
     "append_verdicts",
+    "cloudwatch_devices",
     "collect",
+    "debugger_verdicts",
     "job_row",
     "last_minute",
     "minutes_frame",
-    "verdicts_from_response",
+    "verdicts_from_lines",
 ]
 
-TRIGGER_EVENT: Final = "trigger"
-ACTION_EVENT: Final = "action"
 Source = Literal["debugger", "cloudwatch"]
-_ACTION_KEYS = {"metric": "metrics", "stop": "stop", "retrain": "retrain", "notify": "notify"}
 
 
 @dataclass
@@ -177,15 +176,22 @@ def append_cloudwatch(root: FleetRoot | str | os.PathLike[str], job: str, start:
     """Append the job's CloudWatch host metrics (``/aws/sagemaker/TrainingJobs``, 1-minute) for jobs without
     Debugger, as :func:`smx_debug.evaluate.instance_metrics` frames them (CPU and GPU divided by the counts,
     so each row is a host average standing for ``cpus`` or ``gpus`` devices)."""
-    from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS, instance_metrics
+    from smx_debug.evaluate.cloudwatch import instance_metrics
 
     if cpus < 1 or gpus < 0:
         raise ConfigError(f"cpus ({cpus!r}) must be >= 1 and gpus ({gpus!r}) >= 0", field="cpus", value=cpus)
     frame = instance_metrics(job, start, end, hosts=hosts, cpus=cpus, gpus=gpus or None,
                              cloudwatch_client=cloudwatch_client)
-    per = {"vcpus": cpus, "gpus": max(gpus, 1)}
-    devices = {dim: per[kind] for _typ, _name, dim, kind in INSTANCE_METRICS.values() if kind is not None}
-    return append_system_minutes(root, job, frame, source="cloudwatch", devices=devices)
+    return append_system_minutes(root, job, frame, source="cloudwatch", devices=cloudwatch_devices(cpus, gpus))
+
+
+def cloudwatch_devices(cpus: int, gpus: int) -> dict[str, int]:
+    """The devices one CloudWatch host row stands for, by dimension: the host's vCPUs for CPU, its GPUs (at
+    least 1) for GPU and GPU memory (the ``devices`` column of ``system_minutes``)."""
+    from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS
+
+    per = {"vcpus": max(cpus, 1), "gpus": max(gpus, 1)}
+    return {dim: per[kind] for _typ, _name, dim, kind in INSTANCE_METRICS.values() if kind is not None}
 
 
 class Verdict(BaseModel):
@@ -231,32 +237,28 @@ def append_verdicts(root: FleetRoot | str | os.PathLike[str], verdicts: Iterable
     return report
 
 
-def verdicts_from_response(triggers: Sequence[Any], response: Mapping[str, Any] | None, *, time: datetime,
-                           source: str = SOURCE_EVALUATOR) -> list[Verdict]:
-    """The verdict rows of one evaluator run for one job: its triggers (objects with ``job``, ``name`` (the
-    rule configuration), ``rule`` and ``message``, as :class:`smx_debug.watch.run.Trigger`) and the actions
-    :func:`smx_debug.actions.respond` reported taking (its JSON-able result)."""
-    rows = [Verdict(job=t.job, rule=t.name, rule_type=t.rule, event=TRIGGER_EVENT, verdict=ISSUES_FOUND,
-                    source=source, time=time, detail=(t.message or None)) for t in triggers]
-    if not triggers or not response:
-        return rows
-    job = str(response.get("job") or triggers[0].job)
-    rule_types = {t.name: t.rule for t in triggers}
-    for action, key in _ACTION_KEYS.items():
-        entries = response.get(key)
-        if isinstance(entries, dict) and isinstance(entries.get("sent"), list):
-            entries = entries["sent"]
-        for entry in entries if isinstance(entries, list) else [entries] if isinstance(entries, dict) else []:
-            if not isinstance(entry, dict) or not (entry.get("rule") or entry.get("failed")):
-                continue  # an action no triggered rule asked for
-            verdict = ("failed" if "failed" in entry else "skipped" if "skipped" in entry
-                       else str(entry.get("outcome") or ("published" if entry.get("published") else "done")))
-            rule = str(entry.get("rule") or triggers[0].name)
-            detail = entry.get("failed") or entry.get("skipped")
-            rows.append(Verdict(job=job, rule=rule, rule_type=rule_types.get(rule), event=ACTION_EVENT,
-                                verdict=verdict, action=action, source=source, time=time,
-                                detail=str(detail) if detail else None))
-    return rows
+def verdicts_from_lines(body: bytes) -> tuple[list[Verdict], dict[str, int]]:
+    """The verdict rows of one inbox object (JSON lines of the verdicts table's columns, as
+    :mod:`smx_debug.actions.verdict_log` writes them), and the lines skipped by reason (cut mid-write, not JSON,
+    not a valid row)."""
+    rows: list[Verdict] = []
+    skipped: dict[str, int] = {}
+    lines = body.split(b"\n")
+    for i, line in enumerate(lines):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            if not isinstance(data, dict):
+                raise ValueError("not an object")
+            data = {**data, "time": datetime.fromisoformat(str(data.get("time")))}
+            rows.append(Verdict.model_validate(data))
+        except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
+            reason = ("verdict lines cut mid-write" if i == len(lines) - 1 else
+                      "verdict lines not JSON" if isinstance(exc, json.JSONDecodeError) else
+                      "verdict lines not a valid row")
+            skipped[reason] = skipped.get(reason, 0) + 1
+    return rows, skipped
 
 
 def _instance(desc: Mapping[str, Any]) -> tuple[str | None, int]:
@@ -271,17 +273,11 @@ def _instance(desc: Mapping[str, Any]) -> tuple[str | None, int]:
 
 def job_row(desc: Mapping[str, Any], tags: Mapping[str, str], *, now: datetime | None = None) -> dict[str, Any]:
     """The ``training_jobs`` row of a DescribeTrainingJob response and the job's tags."""
-    from smx_debug.errors import UnknownNameError
-    from smx_debug.htmlreport.cost import instance_spec
+    from smx_debug.instances import instance_row
 
     instance_type, count = _instance(desc)
-    gpus, price = None, None
-    if instance_type:
-        try:
-            spec = instance_spec(instance_type)
-            gpus, price = spec.gpus, spec.price
-        except UnknownNameError:
-            pass
+    known = instance_row(instance_type)
+    gpus, price = (int(known["gpus"]), float(known["price"])) if known else (None, None)
     billable = desc.get("BillableTimeInSeconds")
     return {
         "job": str(desc["TrainingJobName"]), "instance_type": instance_type, "instance_count": count,
@@ -308,7 +304,9 @@ def append_job(root: FleetRoot | str | os.PathLike[str], desc: Mapping[str, Any]
     return report
 
 
-def _debugger_verdicts(desc: Mapping[str, Any]) -> list[Verdict]:
+def debugger_verdicts(desc: Mapping[str, Any]) -> list[Verdict]:
+    """The trigger rows of a job's Debugger rule statuses (DescribeTrainingJob or Search): one per IssuesFound
+    configuration, at its ``LastModifiedTime`` (the time the action core logs for the same trigger)."""
     rows = []
     for status_field, config_field in RULE_FIELDS.values():
         types = {c.get("RuleConfigurationName"): (c.get("RuleParameters") or {}).get("rule_to_invoke")
@@ -392,7 +390,7 @@ def _collect_one(fr: FleetRoot, job: str, sm: Any, s3: Any, cw: Any, make: Calla
         report.merge(append_cloudwatch(
             fr, job, since or start, desc.get("TrainingEndTime") or now, hosts=max(int(row["instance_count"]), 1),
             cpus=counts[0], gpus=counts[1], cloudwatch_client=cw if cw is not None else make("cloudwatch")))
-    report.merge(append_verdicts(fr, _debugger_verdicts(desc)))
+    report.merge(append_verdicts(fr, debugger_verdicts(desc)))
     return report
 
 

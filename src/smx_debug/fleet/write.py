@@ -53,7 +53,8 @@ def read_file(root: FleetRoot, path: str, table: str) -> pa.Table | None:
     if root.filesystem.get_file_info(path).type != FileType.File:
         return None
     try:
-        return pq.read_table(path, filesystem=root.filesystem, schema=arrow_schema(table))
+        with root.filesystem.open_input_file(path) as source:
+            return pq.read_table(source, schema=arrow_schema(table))
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"{root.url(path)}: not readable Parquet ({exc})") from exc
 

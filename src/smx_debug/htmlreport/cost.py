@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
-from functools import cache
-from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from smx_debug.errors import UnknownNameError
+from smx_debug.instances import instance_table
 from smx_debug.pricing import training_cost
 
 __all__ = [
@@ -70,12 +68,9 @@ class CostEstimate(BaseModel):
     suggestion: RightSizing | None
 
 
-@cache
 def price_table() -> dict[str, Any]:
-    """The bundled price table (with its ``source`` and ``as_of`` date)."""
-    text = resources.files("smx_debug.htmlreport").joinpath("instances.json").read_text()
-    table: dict[str, Any] = json.loads(text)
-    return table
+    """The bundled price table (with its ``source`` and ``as_of`` date): :func:`smx_debug.instances.instance_table`."""
+    return instance_table()
 
 
 def instance_spec(instance_type: str) -> InstanceSpec:

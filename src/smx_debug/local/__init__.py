@@ -15,17 +15,20 @@ each through moto's public backend objects:
 - :mod:`~smx_debug.local.alarms`: CloudWatch alarm evaluation and notification;
 - :mod:`~smx_debug.local.bucket_policy`: whole bucket policies, conditions included, evaluated by the local IAM;
 - :mod:`~smx_debug.local.concurrency`: reserved concurrency a new account refuses (quota 10), refused;
+- :mod:`~smx_debug.local.event_sources`: SQS -> Lambda event source mappings, checked when created and polled
+  (:func:`~smx_debug.local.event_sources.poll`) with Lambda's batch size, maximum concurrency, visibility timeout
+  and partial batch failures;
 - and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
   :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`,
   :mod:`~smx_debug.local.training_run` (a job's entry point run as in its container, tensors uploaded).
 
-:func:`install` installs training_jobs, search, bucket_policy, iam (its server guard) and delivery at once;
-:func:`deploy_stack` installs concurrency; the rest act when called.
+:func:`install` installs training_jobs, search, bucket_policy, iam (its server guard), delivery and
+event_sources at once; :func:`deploy_stack` installs concurrency and event_sources; the rest act when called.
 """
 
 from __future__ import annotations
 
-from smx_debug.local import bucket_policy, delivery, iam, search, training_jobs
+from smx_debug.local import bucket_policy, delivery, event_sources, iam, search, training_jobs
 from smx_debug.local.alarms import AlarmTransition, evaluate_alarms
 from smx_debug.local.delivery import (
     Delivery,
@@ -71,10 +74,11 @@ __all__ = [
 
 def install(aws: LocalAws | None = None) -> None:
     """Install what moto lacks for the local AWS: the training-job lifecycle, Search over training jobs,
-    evaluated bucket policies, the local IAM's server guard, and in-process SNS -> Lambda delivery on ``aws``
-    (patched once per process). Idempotent."""
+    evaluated bucket policies, the local IAM's server guard, in-process SNS -> Lambda delivery on ``aws`` and
+    SQS -> Lambda event source mappings polled, not pushed (patched once per process). Idempotent."""
     training_jobs.install()
     search.install()
     bucket_policy.install()
     iam.install()
     delivery.install(aws)
+    event_sources.install()

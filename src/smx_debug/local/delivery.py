@@ -14,7 +14,9 @@ set by the infrastructure): ``lambdas/<dir>/handler.py`` and the function in it,
 - **SNS -> Lambda**: after :func:`install`, publishing to a topic with a Lambda subscription runs the
   subscribed function's handler the same way (moto's ``LambdaBackend.send_sns_message``);
   :func:`sns_lambda_deliveries` returns what ran.
-- :func:`deliver_schedule` runs one tick of the scheduled rules (the evaluator's schedule).
+- :func:`deliver_schedule` runs one tick of the scheduled rules (the evaluator's and the fleet collector's).
+- :func:`concurrent_invocations` runs one function's handler on several threads at once (an event source
+  mapping's concurrent executions, :mod:`smx_debug.local.event_sources`).
 
 Every edge is authorized by :mod:`smx_debug.local.iam` as AWS does: EventBridge -> Lambda by the function's
 policy (a refused event goes to the target's DLQ if EventBridge may send there), SNS -> queue or function by the
@@ -50,6 +52,7 @@ from smx_debug.local.server import LocalAws
 __all__ = [
     "HANDLER_ORDER",
     "Delivery",
+    "concurrent_invocations",
     "deliver_event",
     "deliver_schedule",
     "install",
@@ -187,6 +190,25 @@ def _load(handler_dir: Path, cache_key: str) -> ModuleType:
     return module
 
 
+def _invocation_env(aws: LocalAws, handler: str, environment: Mapping[str, str] | None,
+                    function_name: str | None) -> tuple[dict[str, str], str]:
+    # A deployed function runs as its role: its own key and the local IAM's client plugin (smx_debug.local.iam).
+    iam.install()
+    role = iam.function_environment(aws, function_name) if function_name else None
+    env = {**dict(environment or {}), **aws.environ(), **(role or {}),
+           "AWS_LAMBDA_FUNCTION_NAME": function_name or handler}
+    return env, json.dumps([handler, function_name, sorted(env.items())])
+
+
+def _call(module: ModuleType, handler: str, function_name: str | None, event: Any) -> Delivery:
+    try:
+        entry = getattr(module, handler_entry(handler)[1].partition(".")[2])  # the function's Handler setting
+        result = entry(copy.deepcopy(event), None)
+    except Exception as exc:
+        return Delivery(function=function_name or handler, handler=handler, error=exc)
+    return Delivery(function=function_name or handler, handler=handler, result=result)
+
+
 def invoke_handler(
     aws: LocalAws,
     handler: str,
@@ -203,20 +225,32 @@ def invoke_handler(
 
     When ``function_name`` is deployed on ``aws``, its code runs as the function's role: every call its
     clients make is authorized by :mod:`smx_debug.local.iam` against the role's policies first."""
-    # A deployed function runs as its role: its own key and the local IAM's client plugin (smx_debug.local.iam).
-    iam.install()
-    role = iam.function_environment(aws, function_name) if function_name else None
-    env = {**dict(environment or {}), **aws.environ(), **(role or {}),
-           "AWS_LAMBDA_FUNCTION_NAME": function_name or handler}
-    key = json.dumps([handler, function_name, sorted(env.items())])
+    env, key = _invocation_env(aws, handler, environment, function_name)
     with _env_lock, _environment(env):
         try:
-            directory, entry = handler_entry(handler)
-            module = _load(_lambdas_dir(lambdas_dir) / directory, key)
-            result = getattr(module, entry.partition(".")[2])(copy.deepcopy(event), None)
+            module = _load(_lambdas_dir(lambdas_dir) / handler_entry(handler)[0], key)
         except Exception as exc:
             return Delivery(function=function_name or handler, handler=handler, error=exc)
-    return Delivery(function=function_name or handler, handler=handler, result=result)
+        return _call(module, handler, function_name, event)
+
+
+@contextlib.contextmanager
+def concurrent_invocations(
+    aws: LocalAws,
+    handler: str,
+    environment: Mapping[str, str] | None = None,
+    *,
+    function_name: str | None = None,
+    lambdas_dir: Path | None = None,
+) -> Iterator[Callable[[Any], Delivery]]:
+    """Within the block, ``invoke(event)`` runs the function's handler as :func:`invoke_handler` does, and may
+    be called from several threads at once (concurrent executions of one function, e.g. an event source
+    mapping's). The process environment is the function's for the whole block (other invocations wait), and
+    the warm module is shared, as one container's would be by its requests."""
+    env, key = _invocation_env(aws, handler, environment, function_name)
+    with _env_lock, _environment(env):
+        module = _load(_lambdas_dir(lambdas_dir) / handler_entry(handler)[0], key)
+        yield lambda event: _call(module, handler, function_name, event)
 
 
 def _function(aws: LocalAws, arn: str) -> tuple[str, str | None, dict[str, str]]:
@@ -307,9 +341,12 @@ def _lambda_targets(aws: LocalAws, rule: Mapping[str, Any], event: Any,
     return plan
 
 
-def deliver_schedule(aws: LocalAws, *, lambdas_dir: Path | None = None) -> list[Delivery]:
+def deliver_schedule(aws: LocalAws, *, handlers: Sequence[str] | None = None,
+                     lambdas_dir: Path | None = None) -> list[Delivery]:
     """One tick of every enabled scheduled rule (``rate(...)``/``cron(...)``) on the default bus: EventBridge's
-    "Scheduled Event" to each tagged Lambda target, through the same edge checks as :func:`deliver_event`."""
+    "Scheduled Event" to each tagged Lambda target (only those running one of ``handlers``, if given: the
+    evaluator's schedule and the fleet collector's tick at different rates), through the same edge checks as
+    :func:`deliver_event`."""
     install(aws)
     events = client(aws, "events")
     deliveries: list[Delivery] = []
@@ -324,6 +361,8 @@ def deliver_schedule(aws: LocalAws, *, lambdas_dir: Path | None = None) -> list[
                      "resources": [rule["Arn"]], "detail": {}}
             plan += _lambda_targets(aws, rule, event, deliveries)
     for function, handler, env, payload in plan:
+        if handlers is not None and handler not in handlers:
+            continue
         deliveries.append(invoke_handler(aws, handler, payload, env, function_name=function, lambdas_dir=lambdas_dir))
     return deliveries
 

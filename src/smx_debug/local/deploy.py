@@ -12,7 +12,8 @@ directories are zipped deterministically, buckets created when missing. Synthesi
 to get a template that needs no bootstrap stack (see ``infra/cdk_app.py``).
 
 Like a new account, the deploy refuses reserved concurrency that would leave less than Lambda's minimum
-unreserved concurrency at the default quota (:mod:`smx_debug.local.concurrency`).
+unreserved concurrency at the default quota (:mod:`smx_debug.local.concurrency`); like Lambda, it refuses an SQS
+event source mapping AWS would refuse (:mod:`smx_debug.local.event_sources`).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from smx_debug.errors import AwsError, DataError, NotFoundError
-from smx_debug.local import concurrency
+from smx_debug.local import concurrency, event_sources
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
 __all__ = ["EMULATED_TYPES", "DeployedStack", "EmulatedResource", "deploy_stack", "publish_assets"]
@@ -126,6 +127,7 @@ def deploy_stack(
     clients = _client_cache(aws)
     concurrency.install()
     concurrency.check_template(resources, stack_name=stack_name, reserved_now=_reserved_now(clients))
+    event_sources.install()  # SQS event source mappings are checked as Lambda does, and polled, not pushed
     if assets_dir is not None:
         publish_assets(aws, assets_dir, clients=clients)
     _ensure_ssm_parameters(clients, body, parameters or {})

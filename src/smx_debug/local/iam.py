@@ -746,10 +746,16 @@ CALLS: dict[tuple[str, str], Mapper] = {
     ("s3", "HeadObject"): _s3_object("s3:GetObject", ("kms:Decrypt",)),
     ("s3", "PutObject"): _s3_object("s3:PutObject", ("kms:GenerateDataKey",)),
     ("s3", "ListObjectsV2"): _s3_list,
+    ("s3", "DeleteObject"): _s3_object("s3:DeleteObject", ()),
+    ("s3", "DeleteObjects"): lambda p, r, a: [  # authorized as s3:DeleteObject on each key
+        access for o in p["Delete"]["Objects"]
+        for access in _s3_object("s3:DeleteObject", ())({"Bucket": p["Bucket"], "Key": o["Key"]}, r, a)],
     ("sns", "Publish"): lambda p, r, a: [Access("sns:Publish", str(p.get("TopicArn") or p.get("TargetArn")),
                                                 kms=("kms:GenerateDataKey", "kms:Decrypt"))],
     ("sqs", "SendMessage"): lambda p, r, a: [Access("sqs:SendMessage", _queue_arn(p["QueueUrl"], r, a),
                                                     kms=("kms:GenerateDataKey", "kms:Decrypt"))],
+    ("sqs", "SendMessageBatch"): lambda p, r, a: [Access("sqs:SendMessage", _queue_arn(p["QueueUrl"], r, a),
+                                                         kms=("kms:GenerateDataKey", "kms:Decrypt"))],
     ("sfn", "StartExecution"): _one("states:StartExecution", lambda p, r, a: str(p["stateMachineArn"])),
     ("sfn", "DescribeExecution"): _one("states:DescribeExecution", lambda p, r, a: str(p["executionArn"])),
     ("lambda", "Invoke"): _one("lambda:InvokeFunction", lambda p, r, a: _function_arn(p["FunctionName"], r, a)),
@@ -1255,7 +1261,8 @@ def authorize_call(caller: Caller, service: str, operation: str, params: Mapping
 # carry no aws:Source* keys: AWS documents that a key grant conditioned on them for EventBridge drops events).
 SOURCE_KEYS_TO_KMS = {"cloudwatch.amazonaws.com": True, "events.amazonaws.com": False, "sns.amazonaws.com": False}
 _SERVICE_KMS = {"sns:Publish": ("kms:GenerateDataKey", "kms:Decrypt"),
-                "sqs:SendMessage": ("kms:GenerateDataKey", "kms:Decrypt")}
+                "sqs:SendMessage": ("kms:GenerateDataKey", "kms:Decrypt"),
+                "sqs:ReceiveMessage": ("kms:Decrypt",)}  # Lambda's pollers, as the function's role
 
 
 def authorize_service(aws: Any, service: str, action: str, target: str, *, source_arn: str,

@@ -40,8 +40,9 @@ PREFIX = "ml-research-"
 # (job suffix, tags, scenario kind): none of these tag sets opts a job in (contracts.is_opted_in)
 _JOBS: tuple[tuple[str, dict[str, str], Kind], ...] = (
     ("untagged", {}, "cpu_bottleneck"),
-    ("opted-out", {MANAGED_TAG: "false", f"{RULE_TAG_PREFIX}CPUBottleneck": "stop notify"}, "cpu_bottleneck"),
-    ("spaced", {MANAGED_TAG: " true"}, "loss_plateau"),
+    ("opted-out", {MANAGED_TAG: "false", f"{RULE_TAG_PREFIX}CPUBottleneck": "stop notify", FLEET_TEAM_TAG: "research"},
+     "cpu_bottleneck"),
+    ("spaced", {MANAGED_TAG: " true", FLEET_TEAM_TAG: "research"}, "loss_plateau"),
     ("yes", {MANAGED_TAG: "yes", FLEET_TEAM_TAG: "research"}, "loss_plateau"),
 )
 # Appended to every profiler file: what the reader must skip and count, never choke on.

@@ -7,7 +7,8 @@ configurations that already fired and, for a job with tensor rules, their state 
 (``tensors``, compressed, at most :data:`smx_debug.watch.tensors.STATE_BUDGET` bytes of DynamoDB's 400 KB item). Each run reads all cursors with BatchGetItem (100 a call) and writes the
 changed ones with BatchWriteItem (25 a call), so the cost of a run does not grow with a job's length. Items
 expire (DynamoDB TTL on ``expires_at``) a week after their job was last seen running. The same table holds the
-run lease (:data:`smx_debug.watch.run.RUN_LEASE_KEY`).
+run lease (:data:`smx_debug.watch.run.RUN_LEASE_KEY`) and the job leases (:func:`smx_debug.contracts.job_lease_key`),
+deleted in the same BatchWriteItem calls that save the cursors.
 """
 
 from __future__ import annotations
@@ -112,15 +113,25 @@ class CursorStore:
                         out[cursor.job] = cursor
         return out
 
-    def save(self, cursors: Iterable[Cursor]) -> int:
-        """Write ``cursors`` (BatchWriteItem, 25 a call, unprocessed items retried); returns how many."""
+    def save(self, cursors: Iterable[Cursor], *, release: Iterable[str] = ()) -> int:
+        """Write ``cursors`` and delete the items ``release`` names (the evaluation's job leases) in the same
+        BatchWriteItem calls (25 requests a call, unprocessed ones retried); returns the cursors written."""
         now = self.clock()
-        items = [{"PutRequest": {"Item": _to_item(c, now)}} for c in cursors]
+        items: list[dict[str, Any]] = [{"PutRequest": {"Item": _to_item(c, now)}} for c in cursors]
+        written = len(items)
+        items += [{"DeleteRequest": {"Key": {LEDGER_KEY_ATTRIBUTE: {"S": key}}}} for key in dict.fromkeys(release)]
+        self._write(items)
+        return written
+
+    def release(self, keys: Iterable[str]) -> None:
+        """Delete the items ``keys`` names (job leases), swallowing nothing: the caller decides."""
+        self._write([{"DeleteRequest": {"Key": {LEDGER_KEY_ATTRIBUTE: {"S": key}}}} for key in dict.fromkeys(keys)])
+
+    def _write(self, items: list[dict[str, Any]]) -> None:
         for i in range(0, len(items), 25):
             request: dict[str, Any] = {self.table: items[i : i + 25]}
             for _ in self._until_processed(self.dynamodb.batch_write_item, request, "UnprocessedItems", "items"):
                 pass
-        return len(items)
 
     def _until_processed(
         self, call: Callable[..., Mapping[str, Any]], request: dict[str, Any], unprocessed: str, what: str

@@ -8,31 +8,20 @@ hides one idle GPU among busy ones) and step timings; Debugger's profiler output
 
 from __future__ import annotations
 
-import json
-from functools import cache
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 import pandas as pd
 
 from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS, training_metric
 from smx_debug.evaluate.data import empty_scalars, empty_system
+from smx_debug.instances import instance_row
 
 __all__ = ["DEVICE_RULES", "device_counts", "scalar_frame", "system_frame"]
 
 # Rules whose thresholds are per device: they need the instance type's vCPU and GPU counts.
 DEVICE_RULES = frozenset({"CPUBottleneck", "LowGPUUtilization", "GPUMemoryIncrease"})
-@cache
-def _instances() -> dict[str, Any]:
-    path = Path(__file__).resolve().parents[1] / "htmlreport" / "instances.json"
-    table: dict[str, Any] = json.loads(path.read_text())["instances"]
-    return table
-
-
 def device_counts(instance_type: str | None) -> tuple[int, int] | None:
     """(vCPUs, GPUs) of a SageMaker instance type, or None if the table does not know it."""
-    entry = _instances().get(instance_type or "")
+    entry = instance_row(instance_type)
     return (int(entry["vcpus"]), int(entry["gpus"])) if entry else None
 
 

@@ -1,8 +1,15 @@
 """The scheduled evaluator's Lambda body: settings and clients once per cold start, one run per invocation.
 
-``lambdas/evaluator/handler.py`` calls :func:`handle_scheduled`. The event (EventBridge Scheduler's or a
-``rate()`` rule's) carries nothing the run needs: the run's "now" is the clock. One JSON line is logged with the
-run's summary (jobs evaluated, failed by reason, triggers). A job's failure, an action's included, is that
+``lambdas/evaluator/handler.py`` calls :func:`handle_invocation` with either event the function receives:
+
+- the schedule's (EventBridge): one run (:func:`smx_debug.watch.run_once`), which evaluates the watched jobs
+  itself or, above ``jobs_per_invocation``, sends them in shards to the shard queue;
+- the shard queue's (SQS, through the event source mapping): each record is a shard to evaluate
+  (:func:`smx_debug.watch.fanout.handle_shards`), and the answer lists the records that failed
+  (``batchItemFailures``), so SQS redelivers those only.
+
+The schedule's event carries nothing the run needs: the run's "now" is the clock. One JSON line is logged with
+the run's summary (jobs evaluated, failed by reason, triggers). A job's failure, an action's included, is that
 job's: counted in ``EvaluatorJobErrors`` (the stack alarms on it) and tried again next run, never the
 invocation's. What breaks the whole run (jobs or cursors cannot be read) propagates, so the invocation fails and
 the function's error alarm sees it; the next scheduled run, a minute later, resumes from the saved cursors.
@@ -14,29 +21,38 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from smx_debug.watch.respond import action_responder
-from smx_debug.watch.run import Clients, Responder, run_once
+from smx_debug.watch.run import Clients, Responder, ShardSender, run_once
 from smx_debug.watch.settings import EvaluatorSettings
 
-__all__ = ["EvaluatorRuntime", "handle_scheduled"]
+__all__ = ["EvaluatorRuntime", "handle_invocation"]
+
 
 @dataclass(frozen=True)
 class EvaluatorRuntime:
-    """What one cold start builds: the evaluator's settings, the AWS clients and the responder."""
+    """What one cold start builds: the evaluator's settings, the AWS clients, the responder and, when the stack
+    has a shard queue, the sender of shards."""
 
     settings: EvaluatorSettings
     clients: Clients
     responder: Responder
+    shards: ShardSender | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, context: Any = None) -> EvaluatorRuntime:
         from smx_debug.actions import Runtime
 
         actions = Runtime.from_env(environ, context=context)
+        settings = EvaluatorSettings.from_env(environ)
+        sender = None
+        if settings.shard_queue_url:
+            from smx_debug.watch.fanout import queue_sender
+
+            sender = queue_sender(actions.clients("sqs"), settings.shard_queue_url, settings.jobs_per_invocation)
         return cls(
-            settings=EvaluatorSettings.from_env(environ),
+            settings=settings,
             clients=Clients(
                 sagemaker=actions.clients("sagemaker"),
                 cloudwatch=actions.clients("cloudwatch"),
@@ -44,18 +60,32 @@ class EvaluatorRuntime:
                 s3=actions.clients("s3"),
             ),
             responder=action_responder(actions),
+            shards=sender,
         )
 
 
-def handle_scheduled(event: object, context: Any = None, *, runtime: EvaluatorRuntime | None = None) -> dict[str, Any]:
-    """Run the evaluator once; returns (and logs) the run's summary. ``runtime`` is the cold start's (the Lambda
-    module keeps it); without one, it is built from the environment for this run."""
+def _is_shard_event(event: object) -> TypeGuard[dict[str, Any]]:
+    records = event.get("Records") if isinstance(event, dict) else None
+    return isinstance(records, list) and bool(records) and all(
+        isinstance(r, dict) and r.get("eventSource") == "aws:sqs" for r in records)
+
+
+def handle_invocation(event: object, context: Any = None, *, runtime: EvaluatorRuntime | None = None
+                      ) -> dict[str, Any]:
+    """One scheduled run, or the shards of an SQS event; returns (and logs) the summary. ``runtime`` is the cold
+    start's (the Lambda module keeps it); without one, it is built from the environment for this invocation."""
     from smx_debug.actions.runtime import log_json
 
     if runtime is None:
         runtime = EvaluatorRuntime.from_env(context=context)
     started = time.monotonic()
-    report = run_once(runtime.settings, runtime.clients, runtime.responder)
+    if _is_shard_event(event):
+        from smx_debug.watch.fanout import handle_shards
+
+        answer = handle_shards(event, runtime.settings, runtime.clients, runtime.responder)
+        log_json(logging.INFO, handler="evaluator", **answer, seconds=round(time.monotonic() - started, 3))
+        return answer
+    report = run_once(runtime.settings, runtime.clients, runtime.responder, shards=runtime.shards)
     summary = {"handler": "evaluator", **report.summary(), "seconds": round(time.monotonic() - started, 3)}
     log_json(logging.INFO, **summary)
     return summary

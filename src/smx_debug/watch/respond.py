@@ -47,7 +47,8 @@ def action_responder(runtime: Any) -> Responder:
         except EventRefusedError as exc:
             return {"job": job, "refused": str(exc)[:500]}
         found = [
-            ActionTrigger(rule=t.name, kind=t.kind, step=t.step, source=SOURCE_EVALUATOR, details=t.status_details)
+            ActionTrigger(rule=t.name, kind=t.kind, step=t.step, source=SOURCE_EVALUATOR, details=t.status_details,
+                          rule_type=t.rule)
             for t in triggers
         ]
         result: Mapping[str, Any] = respond(

@@ -4,15 +4,21 @@ The scheduled Lambda calls :func:`run_once` every minute (``lambdas/evaluator/ha
 and the benchmark call it in process on the local AWS. A run:
 
 1. takes the run lease (below): if another run holds it, this one does nothing;
-2. lists the running training jobs, decides which are watched (:mod:`smx_debug.watch.discovery`: prefixes, and
-   the opt-in tag through one Search) and loads their cursors (:mod:`smx_debug.watch.cursor`);
-3. refreshes what it knows about new or stale watched jobs;
-4. reads each watched job's minutes since its cursor, all jobs batched (:mod:`smx_debug.watch.cloudwatch`),
-   and merges them into the job's window;
-5. evaluates each rule configuration on its last ``window`` minutes (the same rule code as ``smx-debug rules
+2. lists the running training jobs and decides which are watched (:mod:`smx_debug.watch.discovery`: prefixes, and
+   the opt-in tag through one Search);
+3. above ``jobs_per_invocation`` watched jobs, with a shard sender, sends them in shards to be evaluated in
+   parallel by the shard queue's invocations (:mod:`smx_debug.watch.fanout`) and ends; otherwise it evaluates them
+   itself (:func:`evaluate_jobs`, as each shard does):
+4. claims each job's lease (below) and loads the cursors of the jobs it won (:mod:`smx_debug.watch.cursor`);
+5. refreshes what it knows about new or stale watched jobs;
+6. reads each job's minutes since its cursor, all jobs batched (:mod:`smx_debug.watch.cloudwatch`), and merges
+   them into the job's window;
+7. evaluates each rule configuration on its last ``window`` minutes (the same rule code as ``smx-debug rules
    evaluate``, keyed by configuration name) and hands every newly triggered configuration to the responder,
    which acts through the same path as a Debugger rule event (ledger, metric, message, exactly-once stop);
-6. saves the cursors, releases the lease and puts the run's job errors (``EvaluatorJobErrors`` by reason).
+8. appends each evaluated job's new minutes to the fleet dataset (:mod:`smx_debug.watch.fleet_sink`);
+9. saves the cursors and releases the job leases, releases the run lease and puts the job errors
+   (``EvaluatorJobErrors`` by reason).
 
 Each job is isolated (:mod:`smx_debug.watch.isolation`): what fails for one job (access denied, throttling
 past the retries, poisoned data, a bad watch spec, an action that failed) is recorded for that job, which keeps
@@ -20,19 +26,21 @@ its cursor and is tried again next run; the run goes on for the others and the i
 breaks the whole run fails it: the running jobs cannot be listed, the cursors cannot be read or written, the
 job errors cannot be put. A job without data is reported, never stopped.
 
-Overlapping runs (one still going when the next schedule fires, a delayed or manual invoke) would both evaluate
-every job and act before either saved its cursors. So a run first claims the run lease, item
-:data:`RUN_LEASE_KEY` of the cursor table (no job name can be it: SageMaker names are letters, digits and
-hyphens), with the action ledger's lease claim (:class:`smx_debug.actions.ledger.Ledger`: a conditional PutItem
-that succeeds only when no claim is live), held ``lease_seconds`` (longer than the function's timeout, so a run
-Lambda killed blocks the next one for at most that long) and released when the run ends. A run that finds the
-lease live does nothing. A lease rather than conditional cursor writes: with conditions, the second run would still
-evaluate and act before its writes were refused, each cursor would cost a PutItem instead of a 25-item
-BatchWriteItem, and BatchWriteItem takes no conditions.
+Overlapping runs (one still going when the next schedule fires, a delayed or manual invoke, a slow shard) would
+evaluate a job twice and act before either saved its cursor. Two leases of the cursor table prevent it, both
+claimed with the action ledger's lease claim (:class:`smx_debug.actions.ledger.Ledger`: a conditional PutItem that
+succeeds only when no claim is live), held ``lease_seconds`` (longer than the function's timeout, so an invocation
+Lambda killed blocks the next one for at most that long): the run lease (:data:`RUN_LEASE_KEY`; no job name can be
+it: SageMaker names are letters, digits and hyphens) that a scheduled run takes first, and one lease per job
+(:func:`smx_debug.contracts.job_lease_key`) that every evaluation, a run's or a shard's, takes before reading the
+job's cursor; a job held by another evaluation is left to it. Leases rather than conditional cursor writes: with
+conditions, the second evaluation would still evaluate and act before its writes were refused, and BatchWriteItem
+takes no conditions.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -43,7 +51,7 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from smx_debug.contracts import RuleKind, condition_met_details
+from smx_debug.contracts import EVALUATOR_TAG, RuleKind, condition_met_details, job_lease_key
 from smx_debug.errors import SmxDebugError
 from smx_debug.rules.watch_spec import WatchedRule
 from smx_debug.tags import watched_actions
@@ -56,7 +64,18 @@ from smx_debug.watch.tensors import evaluate_tensors
 
 _DEVICE_WINDOW = 10  # minutes of profiler output read per run: the longest device-rule window
 
-__all__ = ["RUN_LEASE_KEY", "Clients", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once"]
+__all__ = [
+    "RUN_LEASE_KEY",
+    "Clients",
+    "JobOutcome",
+    "Responder",
+    "RunReport",
+    "ShardSender",
+    "Trigger",
+    "WatchedJob",
+    "evaluate_jobs",
+    "run_once",
+]
 
 RUN_LEASE_KEY = "#evaluator-run"  # the run lease's item in the cursor table
 
@@ -69,6 +88,30 @@ class Clients:
     cloudwatch: Any
     dynamodb: Any
     s3: Any
+
+
+@dataclass(frozen=True)
+class WatchedJob:
+    """A watched running job as a run hands it to an evaluation (its own, or a shard's): its name and ARN, and
+    its tags when the run has them from Search (None: read them with ListTags if its facts are stale)."""
+
+    name: str
+    arn: str
+    tags: Mapping[str, str] | None = None
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any], tags: Mapping[str, str] | None) -> WatchedJob:
+        """From a ListTrainingJobs summary; only the tag the evaluation reads is kept (its watch spec's key)."""
+        kept = None if tags is None else {k: v for k, v in tags.items() if k == EVALUATOR_TAG}
+        return cls(name=str(summary["TrainingJobName"]), arn=str(summary["TrainingJobArn"]), tags=kept)
+
+    @property
+    def summary(self) -> dict[str, str]:
+        return {"TrainingJobName": self.name, "TrainingJobArn": self.arn}
+
+
+# Sends the watched jobs in shards to be evaluated elsewhere (smx_debug.watch.fanout); returns the shards sent.
+ShardSender = Callable[[Sequence[WatchedJob], float], int]
 
 
 @dataclass(frozen=True)
@@ -93,8 +136,9 @@ class Responder(Protocol):
 
 @dataclass
 class JobOutcome:
-    """What a run did for one watched job: status ``evaluated``, ``no data`` or ``failed`` (an error stopped it;
-    its cursor did not advance), its triggers, notes, the action core's answer and the errors met."""
+    """What a run did for one watched job: status ``evaluated``, ``no data``, ``failed`` (an error stopped it;
+    its cursor did not advance) or ``held`` (another evaluation holds its job lease), its triggers, notes, the
+    action core's answer and the errors met."""
 
     job: str
     status: str = "skipped"
@@ -131,6 +175,7 @@ class RunReport:
     get_metric_data_calls: int = 0
     errors: list[JobError] = field(default_factory=list)
     skipped: str | None = None
+    shards: int = 0
 
     @property
     def triggers(self) -> list[Trigger]:
@@ -153,8 +198,10 @@ class RunReport:
             "problems": {j: o.notes for j, o in self.outcomes.items() if o.notes},
             "metrics_requested": self.metrics_requested,
             "get_metric_data_calls": self.get_metric_data_calls,
+            "held": sorted(j for j, o in self.outcomes.items() if o.status == "held"),
             "errors": [e.message for e in self.errors],
             "skipped": self.skipped,
+            "shards": self.shards,
         }
 
 
@@ -252,8 +299,8 @@ def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tu
 
 def _watched(
     settings: EvaluatorSettings, clients: Clients, store: CursorStore, names: Sequence[str], report: RunReport,
-) -> tuple[list[str], dict[str, Cursor], dict[str, dict[str, str]] | None]:
-    """The watched running jobs, their cursors, and the opt-in candidates' tags (None when Search failed)."""
+) -> tuple[list[str], dict[str, dict[str, str]] | None]:
+    """The watched running jobs and the opt-in candidates' tags (None when Search failed)."""
     opted: dict[str, dict[str, str]] | None = {}
     if settings.opt_in_tag:
         try:
@@ -265,15 +312,13 @@ def _watched(
                                                         "stay watched"))
             opted = None
     if opted is not None:
-        watched = [n for n in names if _is_watched(settings, n, opted.get(n, {}))]
-        return watched, store.load(watched), opted
+        return [n for n in names if _is_watched(settings, n, opted.get(n, {}))], opted
     # Search failed: the prefixes decide, and a job whose tags were last read opted in stays watched if that read is
     # recent (a watched job's tags are read again every retag_minutes, so its cursor is never older than that + 1).
     cursors = store.load(names)
     recent = 2 * settings.retag_minutes * 60
-    watched = [n for n in names if _is_watched(settings, n, {})
-               or (n in cursors and report.now - cursors[n].checked_at < recent)]
-    return watched, {n: cursors[n] for n in watched if n in cursors}, None
+    return [n for n in names if _is_watched(settings, n, {})
+            or (n in cursors and report.now - cursors[n].checked_at < recent)], None
 
 
 def _is_watched(settings: EvaluatorSettings, job: str, tags: Mapping[str, str]) -> bool:
@@ -287,8 +332,11 @@ def run_once(
     *,
     now: float | None = None,
     clock: Callable[[], float] = time.time,
+    shards: ShardSender | None = None,
 ) -> RunReport:
-    """One evaluation of every watched running job (see the module docstring)."""
+    """One scheduled run: every watched running job, evaluated here or, with ``shards`` and more than
+    ``settings.jobs_per_invocation`` watched jobs, sent in shards to be evaluated in parallel (see the module
+    docstring)."""
     from smx_debug.actions.ledger import Ledger
 
     now = clock() if now is None else now
@@ -300,7 +348,16 @@ def run_once(
                           "from the saved cursors")
         return report
     try:
-        _run(settings, clients, responder, report)
+        store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
+        running = {s["TrainingJobName"]: s for s in list_running(clients.sagemaker)}
+        report.running = len(running)
+        names, opted = _watched(settings, clients, store, list(running), report)
+        report.watched = len(names)
+        jobs = [WatchedJob.of(running[n], opted.get(n) if opted is not None else None) for n in names]
+        if shards is not None and len(jobs) > settings.jobs_per_invocation:
+            report.shards = shards(jobs, now)  # evaluated in parallel by the shards' invocations
+        else:
+            evaluate_jobs(settings, clients, responder, report, jobs)
     finally:
         try:
             lease.release(RUN_LEASE_KEY)
@@ -311,21 +368,61 @@ def run_once(
     return report
 
 
-def _run(settings: EvaluatorSettings, clients: Clients, responder: Responder, report: RunReport) -> None:
+def _claim_jobs(settings: EvaluatorSettings, clients: Clients, names: Sequence[str], now: float) -> set[str]:
+    """The jobs whose lease this evaluation now holds (conditional PutItems, overlapped); the others are held by
+    an evaluation still going (another shard, a slow run)."""
+    from smx_debug.actions.ledger import Ledger
+
+    leases = Ledger(clients.dynamodb, settings.cursor_table, clock=lambda: now, lease_seconds=settings.lease_seconds,
+                    retention_seconds=86_400)
+    with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+        won = list(pool.map(lambda n: leases.claim(job_lease_key(n), {"run_at": now}), names))
+    return {n for n, ok in zip(names, won, strict=True) if ok}
+
+
+def evaluate_jobs(
+    settings: EvaluatorSettings, clients: Clients, responder: Responder, report: RunReport,
+    jobs: Sequence[WatchedJob],
+) -> None:
+    """Evaluate ``jobs`` (the whole run's, or one shard's) into ``report``, each under its job lease.
+
+    A job whose lease another evaluation holds is left to it (status ``held``). What breaks the whole evaluation
+    (the cursors cannot be read or written) raises; the leases then expire after ``lease_seconds``.
+    """
     now = report.now
     store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
-    running = {s["TrainingJobName"]: s for s in list_running(clients.sagemaker)}
-    report.running = len(running)
-    names, cursors, opted = _watched(settings, clients, store, list(running), report)
-    report.watched = len(names)
-    report.outcomes = {n: JobOutcome(job=n) for n in names}
-    changed: dict[str, Cursor] = {}
+    held = _claim_jobs(settings, clients, [j.name for j in jobs], now)
+    for job in jobs:
+        report.outcomes[job.name] = JobOutcome(job=job.name, status="evaluating" if job.name in held else "held")
+        if job.name not in held:
+            report.outcomes[job.name].notes.append("held by another evaluation still going (a shard or run): left "
+                                                   "to it, evaluated next run")
+    mine = [j for j in jobs if j.name in held]
+    release = [job_lease_key(n) for n in sorted(held)]
+    try:
+        cursors = store.load([j.name for j in mine])  # after the claims: the last holder's writes are all in
+        changed: dict[str, Cursor] = {}
+        _evaluate_all(settings, clients, responder, report, mine, cursors, changed)
+    except BaseException:
+        with contextlib.suppress(ClientError, BotoCoreError, RuntimeError):  # else they expire after lease_seconds
+            store.release(release)
+        raise
+    store.save(changed.values(), release=release)
+
+
+def _evaluate_all(
+    settings: EvaluatorSettings, clients: Clients, responder: Responder, report: RunReport,
+    jobs: Sequence[WatchedJob], cursors: Mapping[str, Cursor], changed: dict[str, Cursor],
+) -> None:
+    now = report.now
+    summaries = {j.name: j.summary for j in jobs}
+    tags_of = {j.name: j.tags for j in jobs}
+    names = [j.name for j in jobs]
 
     def fresh(name: str) -> Refreshed | JobError:
-        tags = opted.get(name) if opted is not None else None
         try:
-            return refresh(running[name], cursors.get(name), settings, tags=tags, sagemaker=clients.sagemaker,
-                           s3=clients.s3, now=now)
+            return refresh(summaries[name], cursors.get(name), settings, tags=tags_of[name],
+                           sagemaker=clients.sagemaker, s3=clients.s3, now=now)
         except Exception as exc:  # isolation: one job's failure is that job's (smx_debug.watch.isolation)
             return job_error(exc, job=name, doing="discovery (ListTags, DescribeTrainingJob)")
 
@@ -400,7 +497,11 @@ def _run(settings: EvaluatorSettings, clients: Clients, responder: Responder, re
             outcome.triggers = triggers
             cursor = cursor.with_changes(fired={**cursor.fired, **{t.name: t.step for t in triggers}})
         changed[cursor.job] = cursor
-    store.save(changed.values())
+    if settings.fleet_bucket:  # the evaluated jobs' new minutes, to the fleet dataset (never in an action's way)
+        from smx_debug.watch.fleet_sink import append_minutes
+
+        evaluated = [changed[j] for j, o in report.outcomes.items() if o.status == "evaluated" and j in changed]
+        changed.update(append_minutes(settings, clients.s3, report, evaluated, profiler, last=end // 60 - 1))
 
 
 def _evaluate_job(

@@ -16,7 +16,13 @@ from smx_debug.contracts import (
 from smx_debug.errors import ConfigError
 from smx_debug.rules.watch_spec import WatchSpec
 
-__all__ = ["EvaluatorSettings"]
+__all__ = ["DEFAULT_JOBS_PER_INVOCATION", "MAX_JOBS_PER_INVOCATION", "EvaluatorSettings"]
+
+# Watched jobs one invocation evaluates (above it the scheduled run fans out). 200 jobs x 4 hosts took 25-35 s on
+# the benchmark, inside the 60 s timeout with room for cold starts and throttling; a shard message of this many
+# jobs is ~50 kB, under SQS's 256 KiB.
+DEFAULT_JOBS_PER_INVOCATION = 200
+MAX_JOBS_PER_INVOCATION = 500
 
 
 def _int(env: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
@@ -46,8 +52,14 @@ class EvaluatorSettings:
         retag_minutes: how often a job's tags (watched or not, which spec) are read again.
         workers: concurrent SageMaker / CloudWatch calls of one run (well under their default request rates).
         metric_namespace: where the run puts its job errors (``EvaluatorJobErrors``): the deployment's namespace.
-        lease_seconds: how long a run holds the run lease (:mod:`smx_debug.watch.run`); must outlast
-            ``function_timeout``, the function's timeout.
+        lease_seconds: how long a run holds the run lease, and an evaluation its job leases
+            (:mod:`smx_debug.watch.run`); must outlast ``function_timeout``, the function's timeout.
+        fleet_bucket: the stack's bucket, where each job's system minutes are appended to the fleet dataset
+            (:mod:`smx_debug.watch.fleet_sink`); None: nothing is appended.
+        jobs_per_invocation: above this many watched jobs, the scheduled run sends shards of at most this many
+            jobs to ``shard_queue_url`` (:mod:`smx_debug.watch.fanout`) instead of evaluating them itself.
+        shard_queue_url: the SQS queue feeding the evaluator with shards; None: the run evaluates every job.
+        rate_minutes: the schedule's period; a shard older than that is dropped (a newer run covers its jobs).
     """
 
     watch_prefixes: tuple[str, ...] = ()
@@ -65,6 +77,10 @@ class EvaluatorSettings:
     metric_namespace: str = DEFAULT_NAMESPACE
     function_timeout: int = DEFAULT_FUNCTION_TIMEOUT_SECONDS
     lease_seconds: int = DEFAULT_LEASE_SECONDS
+    fleet_bucket: str | None = None
+    jobs_per_invocation: int = DEFAULT_JOBS_PER_INVOCATION
+    shard_queue_url: str | None = None
+    rate_minutes: int = 1
 
     def __post_init__(self) -> None:
         if self.lease_seconds <= self.function_timeout:
@@ -93,4 +109,9 @@ class EvaluatorSettings:
             metric_namespace=env.get(Env.NAMESPACE) or DEFAULT_NAMESPACE,
             function_timeout=_int(env, Env.FUNCTION_TIMEOUT, DEFAULT_FUNCTION_TIMEOUT_SECONDS, 3, 900),
             lease_seconds=_int(env, Env.LEASE_SECONDS, DEFAULT_LEASE_SECONDS, 4, 86_400),
+            fleet_bucket=env.get(Env.FLEET_BUCKET) or None,
+            jobs_per_invocation=_int(env, Env.JOBS_PER_INVOCATION, DEFAULT_JOBS_PER_INVOCATION, 1,
+                                     MAX_JOBS_PER_INVOCATION),
+            shard_queue_url=env.get(Env.SHARD_QUEUE_URL) or None,
+            rate_minutes=_int(env, Env.RATE_MINUTES, 1, 1, 60),
         )

@@ -153,12 +153,14 @@ def test_deliver_event_with_handler_mapping_loads_the_handler_files(stack: Stack
                 "triggered": ["LossNotDecreasing"],
                 "stop": {"rule": "LossNotDecreasing", "outcome": "stopped", "step": 3000},
                 "retrain": {"skipped": "no triggered rule asks for retrain"},
+                "verdict_log": {"skipped": "no fleet dataset (SMX_FLEET_BUCKET unset)"},
             },
         ),
         (  # defaults say stop only
             "notify",
             None,
-            {"action": "notify", "job": "demo-7", "triggered": ["LossNotDecreasing"], "notify": {"sent": []}},
+            {"action": "notify", "job": "demo-7", "triggered": ["LossNotDecreasing"], "notify": {"sent": []},
+             "verdict_log": {"skipped": "no fleet dataset (SMX_FLEET_BUCKET unset)"}},
         ),
     ]
     assert local.stop_calls(aws, "demo-7") == 1

@@ -104,20 +104,16 @@ def test_append_verdicts_rerun_is_one_row_per_job_rule_event_action_and_time(tmp
     assert len(stored) == 2 and stored["action"].isna().sum() == 1
 
 
-def test_verdicts_from_response_one_row_per_trigger_and_action_taken() -> None:
-    from smx_debug.watch.run import Trigger
-
-    when = datetime(2026, 11, 3, tzinfo=UTC)
-    trig = Trigger(job="j", name="LowGPU", rule="LowGPUUtilization", kind="profiler", step=None, message="idle",
-                   status_details="")
-    response = {"job": "j", "triggered": ["LowGPU"], "metrics": [{"rule": "LowGPU", "published": True}],
-                "stop": {"rule": "LowGPU", "outcome": "Stopping", "step": None},
-                "retrain": {"skipped": "no triggered rule asks for retrain"},
-                "notify": {"sent": [{"rule": "LowGPU", "failed": "Throttling"}]}}
-    rows = fleet.verdicts_from_response([trig], response, time=when)
-    assert [(r.event, r.action, r.verdict) for r in rows] == [
-        ("trigger", None, "IssuesFound"), ("action", "metric", "published"), ("action", "stop", "Stopping"),
-        ("action", "notify", "failed")]
+def test_verdicts_from_lines_reads_rows_and_counts_damaged_lines() -> None:
+    good = ('{"job": "j", "rule": "LowGPU", "rule_type": "LowGPUUtilization", "event": "trigger", '
+            '"verdict": "IssuesFound", "action": null, "source": "SageMaker Debugger", '
+            '"time": "2026-11-03T00:00:00.000+00:00", "detail": null}')
+    bad_row = good.replace('"trigger"', '"fired"')
+    body = "\n".join([good, "not json", bad_row, good[:40]]).encode()
+    rows, skipped = fleet.verdicts_from_lines(body)
+    assert [(r.job, r.event, r.time) for r in rows] == [("j", "trigger", datetime(2026, 11, 3, tzinfo=UTC))]
+    assert skipped == {"verdict lines not JSON": 1, "verdict lines not a valid row": 1,
+                       "verdict lines cut mid-write": 1}
 
 
 @pytest.mark.parametrize(("kwargs", "field"), [

@@ -71,9 +71,9 @@ def test_deploy_creates_every_resource_and_emulates_moto_skips(aws: LocalAws, de
 def test_deploy_alarms_match_template(aws: LocalAws, deployed: DeployedStack, synthesized: Path) -> None:
     template = _template(synthesized)
     alarms = {a["AlarmName"]: a for a in aws.client("cloudwatch").describe_alarms()["MetricAlarms"]}
-    # Two rule alarms, plus the guard's health: DLQ, each of the four functions, retraining executions, and the
-    # scheduled evaluator's errors and job errors.
-    assert len(alarms) == 2 + 1 + 4 + 1 + 1 + 1
+    # Two rule alarms, plus the guard's health: DLQ, each of the four functions, retraining executions, the
+    # scheduled evaluator's errors, job errors and shard backlog, and the fleet collector's errors.
+    assert len(alarms) == 2 + 1 + 4 + 1 + 1 + 1 + 1 + 1
     rule_alarms = {k: v for k, v in _of_type(template, "AWS::CloudWatch::Alarm").items()
                    if v["Properties"].get("MetricName") == "RuleTriggered"}
     assert len(rule_alarms) == 2
@@ -129,6 +129,7 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
         tags = lam.list_tags(Resource=fn["FunctionArn"])["Tags"]
         handlers[tags["smx-debug:handler"]] = fn
     evaluator = handlers.pop("evaluator")  # the scheduled evaluator: tests/infra/test_infra_evaluator.py
+    collector = handlers.pop("fleet_collector")  # tests/infra/test_infra_fleet_writers.py
     assert evaluator["Environment"]["Variables"]["SMX_LEDGER_TABLE"] == deployed.output("LedgerTableName")
     assert sorted(handlers) == ["notify", "retrain", "rule_metrics", "stop_training"]
     for name, fn in handlers.items():
@@ -148,6 +149,8 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
             "SMX_SHOW_KEYS": "",
             "SMX_REDACT_KEYS": "",
         }
+        if name != "retrain":  # the action core's verdict log (docs/fleet.md)
+            expected["SMX_FLEET_BUCKET"] = deployed.output("OutputBucketName")
         if name in ("stop_training", "notify"):  # starts retraining; reports executions that timed out
             expected["SMX_STATE_MACHINE_ARN"] = deployed.output("RetrainingStateMachineArn")
         assert fn["Environment"]["Variables"] == expected
@@ -155,9 +158,9 @@ def test_deploy_functions_rules_and_state_machine_wired(aws: LocalAws, deployed:
     patterns = {}
     for rule in events.list_rules()["Rules"]:
         targets = events.list_targets_by_rule(Rule=rule["Name"])["Targets"]
-        if "ScheduleExpression" in rule:  # the evaluator's schedule
-            assert (rule["ScheduleExpression"], [t["Arn"] for t in targets]) == (
-                "rate(1 minute)", [evaluator["FunctionArn"]])
+        if "ScheduleExpression" in rule:  # the evaluator's schedule, the fleet collector's
+            assert (rule["ScheduleExpression"], [t["Arn"] for t in targets]) in [
+                ("rate(1 minute)", [evaluator["FunctionArn"]]), ("rate(1 hour)", [collector["FunctionArn"]])]
             continue
         patterns[json.dumps(json.loads(rule["EventPattern"])["detail"], sort_keys=True)] = sorted(
             t["Arn"] for t in targets

@@ -59,7 +59,7 @@ def test_deployed_evaluator_reads_profiler_output_in_the_stack_bucket_without_de
         for key, body, _ in sim.files_for_minute(minute, framework=False):
             s3.put_object(Bucket=bucket, Key=f"debugger/{job}/{PROFILER_OUTPUT}/{key}", Body=body)
 
-    (run,) = local.deliver_schedule(local_aws)
+    (run,) = local.deliver_schedule(local_aws, handlers=["evaluator"])
 
     assert run.error is None, run.error
     reads = [r for r in iam.records() if r.caller == "evaluator" and r.action in ("s3:ListBucket", "s3:GetObject")]

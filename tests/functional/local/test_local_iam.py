@@ -231,7 +231,7 @@ def test_iam_schedule_to_a_function_without_its_permission_is_refused(local_aws:
     fn = _function(local_aws, "scheduled", [], handler="evaluator")
     rule = events.put_rule(Name="every-minute", ScheduleExpression="rate(1 minute)")["RuleArn"]
     events.put_targets(Rule="every-minute", Targets=[{"Id": "t", "Arn": fn}])
-    (refused,) = local.deliver_schedule(local_aws)
+    (refused,) = local.deliver_schedule(local_aws, handlers=["evaluator"])
     assert isinstance(refused.error, AccessDeniedError)
     assert [r.resource for r in iam.denials()] == [fn]
     assert iam.records()[0].operation == "EventBridge rule every-minute -> Lambda" and rule

@@ -13,7 +13,7 @@ from smx_debug.local import LocalAws
 from smx_debug.local.clients import client as cached_client
 from smx_debug.local.job_metrics import Scenario
 from smx_debug.watch import run_once
-from smx_debug.watch.handler import EvaluatorRuntime, handle_scheduled
+from smx_debug.watch.handler import EvaluatorRuntime, handle_invocation
 from smx_debug.watch.respond import action_responder
 from smx_debug.watch.settings import EvaluatorSettings
 
@@ -66,7 +66,7 @@ def test_evaluator_handler_runs_one_scheduled_invocation(aws: LocalAws) -> None:
     runtime = EvaluatorRuntime(
         settings=EvaluatorSettings.from_env(env), clients=clients(aws), responder=Recorder(),
     )
-    summary = handle_scheduled({"source": "aws.scheduler"}, None, runtime=runtime)
+    summary = handle_invocation({"source": "aws.scheduler"}, None, runtime=runtime)
     assert summary["handler"] == "evaluator"
     assert summary["running"] == 5 and summary["watched"] == 1  # 4 of another team run beside it (conftest)
     assert summary["seconds"] >= 0

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from watch_support import action_env, create_job, publish_minutes
+from watch_support import BUCKET, action_env, create_job, publish_minutes
 
 from infra.evaluator_asset import (
     LAMBDA_LIMIT_BYTES,
@@ -68,7 +68,7 @@ def test_lambda_asset_imports_on_a_bare_runtime_and_stops_a_job(
     completed = subprocess.run(
         [str(boto3_only_python), "-I", "-c", RUN, str(code), str(layer / "python")],
         env={"PATH": os.environ.get("PATH", ""), **local_aws.environ(),
-             **{k: v for k, v in env.items() if k != "SMX_INBOX"}},
+             **{k: v for k, v in env.items() if k != "SMX_INBOX"}, "SMX_FLEET_BUCKET": BUCKET},
         capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
@@ -80,7 +80,22 @@ def test_lambda_asset_imports_on_a_bare_runtime_and_stops_a_job(
     assert fired == [("guarded-asset", "CPUBottleneck"), ("guarded-asset-tensors", "ExplodingTensor")], json.dumps(out["result"])
     assert local.stop_calls(local_aws, "guarded-asset") == 1
     assert local.stop_calls(local_aws, "guarded-asset-tensors") == 1  # its tensors read with the layer's protobuf
+    keys = [o["Key"] for o in local_aws.client("s3").list_objects_v2(Bucket=BUCKET, Prefix="smx-debug/").get(
+        "Contents", [])]
+    assert any(k.startswith("smx-debug/fleet/system_minutes/") for k in keys)  # the fleet sink, on the layer
+    assert any(k.startswith("smx-debug/fleet-inbox/verdicts/") for k in keys)  # the action core's verdict log
     print(f"\nevaluator cold start here: import {out['import_s']:.2f} s, first run {out['run_s']:.2f} s")
+    collector = subprocess.run(
+        [str(boto3_only_python), "-I", "-c", RUN, str(stage_evaluator_code(handler="fleet_collector")),
+         str(layer / "python")],
+        env={"PATH": os.environ.get("PATH", ""), **local_aws.environ(), "SMX_FLEET_BUCKET": BUCKET,
+             "SMX_WATCH_PREFIXES": "guarded-", "SMX_EVALUATOR_APPENDS": "true", "AWS_REGION": local_aws.region},
+        capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path,
+    )
+    assert collector.returncode == 0, collector.stderr[-3000:]
+    collected = json.loads(collector.stdout.strip().splitlines()[-1])
+    assert collected["heavy"] == [] and collected["result"]["inbox_objects"] == len(fired)  # one line per action call
+    assert collected["result"]["rows"]["training_jobs"] >= 1 and collected["result"]["failed"] == {}
 
 
 def _exploding_tensor_job(aws: LocalAws, name: str, start: datetime) -> None:

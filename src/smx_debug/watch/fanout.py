@@ -1,0 +1,166 @@
+"""The evaluator's fan-out: above ``jobs_per_invocation`` watched jobs, shards evaluated in parallel through SQS.
+
+One invocation evaluates a few hundred jobs inside its timeout (200 jobs x 4 hosts: 25-35 s). Above
+``jobs_per_invocation`` (``cdk.json`` ``evaluator.jobs_per_invocation``), the scheduled run lists and decides
+as always, then, instead of evaluating, sends the watched jobs in shards of at most that many to the stack's
+shard queue (:func:`queue_sender`); the queue feeds the same function through a Lambda event source mapping
+with batch size 1 and a **maximum concurrency** (``evaluator.max_concurrency``: AWS's own bounded fan-out,
+which reserves nothing), and each invocation evaluates its shard (:func:`handle_shards`) with the per-job
+isolation, cursors and exactly-once actions of a whole run.
+
+- **No job evaluated twice at once.** Every evaluation, a shard's or a whole run's, first takes each job's lease
+  (:func:`smx_debug.contracts.job_lease_key`, a conditional PutItem in the cursor table) and evaluates only the
+  jobs it won; a job still held by a slow shard is left to it (``held``). Its cursor is read after the claim.
+- **A slow or failing shard costs only its own jobs.** Shards are independent messages; one that is slow holds
+  only its jobs' leases; one whose evaluation breaks (its cursors cannot be read) counts its jobs in
+  ``EvaluatorJobErrors`` and is reported as a partial batch failure, so SQS redelivers only that message.
+- **No backlog.** A shard older than the schedule's period (``SentTimestamp``) is dropped: the newer run already
+  sent its jobs again. Jobs are shuffled into shards each run, so a queue that cannot keep up delays random jobs,
+  never the same ones every run.
+- A message that is not a shard is a partial batch failure too: after the queue's ``maxReceiveCount`` it lands
+  in the stack's dead-letter queue, whose alarm tells people.
+
+Shard message (JSON, at most SQS's 256 KiB): ``{"v": 1, "run": <the run's epoch seconds>, "jobs": [{"n": name,
+"a": arn, "t": {evaluator tag: value} or null}]}``; ``t`` is what Search told the run (null: unknown).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from smx_debug.errors import AwsError, SmxDebugError
+from smx_debug.watch.isolation import job_error, publish_job_errors
+from smx_debug.watch.run import (
+    Clients,
+    JobOutcome,
+    Responder,
+    RunReport,
+    ShardSender,
+    WatchedJob,
+    evaluate_jobs,
+)
+from smx_debug.watch.settings import EvaluatorSettings
+
+__all__ = ["SHARD_VERSION", "MalformedShardError", "decode_shard", "encode_shard", "handle_shards", "queue_sender",
+           "split"]
+
+SHARD_VERSION: Final = 1
+MAX_MESSAGE_BYTES: Final = 262_144  # SQS: one message, and one SendMessageBatch in all
+_BATCH: Final = 10  # SendMessageBatch entries
+_log = logging.getLogger(__name__)
+
+
+class MalformedShardError(SmxDebugError, ValueError):
+    """Raised when an SQS message on the shard queue is not a shard this version can read."""
+
+
+def split(jobs: Sequence[WatchedJob], size: int, *, seed: int) -> list[list[WatchedJob]]:
+    """``jobs`` shuffled (``seed``: the run) into shards of at most ``size``, as even as can be."""
+    order = list(jobs)
+    random.Random(seed).shuffle(order)
+    count = max(1, -(-len(order) // max(size, 1)))
+    return [order[i::count] for i in range(count) if order[i::count]]
+
+
+def encode_shard(jobs: Sequence[WatchedJob], run_at: float) -> str:
+    return json.dumps({"v": SHARD_VERSION, "run": run_at,
+                       "jobs": [{"n": j.name, "a": j.arn, "t": None if j.tags is None else dict(j.tags)}
+                                for j in jobs]}, separators=(",", ":"))
+
+
+def decode_shard(body: str) -> tuple[float, list[WatchedJob]]:
+    """The run's time and the jobs of one shard message; MalformedShardError says what is wrong."""
+    try:
+        data = json.loads(body)
+    except (json.JSONDecodeError, TypeError) as exc:
+        raise MalformedShardError(f"shard message is not JSON: {str(body)[:80]!r}") from exc
+    if not isinstance(data, dict) or data.get("v") != SHARD_VERSION:
+        raise MalformedShardError(f"shard message version {data.get('v') if isinstance(data, dict) else None!r} "
+                                  f"is not {SHARD_VERSION}")
+    run, items = data.get("run"), data.get("jobs")
+    if isinstance(run, bool) or not isinstance(run, int | float) or not isinstance(items, list) or not items:
+        raise MalformedShardError(f"shard message needs a numeric run and a non-empty jobs list: {str(body)[:120]!r}")
+    jobs: list[WatchedJob] = []
+    for item in items:
+        tags = item.get("t") if isinstance(item, dict) else None
+        if (not isinstance(item, dict) or not isinstance(item.get("n"), str) or not isinstance(item.get("a"), str)
+                or not (tags is None or (isinstance(tags, dict) and all(isinstance(v, str) for v in tags.values())))):
+            raise MalformedShardError(f"shard message job {str(item)[:120]!r} is not {{n, a, t}}")
+        jobs.append(WatchedJob(name=item["n"], arn=item["a"], tags=tags))
+    return float(run), jobs
+
+
+def queue_sender(sqs: Any, queue_url: str, size: int) -> ShardSender:
+    """A :data:`~smx_debug.watch.run.ShardSender` putting shards of at most ``size`` jobs on ``queue_url``
+    (SendMessageBatch: 10 entries and 256 KiB a call; entries SQS refuses are sent once more, then the run fails
+    naming them: their jobs are sent again by the next run)."""
+
+    def send(jobs: Sequence[WatchedJob], now: float) -> int:
+        bodies = [encode_shard(s, now) for s in split(jobs, size, seed=int(now))]
+        batches: list[list[tuple[str, str]]] = [[]]
+        used = 0
+        for i, body in enumerate(bodies):
+            if len(body.encode()) > MAX_MESSAGE_BYTES:
+                raise AwsError(f"a shard of {size} jobs is {len(body.encode())} bytes, over SQS's {MAX_MESSAGE_BYTES}: "
+                               "lower evaluator.jobs_per_invocation", code="MessageTooLong", operation="SendMessageBatch")
+            if len(batches[-1]) == _BATCH or used + len(body.encode()) > MAX_MESSAGE_BYTES:
+                batches.append([])
+                used = 0
+            batches[-1].append((str(i), body))
+            used += len(body.encode())
+        for batch in batches:
+            pending = dict(batch)
+            for _ in range(2):
+                answer = sqs.send_message_batch(QueueUrl=queue_url, Entries=[{"Id": i, "MessageBody": b}
+                                                                            for i, b in pending.items()])
+                pending = {f["Id"]: pending[f["Id"]] for f in answer.get("Failed", []) if f.get("Id") in pending}
+                if not pending:
+                    break
+            if pending:
+                raise AwsError(f"SQS refused {len(pending)} shard message(s) twice ({queue_url}); their jobs are sent "
+                               "again by the next run", code="SendMessageBatchFailed", operation="SendMessageBatch")
+        return len(bodies)
+
+    return send
+
+
+def handle_shards(
+    event: Mapping[str, Any], settings: EvaluatorSettings, clients: Clients, responder: Responder, *,
+    clock: Callable[[], float] = time.time,
+) -> dict[str, Any]:
+    """Evaluate each shard record of an SQS event (see the module docstring); returns the partial batch
+    failures (``batchItemFailures``) and each shard's summary. Raises only when job errors cannot be put."""
+    failures: list[str] = []
+    shards: list[dict[str, Any]] = []
+    for record in event.get("Records") or []:
+        message = str(record.get("messageId", ""))
+        try:
+            run_at, jobs = decode_shard(record.get("body"))
+        except MalformedShardError as exc:
+            _log.warning("evaluator: shard message %s rejected: %s", message, exc)
+            failures.append(message)  # after maxReceiveCount, the dead-letter queue
+            shards.append({"message": message, "rejected": str(exc)[:300]})
+            continue
+        now = clock()
+        sent = float((record.get("attributes") or {}).get("SentTimestamp") or run_at * 1000) / 1000
+        if now - sent > settings.rate_minutes * 60:
+            shards.append({"message": message, "jobs": len(jobs), "stale": round(now - sent, 1)})
+            continue  # the next run has sent these jobs again: dropped, not failed
+        report = RunReport(now=now, running=len(jobs), watched=len(jobs))
+        try:
+            evaluate_jobs(settings, clients, responder, report, jobs)
+        except Exception as exc:  # what breaks this shard (its cursors): its jobs, not the others' shards
+            error = job_error(exc, job=f"shard {message}", doing="evaluating the shard (its cursors)")
+            for job in jobs:
+                outcome = report.outcomes.setdefault(job.name, JobOutcome(job=job.name))
+                if outcome.status not in ("evaluated", "no data", "held", "failed"):
+                    outcome.fail(error)
+            failures.append(message)
+        publish_job_errors(clients.cloudwatch, settings.metric_namespace, report.error_counts(), now=now)
+        shards.append({"message": message, **report.summary()})
+    return {"batchItemFailures": [{"itemIdentifier": m} for m in failures], "shards": shards}

@@ -1,0 +1,100 @@
+"""The evaluator appends each evaluated job's new minutes to the fleet dataset, inside the job's isolation: its
+CloudWatch minutes or its Debugger profiler output, every minute once, and a failed append never stops an action."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import pyarrow.parquet as pq
+from botocore.exceptions import ClientError
+from test_watch_profiler import _profiled_job
+from watch_support import BUCKET, T0, Recorder, at, clients, create_job, publish, settings, with_clients
+
+from smx_debug.fleet.s3_boto import stack_root
+from smx_debug.local import LocalAws
+from smx_debug.local.job_metrics import Scenario
+from smx_debug.simulate import Simulation, SimulationSpec
+from smx_debug.watch import run_once
+
+CPU = Scenario(kind="cpu_bottleneck", onset=10)
+KEY = ["job", "node", "minute", "source", "name", "dimension"]
+
+
+def _minutes(aws: LocalAws) -> pd.DataFrame:
+    root = stack_root(BUCKET, aws.client("s3"))
+    frames = []
+    for info in root.files("system_minutes"):
+        with root.filesystem.open_input_file(info.path) as f:
+            frames.append(pq.read_table(f).to_pandas())
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=KEY)
+
+
+def _minute_numbers(frame: pd.DataFrame, job: str) -> list[int]:
+    picked = frame[frame["job"] == job]["minute"].drop_duplicates().sort_values()
+    return [int((m - T0.replace(tzinfo=None)).total_seconds() // 60) for m in picked]
+
+
+def test_fleet_sink_appends_each_minute_once_with_host_averages(aws: LocalAws) -> None:
+    create_job(aws, "guarded-a", hosts=2)  # ml.g4dn.2xlarge: 8 vCPUs, 1 GPU
+    publish(aws, "guarded-a", 0, 20, CPU, hosts=2)
+    config = settings(fleet_bucket=BUCKET)
+    for m in range(8, 13):
+        run_once(config, clients(aws), Recorder(), now=at(m) + 5)
+    rows = _minutes(aws)
+    # the first run (at minute 8, minute 6 settled) appends minutes 0-6; each later run one more, up to minute 10
+    assert _minute_numbers(rows, "guarded-a") == list(range(0, 11))
+    assert not rows.duplicated(KEY).any() and set(rows["source"]) == {"cloudwatch"}
+    gpu = rows[rows["dimension"] == "GPUUtilization"]
+    assert len(gpu) == 2 * 11 and set(gpu["devices"]) == {1}
+    assert set(rows[rows["dimension"] == "CPUUtilization"]["devices"]) == {8}
+    assert gpu["value_avg"].max() <= 100  # divided per GPU, not CloudWatch's host sum
+
+
+def test_fleet_sink_profiler_job_appends_its_per_device_minutes(aws: LocalAws) -> None:
+    _profiled_job(aws, "guarded-profiled")
+    publish(aws, "guarded-profiled", 0, 20, Scenario(vcpus=32, gpus=4))
+    sim = Simulation(SimulationSpec(scenario="healthy", job_start=T0, duration_s=20 * 60, nodes=1, cpus=32, gpus=4,
+                                    interval_ms=5000, seed=3, initialization_s=0))
+    for minute in sim.minutes()[:14]:
+        for key, body, _ in sim.files_for_minute(minute, framework=False):
+            aws.client("s3").put_object(Bucket=BUCKET, Key=f"debugger/guarded-profiled/profiler-output/{key}", Body=body)
+    for m in (12, 13):
+        run_once(settings(fleet_bucket=BUCKET), clients(aws), Recorder(), now=at(m) + 5)
+    rows = _minutes(aws)
+    assert set(rows["source"]) == {"debugger"} and set(rows["devices"]) == {1}
+    assert sorted(rows[rows["dimension"] == "GPUUtilization"]["name"].unique()) == ["gpu0", "gpu1", "gpu2", "gpu3"]
+    assert _minute_numbers(rows, "guarded-profiled") == list(range(1, 12))  # the device window, then one more
+
+
+class _NoWrites:
+    """An S3 client whose PutObject of the fleet dataset fails (as when the bucket refuses for a while)."""
+
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    def put_object(self, **kwargs: Any) -> Any:
+        if "smx-debug/fleet/" in kwargs["Key"]:
+            raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "slow down"}}, "PutObject")
+        return self._real.put_object(**kwargs)
+
+
+def test_fleet_sink_failed_append_never_stops_an_action_and_is_made_up_next_run(aws: LocalAws) -> None:
+    create_job(aws, "guarded-a")
+    publish(aws, "guarded-a", 0, 20, CPU)
+    config, recorder = settings(fleet_bucket=BUCKET), Recorder()
+    for m in range(8, 13):
+        run_once(config, clients(aws), recorder, now=at(m) + 5)
+    failing = with_clients(aws, s3=_NoWrites(clients(aws).s3))
+    for m in (13, 14):  # CPUBottleneck fires in one of these runs: the action is taken whatever the dataset does
+        report = run_once(config, failing, recorder, now=at(m) + 5)
+        outcome = report.outcomes["guarded-a"]
+        assert outcome.status == "evaluated"
+        assert [e.reason for e in outcome.errors] == ["aws-error"]
+        assert "appending its minutes to the fleet dataset failed" in outcome.notes[-1]
+    assert recorder.jobs() == ["guarded-a"]
+    run_once(config, clients(aws), recorder, now=at(15) + 5)
+    assert _minute_numbers(_minutes(aws), "guarded-a") == list(range(0, 14))  # the missed minutes made up
