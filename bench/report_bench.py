@@ -21,8 +21,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from smx_debug.data.frames import ns
 from smx_debug.evaluate import evaluate
-from smx_debug.evaluate.data import ns
 from smx_debug.htmlreport import JobOutcome, ReportInput, estimate_cost, write_report
 
 TARGET_S = 5.0

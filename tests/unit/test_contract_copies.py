@@ -24,7 +24,7 @@ SCANNED = [
 # (file relative to the repository, value): why it is not a copy
 ALLOWED = {
     ("src/smx_debug/contracts.py", "*"): "the owner",
-    ("src/smx_debug/reports/profiler_report.py", "RuleTriggered"): "a field of Debugger's rule report JSON",
+    ("src/smx_debug/data/profiler_output.py", "RuleTriggered"): "a field of Debugger's rule report JSON",
     ("src/smx_debug/evaluate/result.py", "RuleTriggered"): "a field of Debugger's rule report JSON",
     ("src/smx_debug/evaluate/live.py", "IssuesFound"): "the RuleStatus Literal type (mypy checks the values)",
     ("src/smx_debug/evaluate/live.py", "InProgress"): "the RuleStatus Literal type (mypy checks the values)",

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "smx_debug"
 # Lowest first. A top-level module (smx_debug/<name>.py) is its own room.
 FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "contracts", "quiet", "permissions"}),  # standard library only
-    frozenset({"tags", "pricing"}),
+    frozenset({"tags", "pricing", "instances"}),
     frozenset({"rules"}),
     frozenset({"config", "actions"}),
     frozenset({"data"}),

@@ -152,8 +152,8 @@ def _write_results(args: argparse.Namespace, results: Mapping[str, Any]) -> None
 
 
 def _run(args: argparse.Namespace) -> int:
+    from smx_debug.data.jobs import load_job
     from smx_debug.evaluate import LoadReport, evaluate
-    from smx_debug.evaluate.jobs import load_job
 
     if _wants_tensors(args):
         return _run_trial(args)
@@ -254,8 +254,8 @@ def _live_trial(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
 
 
 def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
+    from smx_debug.data.jobs import load_job
     from smx_debug.evaluate import LiveEvaluator
-    from smx_debug.evaluate.jobs import load_job
 
     live = LiveEvaluator(rules=configs)
     updates = 0

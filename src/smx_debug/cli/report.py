@@ -105,7 +105,7 @@ def _trial_of(job_or_path: str, args: argparse.Namespace) -> Any:
 
 def _tensor_job_info(job_or_path: str, trial: Any) -> Any:
     """What the report knows of a job (or path) that has tensors and no profiler or CloudWatch data."""
-    from smx_debug.evaluate.jobs import JobInfo
+    from smx_debug.data.jobs import JobInfo
 
     if Path(job_or_path).expanduser().exists() or job_or_path.startswith("s3://"):
         return JobInfo(name=trial.name, source=trial.path)
@@ -134,9 +134,9 @@ def _tensors(trial: Any, configs: Any) -> tuple[dict[str, Any], Any]:
 
 def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: Any, overrides: Any,
          title: str | None) -> Any:
+    from smx_debug.data.jobs import load_job
     from smx_debug.errors import NoDataYetError, NotFoundError
     from smx_debug.evaluate import JobData, LoadReport, evaluate
-    from smx_debug.evaluate.jobs import load_job
     from smx_debug.htmlreport import ReportInput, estimate_cost
     from smx_debug.rules.params import TENSOR_RULES
 

@@ -14,11 +14,11 @@ __all__ = ["register"]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from smx_debug.analysis.trace_export import TraceMark, chrome_trace, write_chrome_trace
     from smx_debug.cli.report import load_framework_events, load_outcome
+    from smx_debug.data.jobs import load_job
     from smx_debug.evaluate import LoadReport, evaluate
-    from smx_debug.evaluate.jobs import load_job
     from smx_debug.htmlreport import ReportInput, build_model
-    from smx_debug.reports.trace_export import TraceMark, chrome_trace, write_chrome_trace
 
     rules, overrides, _ = rule_selection(args)
     check_output_file(args.out, "--out")

@@ -6,8 +6,8 @@ The rules read pandas frames (docs/CONTRACTS.md) bundled in :class:`JobData` and
 
 from __future__ import annotations
 
-from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS, instance_metrics, training_metrics
-from smx_debug.evaluate.data import (
+from smx_debug.data.cloudwatch import INSTANCE_METRICS, instance_metrics, training_metrics
+from smx_debug.data.frames import (
     JobData,
     empty_dataloader,
     empty_scalars,
@@ -15,9 +15,9 @@ from smx_debug.evaluate.data import (
     empty_system,
     series_frame,
 )
+from smx_debug.data.load import LoadReport, load_path, load_source
+from smx_debug.data.metrics_file import read_scalars
 from smx_debug.evaluate.live import LiveEvaluator, RuleStatus, Transition
-from smx_debug.evaluate.load import LoadReport, load_path, load_source
-from smx_debug.evaluate.metrics_file import read_scalars
 from smx_debug.evaluate.registry import REGISTRY, evaluate, evaluate_rule
 from smx_debug.evaluate.result import RuleResult, encode_parameters
 from smx_debug.rules.configured import ConfiguredRule, configured_rule

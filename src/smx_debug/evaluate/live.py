@@ -10,7 +10,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
 from smx_debug.contracts import ISSUES_FOUND, NO_ISSUES_FOUND, RULE_IN_PROGRESS, condition_met_details
-from smx_debug.evaluate.data import (
+from smx_debug.data.frames import (
     JobData,
     empty_dataloader,
     empty_scalars,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from smx_debug.data.frames import JobData
 from smx_debug.evaluate import scalar_rules, step_rules, system_rules
-from smx_debug.evaluate.data import JobData
 from smx_debug.evaluate.result import RuleResult
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure, configured_rule
 from smx_debug.rules.params import PROFILER_RULES, SCALAR_RULES

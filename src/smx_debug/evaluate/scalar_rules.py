@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from smx_debug.data.frames import JobData, ns
 from smx_debug.errors import ConfigError
-from smx_debug.evaluate.data import JobData, ns
 from smx_debug.evaluate.result import RuleResult, encode_parameters
 
 __all__ = ["loss_not_decreasing", "overfit", "overtraining", "stalled_training"]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from smx_debug.evaluate.data import JobData, Series
+from smx_debug.data.frames import JobData, Series
 from smx_debug.evaluate.result import RuleResult, encode_parameters
 from smx_debug.evaluate.scan import boundaries, counts_before, interval_of, window_quantiles
 

@@ -22,7 +22,7 @@ _TRIAL_MARKERS = ("index", "events", "collections", "training_job_end.ts")
 def is_trial(path: str, *, s3_client: Any = None) -> bool:
     """Whether ``path`` (a local folder or an ``s3://`` prefix) holds Debugger's tensor layout."""
     if path.startswith("s3://"):
-        from smx_debug.reports.sources import split_s3_uri
+        from smx_debug.data.sources import split_s3_uri
 
         bucket, key = split_s3_uri(path)
         prefix = key.rstrip("/") + "/" if key else ""

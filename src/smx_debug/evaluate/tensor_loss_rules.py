@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from smx_debug.data.frames import JobData
 from smx_debug.evaluate import scalar_rules
-from smx_debug.evaluate.data import JobData
 from smx_debug.evaluate.result import RuleResult, Trace, encode_parameters
 from smx_debug.evaluate.tensor_data import TensorBatch
 from smx_debug.evaluate.tensor_rules import Collections, TensorRule

@@ -176,7 +176,7 @@ def append_cloudwatch(root: FleetRoot | str | os.PathLike[str], job: str, start:
     """Append the job's CloudWatch host metrics (``/aws/sagemaker/TrainingJobs``, 1-minute) for jobs without
     Debugger, as :func:`smx_debug.evaluate.instance_metrics` frames them (CPU and GPU divided by the counts,
     so each row is a host average standing for ``cpus`` or ``gpus`` devices)."""
-    from smx_debug.evaluate.cloudwatch import instance_metrics
+    from smx_debug.data.cloudwatch import instance_metrics
 
     if cpus < 1 or gpus < 0:
         raise ConfigError(f"cpus ({cpus!r}) must be >= 1 and gpus ({gpus!r}) >= 0", field="cpus", value=cpus)
@@ -188,7 +188,7 @@ def append_cloudwatch(root: FleetRoot | str | os.PathLike[str], job: str, start:
 def cloudwatch_devices(cpus: int, gpus: int) -> dict[str, int]:
     """The devices one CloudWatch host row stands for, by dimension: the host's vCPUs for CPU, its GPUs (at
     least 1) for GPU and GPU memory (the ``devices`` column of ``system_minutes``)."""
-    from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS
+    from smx_debug.data.cloudwatch import INSTANCE_METRICS
 
     per = {"vcpus": max(cpus, 1), "gpus": max(gpus, 1)}
     return {dim: per[kind] for _typ, _name, dim, kind in INSTANCE_METRICS.values() if kind is not None}
@@ -382,7 +382,7 @@ def _collect_one(fr: FleetRoot, job: str, sm: Any, s3: Any, cw: Any, make: Calla
             profiled = False
     if not profiled and desc.get("TrainingStartTime"):
         row = job_row(desc, tags)
-        from smx_debug.watch.frames import device_counts
+        from smx_debug.data.minute_frames import device_counts
 
         counts = device_counts(row["instance_type"]) or (1, 0)
         start = desc["TrainingStartTime"]

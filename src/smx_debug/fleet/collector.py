@@ -8,7 +8,7 @@ A platform team asks about every job, watched or not. The collector (``lambdas/f
   only when the job changed (status, times, billable seconds, tags, rule statuses);
 - **system_minutes** from CloudWatch's ``/aws/sagemaker/TrainingJobs`` host metrics (1-minute, every job has
   them), for the jobs the deployment's evaluator does not append itself (unwatched jobs, or every job when the
-  evaluator is off), batched into GetMetricData calls of 500 metrics (:func:`smx_debug.watch.cloudwatch.read_metrics`);
+  evaluator is off), batched into GetMetricData calls of 500 metrics (:func:`smx_debug.data.cloudwatch_batch.read_metrics`);
 - **verdicts**: Debugger's rule triggers from the jobs' rule statuses, and the verdict log's lines that the action
   core put in the inbox (:mod:`smx_debug.actions.verdict_log`), compacted into the table and then deleted.
 
@@ -290,9 +290,9 @@ def _metadata(settings: CollectorSettings, root: FleetRoot, jobs: Mapping[str, M
 def _minutes(settings: CollectorSettings, clients: CollectorClients, root: FleetRoot,
              jobs: Mapping[str, Mapping[str, Any]], read_from: int, end: int, report: CollectorReport) -> None:
     """CloudWatch host minutes ``[read_from, end)`` of the jobs the evaluator does not append itself."""
+    from smx_debug.data.cloudwatch_batch import MetricRead, read_metrics
+    from smx_debug.data.minute_frames import system_frame
     from smx_debug.instances import instance_row
-    from smx_debug.watch.cloudwatch import MetricRead, read_metrics
-    from smx_debug.watch.frames import system_frame
 
     reads: list[MetricRead] = []
     facts: dict[str, tuple[int, int]] = {}

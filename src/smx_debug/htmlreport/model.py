@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from smx_debug.analysis.dips import BETWEEN_STEPS, IN_STEP, NO_TRACE, dip_causes, gpu_dips
+from smx_debug.analysis.loop import dataloader_share, slow_loading_steps, slowest_operators, step_loading
+from smx_debug.data.frames import ns
 from smx_debug.evaluate import JobData, RuleResult
-from smx_debug.evaluate.data import ns
 from smx_debug.htmlreport.advice import ADVICE, DESCRIPTION
 from smx_debug.htmlreport.cost import CostEstimate
 from smx_debug.htmlreport.fmt import duration, money, utc
 from smx_debug.htmlreport.outcome import JobOutcome
-from smx_debug.reports.dips import BETWEEN_STEPS, IN_STEP, NO_TRACE, dip_causes, gpu_dips
-from smx_debug.reports.loop import dataloader_share, slow_loading_steps, slowest_operators, step_loading
 
 __all__ = ["Mark", "ReportInput", "ReportModel", "RuleRow", "StepRow", "TensorInput", "TensorRow", "Verdict",
            "build_model"]

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from smx_debug.data.frames import ns
 from smx_debug.evaluate import JobData
-from smx_debug.evaluate.data import ns
 from smx_debug.htmlreport.fmt import count, duration, money, number, percent, rate_mb, utc
 from smx_debug.htmlreport.model import ReportInput, ReportModel, build_model
 from smx_debug.htmlreport.svg import line_chart, threshold_chart

@@ -101,9 +101,9 @@ class JobPlayback:
 
     def run(self) -> None:
         """Play the whole job in this thread."""
+        from smx_debug.data.sources import split_s3_uri
         from smx_debug.evaluate import LiveEvaluator
         from smx_debug.reports import SystemMetricsReader, framework_metrics, step_durations
-        from smx_debug.reports.sources import split_s3_uri
 
         install_local(self.aws)
         s3 = self.aws.client("s3")

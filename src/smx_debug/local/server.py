@@ -24,7 +24,7 @@ DEFAULT_REGION = "us-west-2"
 LOCAL_ACCOUNT_ID = "123456789012"  # moto's default account
 _FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
 # Connections each client keeps to the server: the report readers fetch with up to 16 threads
-# (smx_debug.reports.sources.DEFAULT_WORKERS) and the SDK and handlers add a few; botocore's default is 10.
+# (smx_debug.data.sources.DEFAULT_WORKERS) and the SDK and handlers add a few; botocore's default is 10.
 MAX_POOL_CONNECTIONS = 32
 
 

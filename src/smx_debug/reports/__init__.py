@@ -8,8 +8,18 @@ Each question is one call that returns a DataFrame: :func:`rule_summary` (which 
 
 from __future__ import annotations
 
-from smx_debug.reports.dips import CAUSE_COLUMNS, DIP_COLUMNS, classify_event, dip_causes, gpu_dips
-from smx_debug.reports.framework import (
+from smx_debug.analysis.dips import CAUSE_COLUMNS, DIP_COLUMNS, classify_event, dip_causes, gpu_dips
+from smx_debug.analysis.loop import dataloader_share, slow_loading_steps, slowest_operators, step_loading
+from smx_debug.analysis.stats import (
+    DEFAULT_STDDEV,
+    PERCENTILES,
+    step_outliers,
+    step_statistics,
+    training_phases,
+    utilization_stats,
+)
+from smx_debug.analysis.trace_export import COUNTERS, TraceMark, chrome_trace, write_chrome_trace
+from smx_debug.data.framework import (
     EVENT_COLUMNS,
     STEP_COLUMNS,
     TRACE_KINDS,
@@ -17,14 +27,13 @@ from smx_debug.reports.framework import (
     parse_trace,
     step_durations,
 )
-from smx_debug.reports.loop import dataloader_share, slow_loading_steps, slowest_operators, step_loading
-from smx_debug.reports.profiler_report import (
+from smx_debug.data.profiler_output import (
     REPORT_COLUMNS,
     ProfilerReport,
     parse_rule_parameters,
     profiler_report,
 )
-from smx_debug.reports.rules import (
+from smx_debug.data.rule_summary import (
     RULE_COLUMNS,
     SETTLED_STATUSES,
     RuleSummary,
@@ -32,7 +41,7 @@ from smx_debug.reports.rules import (
     rule_summary_many,
     wait_for_rules,
 )
-from smx_debug.reports.sources import (
+from smx_debug.data.sources import (
     JobPaths,
     LocalSource,
     ObjectInfo,
@@ -41,22 +50,13 @@ from smx_debug.reports.sources import (
     job_paths,
     open_source,
 )
-from smx_debug.reports.stats import (
-    DEFAULT_STDDEV,
-    PERCENTILES,
-    step_outliers,
-    step_statistics,
-    training_phases,
-    utilization_stats,
-)
-from smx_debug.reports.system import (
+from smx_debug.data.system import (
     SYSTEM_COLUMNS,
     SystemMetricsReader,
     parse_system_file,
     system_metrics,
     system_metrics_wide,
 )
-from smx_debug.reports.trace_export import COUNTERS, TraceMark, chrome_trace, write_chrome_trace
 
 __all__ = [
     "CAUSE_COLUMNS",

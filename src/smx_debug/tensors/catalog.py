@@ -19,8 +19,8 @@ from typing import Any, Final, TypeVar
 
 import numpy as np
 
+from smx_debug.data.sources import LocalSource, ObjectInfo, S3Source, Source
 from smx_debug.errors import DataError
-from smx_debug.reports.sources import LocalSource, ObjectInfo, S3Source, Source
 from smx_debug.tensors import layout
 from smx_debug.tensors.codec import decode_event
 from smx_debug.tensors.collections_file import Collection, CollectionsFile

@@ -16,8 +16,8 @@ from typing import Final
 import numpy as np
 import pandas as pd
 
+from smx_debug.data.sources import LocalSource, Source
 from smx_debug.errors import DataError, UnknownDtypeError
-from smx_debug.reports.sources import LocalSource, Source
 from smx_debug.tensors.catalog import BAD_ENTRY, DAMAGED_RECORD, UNKNOWN_DTYPE, Catalog, EventFile, read_range
 from smx_debug.tensors.codec import decode_event
 from smx_debug.tensors.dtypes import DT_BFLOAT16, DT_INVALID, DT_STRING, NUMPY_DTYPES

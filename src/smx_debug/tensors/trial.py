@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from smx_debug.data.sources import LocalSource, S3Source, Source, job_paths, split_s3_uri
 from smx_debug.errors import (
     ConfigError,
     DataError,
@@ -26,7 +27,6 @@ from smx_debug.errors import (
     TensorUnavailableError,
     UnknownNameError,
 )
-from smx_debug.reports.sources import LocalSource, S3Source, Source, job_paths, split_s3_uri
 from smx_debug.tensors.catalog import Catalog, EventFile, read_range
 from smx_debug.tensors.codec import decode_event
 from smx_debug.tensors.collections_file import Collection

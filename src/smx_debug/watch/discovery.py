@@ -24,11 +24,11 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, EVALUATOR_TAG, JOB_IN_PROGRESS, RULE_FIELDS
+from smx_debug.data.job_errors import WATCH_SPEC, JobError, job_error
 from smx_debug.errors import ConfigError
 from smx_debug.rules.watch_spec import WatchSpec
 from smx_debug.tags import tags_as_dict
 from smx_debug.watch.cursor import Cursor
-from smx_debug.watch.isolation import WATCH_SPEC, JobError, job_error
 from smx_debug.watch.settings import EvaluatorSettings
 
 __all__ = ["Refreshed", "job_facts", "list_running", "refresh", "search_opted_in", "search_request"]
@@ -79,7 +79,7 @@ def _epoch(value: Any) -> float | None:
 
 def job_facts(description: Mapping[str, Any]) -> dict[str, Any]:
     """What the evaluator needs from DescribeTrainingJob, as plain JSON."""
-    from smx_debug.reports.sources import job_paths
+    from smx_debug.data.sources import job_paths
 
     resources = description.get("ResourceConfig", {})
     groups = resources.get("InstanceGroups") or []

@@ -33,8 +33,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from smx_debug.data.job_errors import job_error
 from smx_debug.errors import AwsError, SmxDebugError
-from smx_debug.watch.isolation import job_error, publish_job_errors
+from smx_debug.watch.isolation import publish_job_errors
 from smx_debug.watch.run import (
     Clients,
     JobOutcome,

@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from smx_debug.fleet.append import Source
 
+from smx_debug.data.job_errors import BAD_DATA, job_error
 from smx_debug.watch.cursor import Cursor
-from smx_debug.watch.isolation import BAD_DATA, job_error
 from smx_debug.watch.run import RunReport
 from smx_debug.watch.settings import EvaluatorSettings
 
@@ -35,8 +35,8 @@ FLEET_THROUGH = "fleet_through"  # cursor info: the last epoch minute appended t
 
 def _frame(cursor: Cursor, profiler: Any, lo: int, last: int) -> tuple[Any, Source, dict[str, int] | None] | str:
     """The job's minutes ``lo..last`` as a system frame, its source and devices; or why there are none."""
+    from smx_debug.data.minute_frames import device_counts, system_frame
     from smx_debug.fleet.append import cloudwatch_devices
-    from smx_debug.watch.frames import device_counts, system_frame
 
     if profiler is not None:
         ns = profiler["timestamp"].astype("int64").to_numpy()

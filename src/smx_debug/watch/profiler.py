@@ -6,7 +6,7 @@ only (their names carry their time span, so the reader skips the rest: the cost 
 and the per-device rules (CPUBottleneck, LowGPUUtilization, GPUMemoryIncrease) judge that per-core, per-GPU
 frame instead of CloudWatch's host averages. Nothing is kept between runs: the window is read again each minute.
 
-Output that cannot be used is that job's :class:`~smx_debug.watch.isolation.JobError` (AWS refused or failed
+Output that cannot be used is that job's :class:`~smx_debug.data.job_errors.JobError` (AWS refused or failed
 the read: by its code; output the reader could not survive: ``bad-data``), and the job is judged on CloudWatch's
 host averages instead. Damaged lines are not errors: the reader skips and counts them.
 """
@@ -17,15 +17,15 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from smx_debug.data.job_errors import BAD_DATA, JobError, job_error
 from smx_debug.errors import NoDataYetError, NotFoundError
-from smx_debug.watch.isolation import BAD_DATA, JobError, job_error
 
 __all__ = ["profiler_frames"]
 
 
 def _one(job: str, output_path: str, s3: Any, start_s: int, end_s: int) -> tuple[Any, JobError | None]:
+    from smx_debug.data.sources import job_paths, split_s3_uri
     from smx_debug.reports import S3Source, SystemMetricsReader
-    from smx_debug.reports.sources import job_paths, split_s3_uri
 
     prefix = job_paths(job, description={"ProfilerConfig": {"S3OutputPath": output_path}}).profiler
     if prefix is None:

@@ -11,7 +11,7 @@ and the benchmark call it in process on the local AWS. A run:
    itself (:func:`evaluate_jobs`, as each shard does):
 4. claims each job's lease (below) and loads the cursors of the jobs it won (:mod:`smx_debug.watch.cursor`);
 5. refreshes what it knows about new or stale watched jobs;
-6. reads each job's minutes since its cursor, all jobs batched (:mod:`smx_debug.watch.cloudwatch`), and merges
+6. reads each job's minutes since its cursor, all jobs batched (:mod:`smx_debug.data.cloudwatch_batch`), and merges
    them into the job's window;
 7. evaluates each rule configuration on its last ``window`` minutes (the same rule code as ``smx-debug rules
    evaluate``, keyed by configuration name) and hands every newly triggered configuration to the responder,
@@ -52,13 +52,14 @@ from typing import Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.contracts import EVALUATOR_TAG, RuleKind, condition_met_details, job_lease_key
+from smx_debug.data.cloudwatch_batch import MetricRead, ReadResult, read_metrics
+from smx_debug.data.job_errors import AWS_ERROR, BAD_DATA, JobError, job_error, reason_of
 from smx_debug.errors import SmxDebugError
 from smx_debug.rules.watch_spec import WatchedRule
 from smx_debug.tags import watched_actions
-from smx_debug.watch.cloudwatch import MetricRead, ReadResult, read_metrics
 from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discovery import Refreshed, list_running, refresh, search_opted_in
-from smx_debug.watch.isolation import AWS_ERROR, BAD_DATA, JobError, job_error, publish_job_errors, reason_of
+from smx_debug.watch.isolation import publish_job_errors
 from smx_debug.watch.settings import EvaluatorSettings
 from smx_debug.watch.tensors import evaluate_tensors
 
@@ -233,7 +234,7 @@ def _window(frame: Any, lo: int, last: int) -> Any:
 @cache
 def _empty_frames() -> tuple[Any, Any, Any, Any]:
     """Empty system, scalars, steps and dataloader frames, built once (the rules only read them)."""
-    from smx_debug.evaluate.data import empty_dataloader, empty_scalars, empty_steps, empty_system
+    from smx_debug.data.frames import empty_dataloader, empty_scalars, empty_steps, empty_system
 
     return empty_system(), empty_scalars(), empty_steps(), empty_dataloader()
 
@@ -246,10 +247,10 @@ def _keep_minutes(cursor: Cursor, settings: EvaluatorSettings) -> int:
 
 def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tuple[list[Trigger], list[str]]:
     """Evaluate the job's rules on its window; returns new triggers and notes."""
-    from smx_debug.evaluate.data import JobData
+    from smx_debug.data.frames import JobData
+    from smx_debug.data.minute_frames import DEVICE_RULES, device_counts, scalar_frame, system_frame
     from smx_debug.evaluate.registry import REGISTRY
     from smx_debug.rules.params import resolve_params
-    from smx_debug.watch.frames import DEVICE_RULES, device_counts, scalar_frame, system_frame
 
     info = cursor.info
     devices = device_counts(info.get("instance_type"))

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from smx_debug.cli import main
+from smx_debug.data.cloudwatch import NAMESPACE
+from smx_debug.data.jobs import load_job
 from smx_debug.evaluate import evaluate
-from smx_debug.evaluate.cloudwatch import NAMESPACE
-from smx_debug.evaluate.jobs import load_job
 from smx_debug.simulate import Simulation, SimulationSpec
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from smx_debug.data.jobs import load_job
 from smx_debug.evaluate import LoadReport, load_path
-from smx_debug.evaluate.jobs import load_job
 from smx_debug.simulate import Simulation, SimulationSpec
 
 RES = Path("fixtures/awslabs+sagemaker-debugger/tests/profiler/resources")

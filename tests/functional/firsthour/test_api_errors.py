@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from smx_debug import reports
+from smx_debug.data.jobs import load_job
 from smx_debug.errors import JobNotFoundError, RegionError
-from smx_debug.evaluate.jobs import load_job
 from smx_debug.local import LocalAws
 
 CALLS: dict[str, Callable[[Any], object]] = {

@@ -18,7 +18,7 @@ import boto3
 import pytest
 
 from smx_debug import DebugPlan, SmxDebugWarning, local, reports
-from smx_debug.evaluate.jobs import load_job
+from smx_debug.data.jobs import load_job
 from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws, iam
 from smx_debug.local.playback import JobPlayback
 from smx_debug.permissions import NOTEBOOK_CALLS, iam_actions, notebook_policy

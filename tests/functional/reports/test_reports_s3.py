@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 from botocore.stub import Stubber
 
+from smx_debug.data.framework import framework_metrics
 from smx_debug.errors import NotFoundError
 from smx_debug.local import LocalAws
 from smx_debug.reports import SystemMetricsReader, profiler_report, step_durations, system_metrics
-from smx_debug.reports.framework import framework_metrics
 from smx_debug.simulate import Simulation, SimulationSpec
 
 BUCKET = "smx-reports"

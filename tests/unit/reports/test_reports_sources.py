@@ -10,9 +10,9 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from smx_debug.data.sources import _bounded_map, split_s3_uri
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.reports import LocalSource, S3Source, job_paths, open_source
-from smx_debug.reports.sources import _bounded_map, split_s3_uri
 
 DESC = {
     "TrainingJobName": "job-1",

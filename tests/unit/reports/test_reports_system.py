@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from smx_debug.data.system import _parse_fast
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.reports import (
     SYSTEM_COLUMNS,
@@ -19,7 +20,6 @@ from smx_debug.reports import (
     system_metrics,
     system_metrics_wide,
 )
-from smx_debug.reports.system import _parse_fast
 from smx_debug.simulate import Simulation, SimulationSpec
 
 RES = Path("fixtures/awslabs+sagemaker-debugger/tests/profiler/resources")
@@ -353,7 +353,7 @@ def test_parse_system_file_many_bad_byte_lines_all_counted() -> None:
 
 
 def test_parse_system_file_utf8_check_across_chunk_boundaries(monkeypatch: pytest.MonkeyPatch) -> None:
-    import smx_debug.reports.system as system
+    import smx_debug.data.system as system
 
     monkeypatch.setattr(system, "_UTF8_CHUNK", 7)  # multi-byte characters straddle chunk boundaries
     good = CANON.replace(b'"cpu0"', '"caf\u00e9\u20ac"'.encode())

@@ -11,8 +11,8 @@ import numpy as np
 import pydantic
 import pytest
 
+from smx_debug.data.framework import framework_metrics
 from smx_debug.reports import step_durations, step_outliers, system_metrics
-from smx_debug.reports.framework import framework_metrics
 from smx_debug.simulate import SCENARIOS, Simulation, SimulationSpec
 
 

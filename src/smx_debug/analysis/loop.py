@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from smx_debug.evaluate.data import ns
-from smx_debug.reports.dips import classify_event
+from smx_debug.analysis.dips import classify_event
+from smx_debug.data.frames import ns
 
 __all__ = ["LOADING_COLUMNS", "OPERATOR_COLUMNS", "SHARE_COLUMNS", "dataloader_share", "slow_loading_steps",
            "slowest_operators", "step_loading"]

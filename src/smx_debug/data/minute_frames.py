@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS, training_metric
-from smx_debug.evaluate.data import empty_scalars, empty_system
+from smx_debug.data.cloudwatch import INSTANCE_METRICS, training_metric
+from smx_debug.data.frames import empty_scalars, empty_system
 from smx_debug.instances import instance_row
 
 __all__ = ["DEVICE_RULES", "device_counts", "scalar_frame", "system_frame"]

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from smx_debug.evaluate.data import empty_scalars
-from smx_debug.reports.system import TIMESTAMP_RANGE_S
+from smx_debug.data.frames import empty_scalars
+from smx_debug.data.system import TIMESTAMP_RANGE_S
 
 __all__ = ["read_scalars"]
 

@@ -20,9 +20,9 @@ from smx_debug.contracts import (
     details_step,
     rule_logs_url_from_arn,
 )
+from smx_debug.data._util import TimeLike, to_epoch_ns
+from smx_debug.data.sources import _default_sagemaker, _describe
 from smx_debug.errors import AwsError, ConfigError
-from smx_debug.reports._util import TimeLike, to_epoch_ns
-from smx_debug.reports.sources import _default_sagemaker, _describe
 
 __all__ = [
     "RULE_COLUMNS",

@@ -13,8 +13,8 @@ import re
 import numpy as np
 import pandas as pd
 
+from smx_debug.data.frames import JobData, ns
 from smx_debug.errors import ConfigError
-from smx_debug.evaluate.data import JobData, ns
 
 __all__ = ["CAUSE_COLUMNS", "DIP_COLUMNS", "classify_event", "dip_causes", "gpu_dips"]
 

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from smx_debug.evaluate.data import JobData, Series, ns
-from smx_debug.reports.dips import classify_event
+from smx_debug.analysis.dips import classify_event
+from smx_debug.data.frames import JobData, Series, ns
 
 __all__ = ["COUNTERS", "TraceMark", "chrome_trace", "write_chrome_trace"]
 

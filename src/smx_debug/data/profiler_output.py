@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
+from smx_debug.data.sources import Source, open_source
 from smx_debug.errors import NotFoundError
-from smx_debug.reports.sources import Source, open_source
 
 __all__ = ["REPORT_COLUMNS", "ProfilerReport", "parse_rule_parameters", "profiler_report"]
 

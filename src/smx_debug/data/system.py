@@ -35,9 +35,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pj
 
+from smx_debug.data._util import Progress, TimeLike, is_utf8, to_epoch_ns
+from smx_debug.data.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 from smx_debug.errors import ConfigError, NoDataYetError, NotFoundError
-from smx_debug.reports._util import Progress, TimeLike, is_utf8, to_epoch_ns
-from smx_debug.reports.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 
 __all__ = [
     "SKIP_REASONS",

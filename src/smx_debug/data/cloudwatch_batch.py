@@ -8,7 +8,7 @@ its whole window; a known job: the minutes since its cursor plus an overlap) and
 into calls of at most 500 queries. GetMetricData is billed per metric requested, whatever the range.
 
 A call that still fails after botocore's retries (throttling that does not stop, a denied request) fails only
-the jobs in that call, each with a :class:`~smx_debug.watch.isolation.JobError` of the call's reason: they keep
+the jobs in that call, each with a :class:`~smx_debug.data.job_errors.JobError` of the call's reason: they keep
 their cursors and are read again by the next run, while the others go on.
 """
 
@@ -22,9 +22,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from smx_debug.evaluate.cloudwatch import INSTANCE_METRICS as INSTANCE_METRIC_MAP
-from smx_debug.evaluate.cloudwatch import NAMESPACE
-from smx_debug.watch.isolation import JobError, job_error
+from smx_debug.data.cloudwatch import INSTANCE_METRICS as INSTANCE_METRIC_MAP
+from smx_debug.data.cloudwatch import NAMESPACE
+from smx_debug.data.job_errors import JobError, job_error
 
 __all__ = ["INSTANCE_METRICS", "MAX_QUERIES", "NAMESPACE", "MetricRead", "ReadResult", "read_metrics"]
 

@@ -15,18 +15,18 @@ from pathlib import Path
 
 import pandas as pd
 
-from smx_debug.errors import NotFoundError
-from smx_debug.evaluate.data import JobData, empty_steps, empty_system
-from smx_debug.evaluate.metrics_file import read_scalars
-from smx_debug.reports.framework import (
+from smx_debug.data.frames import JobData, empty_steps, empty_system
+from smx_debug.data.framework import (
     framework_metrics,
     list_trace_files,
     parse_trace,
     step_durations,
     trace_file,
 )
-from smx_debug.reports.sources import ObjectInfo, Source, open_source
-from smx_debug.reports.system import SystemMetricsReader, list_system_files, parse_system_file, system_frame
+from smx_debug.data.metrics_file import read_scalars
+from smx_debug.data.sources import ObjectInfo, Source, open_source
+from smx_debug.data.system import SystemMetricsReader, list_system_files, parse_system_file, system_frame
+from smx_debug.errors import NotFoundError
 
 __all__ = ["LoadReport", "load_path", "load_source"]
 

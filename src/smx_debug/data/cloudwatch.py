@@ -19,8 +19,8 @@ import pandas as pd
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from smx_debug.data.frames import empty_scalars, empty_system
 from smx_debug.errors import AwsError, translate_client_error
-from smx_debug.evaluate.data import empty_scalars, empty_system
 
 __all__ = ["INSTANCE_METRICS", "NAMESPACE", "instance_metrics", "training_metric", "training_metrics"]
 

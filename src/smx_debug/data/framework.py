@@ -20,10 +20,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from smx_debug.data._util import Progress, TimeLike, is_utf8, to_epoch_ns
+from smx_debug.data.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
+from smx_debug.data.system import TIMESTAMP_RANGE_S
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.reports._util import Progress, TimeLike, is_utf8, to_epoch_ns
-from smx_debug.reports.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
-from smx_debug.reports.system import TIMESTAMP_RANGE_S
 
 __all__ = [
     "EVENT_COLUMNS",

@@ -13,10 +13,12 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, NoRegionError
 
+from smx_debug.data.cloudwatch import instance_metrics, training_metrics
+from smx_debug.data.frames import JobData
+from smx_debug.data.load import LoadReport, load_path, load_source
+from smx_debug.data.sources import open_source
 from smx_debug.errors import ConfigError, NotFoundError, RegionError, translate_client_error
-from smx_debug.evaluate.cloudwatch import instance_metrics, training_metrics
-from smx_debug.evaluate.data import JobData
-from smx_debug.evaluate.load import LoadReport, load_path, load_source
+from smx_debug.instances import instance_row
 
 # SageMaker's TrainingJobName pattern: anything else given as JOB_OR_PATH is a path that does not exist.
 _JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -55,8 +57,6 @@ def _describe(job: str, client: Any) -> dict[str, Any]:
 
 def _debugger_data(job_or_uri: str, sagemaker_client: Any, s3_client: Any, report: LoadReport | None) -> JobData:
     """System metrics and steps from Debugger's profiler output in S3, through the reports package's readers."""
-    from smx_debug.reports import open_source
-
     return load_source(open_source(job_or_uri, sagemaker_client=sagemaker_client, s3_client=s3_client), report)
 
 
@@ -109,15 +109,8 @@ def load_job(
     # Pad the window: instance metrics start while the job is still "Starting"; the series are per job anyway.
     start = (desc.get("TrainingStartTime") or desc.get("CreationTime") or datetime.now(UTC)) - timedelta(minutes=5)
     end = (desc.get("TrainingEndTime") or datetime.now(UTC)) + timedelta(minutes=5)
-    from smx_debug.htmlreport.cost import instance_spec
-
-    cpus = gpus = None
-    if info_kw["instance_type"]:
-        try:
-            spec = instance_spec(info_kw["instance_type"])
-            cpus, gpus = spec.vcpus, spec.gpus or None
-        except LookupError:
-            pass
+    row = instance_row(info_kw["instance_type"])
+    cpus, gpus = (int(row["vcpus"]), int(row["gpus"]) or None) if row else (None, None)
     system = instance_metrics(job_or_path, start, end, hosts=info_kw["instance_count"] or 1, cpus=cpus, gpus=gpus,
                               cloudwatch_client=cloudwatch_client)
     names = [m["Name"] for m in (desc.get("AlgorithmSpecification") or {}).get("MetricDefinitions", [])]
