@@ -29,7 +29,8 @@ from typing import Any
 
 import pandas as pd
 
-from smx_debug.evaluate import JobData, evaluate_rule, load_path, resolve_params
+from smx_debug.evaluate import JobData, evaluate_rule, load_path
+from smx_debug.rules.params import resolve_params
 from smx_debug.simulate import Simulation, SimulationSpec
 
 HERE = Path(__file__).resolve().parent

@@ -16,7 +16,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from smx_debug.evaluate import PROFILER_RULES, JobData, evaluate_rule
+from smx_debug.evaluate import JobData, evaluate_rule
+from smx_debug.rules.params import PROFILER_RULES
 
 TARGET_S = 10.0
 

@@ -82,7 +82,7 @@ def test_cloudwatch_access_denied_is_access_denied_error() -> None:
     import boto3
     from botocore.stub import Stubber
 
-    from smx_debug.evaluate import instance_metrics
+    from smx_debug.data.cloudwatch import instance_metrics
 
     cw = boto3.client("cloudwatch", region_name="us-west-2")
     with Stubber(cw) as stub:

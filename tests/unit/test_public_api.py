@@ -37,11 +37,8 @@ PUBLIC = {
         "training_phases", "utilization_stats", "wait_for_rules", "write_chrome_trace",
     ],
     "smx_debug.evaluate": [
-        "ConfiguredRule", "INSTANCE_METRICS", "JobData", "LiveEvaluator", "LoadReport", "PROFILER_RULES",
-        "REGISTRY", "RuleResult", "RuleStatus", "SCALAR_RULES", "Transition", "configured_rule",
-        "empty_dataloader", "empty_scalars", "empty_steps", "empty_system", "encode_parameters", "evaluate",
-        "evaluate_rule", "instance_metrics", "load_path", "load_source", "parse_assignment", "parse_value",
-        "read_scalars", "resolve_params", "rule_defaults", "series_frame", "training_metrics",
+        "ConfiguredRule", "JobData", "LiveEvaluator", "LoadReport", "RuleResult", "RuleStatus", "Transition",
+        "configured_rule", "evaluate", "evaluate_rule", "load_path",
     ],
     "smx_debug.htmlreport": [
         "CostEstimate", "InstanceSpec", "JobOutcome", "ReportInput", "ReportModel", "RightSizing", "TensorInput",

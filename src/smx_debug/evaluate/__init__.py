@@ -1,40 +1,21 @@
-"""Local evaluation of Debugger's built-in profiler rules and scalar rules, batch and live.
+"""Local evaluation of Debugger's built-in rules (profiler, scalar and tensor rules), batch and live.
 
 The rules read pandas frames (docs/CONTRACTS.md) bundled in :class:`JobData` and return
-:class:`RuleResult` objects that serialise to Debugger's ``profiler-reports/<Rule>.json`` shape.
+:class:`RuleResult` objects that serialise to Debugger's ``profiler-reports/<Rule>.json`` shape. The readers
+that fill the frames are :mod:`smx_debug.data`'s (their face is :mod:`smx_debug.reports`); rule names,
+defaults and parameter checks are :mod:`smx_debug.rules.params`'.
 """
 
 from __future__ import annotations
 
-from smx_debug.data.cloudwatch import INSTANCE_METRICS, instance_metrics, training_metrics
-from smx_debug.data.frames import (
-    JobData,
-    empty_dataloader,
-    empty_scalars,
-    empty_steps,
-    empty_system,
-    series_frame,
-)
-from smx_debug.data.load import LoadReport, load_path, load_source
-from smx_debug.data.metrics_file import read_scalars
+from smx_debug.data.frames import JobData
+from smx_debug.data.load import LoadReport, load_path
 from smx_debug.evaluate.live import LiveEvaluator, RuleStatus, Transition
-from smx_debug.evaluate.registry import REGISTRY, evaluate, evaluate_rule
-from smx_debug.evaluate.result import RuleResult, encode_parameters
+from smx_debug.evaluate.registry import evaluate, evaluate_rule
+from smx_debug.evaluate.result import RuleResult
 from smx_debug.rules.configured import ConfiguredRule, configured_rule
-from smx_debug.rules.params import (
-    PROFILER_RULES,
-    SCALAR_RULES,
-    parse_assignment,
-    parse_value,
-    resolve_params,
-    rule_defaults,
-)
 
 __all__ = [
-    "INSTANCE_METRICS",
-    "PROFILER_RULES",
-    "REGISTRY",
-    "SCALAR_RULES",
     "ConfiguredRule",
     "JobData",
     "LiveEvaluator",
@@ -43,21 +24,7 @@ __all__ = [
     "RuleStatus",
     "Transition",
     "configured_rule",
-    "empty_dataloader",
-    "empty_scalars",
-    "empty_steps",
-    "empty_system",
-    "encode_parameters",
     "evaluate",
     "evaluate_rule",
-    "instance_metrics",
     "load_path",
-    "load_source",
-    "parse_assignment",
-    "parse_value",
-    "read_scalars",
-    "resolve_params",
-    "rule_defaults",
-    "series_frame",
-    "training_metrics",
 ]

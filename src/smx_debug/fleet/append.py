@@ -174,7 +174,7 @@ def append_profiler(root: FleetRoot | str | os.PathLike[str], job: str, profiler
 def append_cloudwatch(root: FleetRoot | str | os.PathLike[str], job: str, start: datetime, end: datetime, *,
                       hosts: int, cpus: int, gpus: int, cloudwatch_client: Any = None) -> AppendReport:
     """Append the job's CloudWatch host metrics (``/aws/sagemaker/TrainingJobs``, 1-minute) for jobs without
-    Debugger, as :func:`smx_debug.evaluate.instance_metrics` frames them (CPU and GPU divided by the counts,
+    Debugger, as :func:`smx_debug.data.cloudwatch.instance_metrics` frames them (CPU and GPU divided by the counts,
     so each row is a host average standing for ``cpus`` or ``gpus`` devices)."""
     from smx_debug.data.cloudwatch import instance_metrics
 

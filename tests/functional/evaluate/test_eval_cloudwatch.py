@@ -6,10 +6,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from smx_debug.data.cloudwatch import NAMESPACE
+from smx_debug.data.cloudwatch import NAMESPACE, instance_metrics, training_metrics
 from smx_debug.data.frames import JobData
 from smx_debug.data.jobs import load_job
-from smx_debug.evaluate import evaluate_rule, instance_metrics, training_metrics
+from smx_debug.evaluate import evaluate_rule
 
 JOB = "demo-job"
 T0 = (datetime.now(UTC) - timedelta(hours=1)).replace(second=0, microsecond=0)

@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smx_debug.evaluate import JobData, series_frame
+from smx_debug.data.frames import series_frame
+from smx_debug.evaluate import JobData
 
 
 def _steps(durations: list[float] | np.ndarray, *, node: str = "algo-1", mode: str = "TRAIN",

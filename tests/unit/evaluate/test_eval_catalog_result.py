@@ -8,17 +8,10 @@ import numpy as np
 import pytest
 
 from smx_debug.errors import ConfigError, UnknownNameError
-from smx_debug.evaluate import (
-    PROFILER_RULES,
-    REGISTRY,
-    SCALAR_RULES,
-    JobData,
-    RuleResult,
-    evaluate,
-    parse_assignment,
-    resolve_params,
-)
+from smx_debug.evaluate import JobData, RuleResult, evaluate
+from smx_debug.evaluate.registry import REGISTRY
 from smx_debug.rules import get_rule
+from smx_debug.rules.params import PROFILER_RULES, SCALAR_RULES, parse_assignment, resolve_params
 
 
 @pytest.mark.parametrize("rule", PROFILER_RULES)

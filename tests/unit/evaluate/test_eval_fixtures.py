@@ -25,15 +25,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smx_debug.evaluate import (
-    PROFILER_RULES,
-    JobData,
-    LoadReport,
-    evaluate,
-    load_path,
-    series_frame,
-)
+from smx_debug.data.frames import series_frame
+from smx_debug.evaluate import JobData, LoadReport, evaluate, load_path
 from smx_debug.reports import system_metrics
+from smx_debug.rules.params import PROFILER_RULES
 
 REPORTS = Path("f3bolarinwa+AWS-Sagemaker---deep_learning_model_tuning_and_deployment/ProfilerReport/"
                "profiler-output/profiler-reports")

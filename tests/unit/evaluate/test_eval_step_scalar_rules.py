@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smx_debug.evaluate import JobData, evaluate_rule, rule_defaults
+from smx_debug.evaluate import JobData, evaluate_rule
+from smx_debug.rules.params import rule_defaults
 
 
 def test_step_outlier_eleven_slow_steps_fire_once_at_the_last_scan(frames):

@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smx_debug.evaluate import JobData, configured_rule, evaluate, series_frame
+from smx_debug.data.frames import series_frame
+from smx_debug.evaluate import JobData, configured_rule, evaluate
 from smx_debug.htmlreport import JobOutcome, ReportInput, build_model, estimate_cost, render_report
 from smx_debug.htmlreport.fmt import duration, number
 from smx_debug.htmlreport.svg import line_chart
