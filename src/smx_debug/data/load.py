@@ -1,8 +1,8 @@
 """Profiler output (a folder, one file, or any reports ``Source`` such as an S3 prefix) into :class:`JobData`.
 
 There is one reader per format and it lives in :mod:`smx_debug.reports`: system metrics through
-:class:`~smx_debug.reports.SystemMetricsReader` / :func:`~smx_debug.reports.parse_system_file`, steps through
-:func:`~smx_debug.reports.framework_metrics` / :func:`~smx_debug.reports.parse_trace` and
+:class:`~smx_debug.reports.SystemMetricsReader` / :func:`~smx_debug.data.system.parse_system_file`, steps through
+:func:`~smx_debug.reports.framework_metrics` / :func:`~smx_debug.data.framework.parse_trace` and
 :func:`~smx_debug.reports.step_durations`. This module only decides which files go where and gathers
 what the readers skipped into a :class:`LoadReport`.
 """

@@ -360,8 +360,8 @@ def _collect_one(fr: FleetRoot, job: str, sm: Any, s3: Any, cw: Any, make: Calla
                  ) -> AppendReport:
     from botocore.exceptions import ClientError
 
+    from smx_debug.data.sources import job_paths
     from smx_debug.errors import JobNotFoundError, NoDataYetError
-    from smx_debug.reports import job_paths
 
     try:
         desc = sm.describe_training_job(TrainingJobName=job)

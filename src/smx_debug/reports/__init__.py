@@ -8,31 +8,12 @@ Each question is one call that returns a DataFrame: :func:`rule_summary` (which 
 
 from __future__ import annotations
 
-from smx_debug.analysis.dips import CAUSE_COLUMNS, DIP_COLUMNS, classify_event, dip_causes, gpu_dips
+from smx_debug.analysis.dips import CAUSE_COLUMNS, DIP_COLUMNS, dip_causes, gpu_dips
 from smx_debug.analysis.loop import dataloader_share, slow_loading_steps, slowest_operators, step_loading
-from smx_debug.analysis.stats import (
-    DEFAULT_STDDEV,
-    PERCENTILES,
-    step_outliers,
-    step_statistics,
-    training_phases,
-    utilization_stats,
-)
-from smx_debug.analysis.trace_export import COUNTERS, TraceMark, chrome_trace, write_chrome_trace
-from smx_debug.data.framework import (
-    EVENT_COLUMNS,
-    STEP_COLUMNS,
-    TRACE_KINDS,
-    framework_metrics,
-    parse_trace,
-    step_durations,
-)
-from smx_debug.data.profiler_output import (
-    REPORT_COLUMNS,
-    ProfilerReport,
-    parse_rule_parameters,
-    profiler_report,
-)
+from smx_debug.analysis.stats import step_outliers, step_statistics, training_phases, utilization_stats
+from smx_debug.analysis.trace_export import TraceMark, chrome_trace, write_chrome_trace
+from smx_debug.data.framework import EVENT_COLUMNS, STEP_COLUMNS, framework_metrics, step_durations
+from smx_debug.data.profiler_output import REPORT_COLUMNS, ProfilerReport, profiler_report
 from smx_debug.data.rule_summary import (
     RULE_COLUMNS,
     SETTLED_STATUSES,
@@ -41,56 +22,26 @@ from smx_debug.data.rule_summary import (
     rule_summary_many,
     wait_for_rules,
 )
-from smx_debug.data.sources import (
-    JobPaths,
-    LocalSource,
-    ObjectInfo,
-    S3Source,
-    Source,
-    job_paths,
-    open_source,
-)
-from smx_debug.data.system import (
-    SYSTEM_COLUMNS,
-    SystemMetricsReader,
-    parse_system_file,
-    system_metrics,
-    system_metrics_wide,
-)
+from smx_debug.data.system import SYSTEM_COLUMNS, SystemMetricsReader, system_metrics, system_metrics_wide
 
 __all__ = [
     "CAUSE_COLUMNS",
-    "COUNTERS",
-    "DEFAULT_STDDEV",
     "DIP_COLUMNS",
     "EVENT_COLUMNS",
-    "PERCENTILES",
     "REPORT_COLUMNS",
     "RULE_COLUMNS",
     "SETTLED_STATUSES",
     "STEP_COLUMNS",
     "SYSTEM_COLUMNS",
-    "TRACE_KINDS",
-    "JobPaths",
-    "LocalSource",
-    "ObjectInfo",
     "ProfilerReport",
     "RuleSummary",
-    "S3Source",
-    "Source",
     "SystemMetricsReader",
     "TraceMark",
     "chrome_trace",
-    "classify_event",
     "dataloader_share",
     "dip_causes",
     "framework_metrics",
     "gpu_dips",
-    "job_paths",
-    "open_source",
-    "parse_rule_parameters",
-    "parse_system_file",
-    "parse_trace",
     "profiler_report",
     "rule_summary",
     "rule_summary_many",

@@ -24,8 +24,8 @@ __all__ = ["profiler_frames"]
 
 
 def _one(job: str, output_path: str, s3: Any, start_s: int, end_s: int) -> tuple[Any, JobError | None]:
-    from smx_debug.data.sources import job_paths, split_s3_uri
-    from smx_debug.reports import S3Source, SystemMetricsReader
+    from smx_debug.data.sources import S3Source, job_paths, split_s3_uri
+    from smx_debug.reports import SystemMetricsReader
 
     prefix = job_paths(job, description={"ProfilerConfig": {"S3OutputPath": output_path}}).profiler
     if prefix is None:

@@ -9,6 +9,7 @@ import pytest
 
 from smx_debug import reports
 from smx_debug.data.jobs import load_job
+from smx_debug.data.sources import job_paths
 from smx_debug.errors import JobNotFoundError, RegionError
 from smx_debug.local import LocalAws
 
@@ -18,7 +19,7 @@ CALLS: dict[str, Callable[[Any], object]] = {
     "system_metrics": lambda sm: reports.system_metrics("resnet-typo", sagemaker_client=sm, progress=False),
     "framework_metrics": lambda sm: reports.framework_metrics("resnet-typo", sagemaker_client=sm, progress=False),
     "profiler_report": lambda sm: reports.profiler_report("resnet-typo", sagemaker_client=sm),
-    "job_paths": lambda sm: reports.job_paths("resnet-typo", sagemaker_client=sm),
+    "job_paths": lambda sm: job_paths("resnet-typo", sagemaker_client=sm),
     "load_job": lambda sm: load_job("resnet-typo", sagemaker_client=sm),
 }
 

@@ -6,10 +6,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from smx_debug.analysis.dips import classify_event
 from smx_debug.errors import ConfigError
 from smx_debug.evaluate import load_path
 from smx_debug.reports import (
-    classify_event,
     dataloader_share,
     dip_causes,
     framework_metrics,

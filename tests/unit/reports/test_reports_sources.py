@@ -10,9 +10,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from smx_debug.data.sources import _bounded_map, split_s3_uri
+from smx_debug.data.sources import LocalSource, S3Source, _bounded_map, job_paths, open_source, split_s3_uri
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.reports import LocalSource, S3Source, job_paths, open_source
 
 DESC = {
     "TrainingJobName": "job-1",
