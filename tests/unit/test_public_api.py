@@ -38,10 +38,9 @@ PUBLIC = {
         "configured_rule", "evaluate", "evaluate_rule", "load_path",
     ],
     "smx_debug.htmlreport": [
-        "CostEstimate", "InstanceSpec", "JobOutcome", "ReportInput", "ReportModel", "RightSizing", "TensorInput",
-        "build_model", "estimate_cost", "fetch_outcome", "instance_spec", "job_cost", "outcome_from_describe",
-        "outcome_from_ledger_item", "price_table", "render_comparison", "render_report", "right_size",
-        "write_comparison", "write_report",
+        "CostEstimate", "JobOutcome", "ReportInput", "ReportModel", "RightSizing", "TensorInput", "build_model",
+        "estimate_cost", "fetch_outcome", "render_comparison", "render_report", "right_size", "write_comparison",
+        "write_report",
     ],
     "smx_debug.fleet": [
         "ACTION_EVENT", "AppendReport", "AthenaEngine", "DuckDBEngine", "ENGINES", "FleetRoot", "Params", "Query",

@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 from smx_debug.htmlreport.compare import render_comparison, write_comparison
-from smx_debug.htmlreport.cost import (
-    CostEstimate,
-    InstanceSpec,
-    RightSizing,
-    estimate_cost,
-    instance_spec,
-    job_cost,
-    price_table,
-    right_size,
-)
+from smx_debug.htmlreport.cost import CostEstimate, RightSizing, estimate_cost, right_size
 from smx_debug.htmlreport.model import ReportInput, ReportModel, TensorInput, build_model
-from smx_debug.htmlreport.outcome import (
-    JobOutcome,
-    fetch_outcome,
-    outcome_from_describe,
-    outcome_from_ledger_item,
-)
+from smx_debug.htmlreport.outcome import JobOutcome, fetch_outcome
 from smx_debug.htmlreport.render import render_report, write_report
 
 __all__ = [
     "CostEstimate",
-    "InstanceSpec",
     "JobOutcome",
     "ReportInput",
     "ReportModel",
@@ -33,11 +18,6 @@ __all__ = [
     "build_model",
     "estimate_cost",
     "fetch_outcome",
-    "instance_spec",
-    "job_cost",
-    "outcome_from_describe",
-    "outcome_from_ledger_item",
-    "price_table",
     "render_comparison",
     "render_report",
     "right_size",

@@ -18,7 +18,6 @@ __all__ = [
     "RightSizing",
     "estimate_cost",
     "instance_spec",
-    "job_cost",
     "price_table",
     "right_size",
 ]
@@ -88,11 +87,6 @@ def instance_spec(instance_type: str) -> InstanceSpec:
     return InstanceSpec(instance_type=key, **row)
 
 
-def job_cost(instance_count: int, price_per_hour: float, duration_s: float) -> float:
-    """Billed cost in USD (per-second billing): count x price x hours (:func:`smx_debug.pricing.training_cost`)."""
-    return training_cost(instance_count, price_per_hour, duration_s)
-
-
 def right_size(
     instance_type: str, instance_count: int, gpu_p95: Sequence[float], duration_s: float,
     *, price_per_hour: float | None = None, target: float = TARGET_GPU_UTILIZATION,
@@ -107,14 +101,14 @@ def right_size(
         return None
     load = sum(max(0.0, float(u)) for u in gpu_p95) / 100.0
     needed = max(1, math.ceil(load / target - 1e-9))
-    current = job_cost(instance_count, price_per_hour if price_per_hour is not None else spec.price, duration_s)
+    current = training_cost(instance_count, price_per_hour if price_per_hour is not None else spec.price, duration_s)
     best: tuple[float, int, InstanceSpec] | None = None
     for name in price_table()["instances"]:
         cand = instance_spec(name)
         if cand.gpu_model != spec.gpu_model or not cand.gpus:
             continue
         count = math.ceil(needed / cand.gpus)
-        cost = job_cost(count, cand.price, duration_s)
+        cost = training_cost(count, cand.price, duration_s)
         if best is None or (cost, count) < (best[0], best[1]):
             best = (cost, count, cand)
     if best is None or best[0] >= current - 1e-9:
@@ -142,7 +136,7 @@ def estimate_cost(
         spec = None
     price = price_per_hour if price_per_hour is not None else spec.price if spec else 0.0
     source = "--price" if price_per_hour is not None else f"{table['source']} (as of {table['as_of']})"
-    cost = job_cost(instance_count, price, duration_s)
+    cost = training_cost(instance_count, price, duration_s)
     mean = float(sum(gpu_utilization) / len(gpu_utilization)) if gpu_utilization else None
     idle = cost * (1 - mean / 100.0) if mean is not None and spec is not None and spec.gpus else None
     suggestion = (

@@ -12,7 +12,7 @@ import pytest
 from fleet_data import build, device_minutes
 
 from smx_debug import fleet
-from smx_debug.htmlreport import instance_spec
+from smx_debug.htmlreport.cost import instance_spec
 from smx_debug.simulate.fleet import FleetSimulation
 
 SINCE = datetime(2026, 11, 1, tzinfo=UTC)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from smx_debug.errors import ConfigError, UnknownNameError
-from smx_debug.htmlreport import estimate_cost, instance_spec, job_cost, price_table, right_size
+from smx_debug.htmlreport import estimate_cost, right_size
+from smx_debug.htmlreport.cost import instance_spec, price_table
+from smx_debug.pricing import training_cost as job_cost
 
 
 def test_horovod_case_figures_are_reproduced():
