@@ -87,7 +87,7 @@ def guard_second_job(
     from smx_debug.local import job_metrics, metric_data
     from smx_debug.local.job_metrics import Scenario, publish_minutes
     from smx_debug.watch import run_once
-    from smx_debug.watch.handler import EvaluatorRuntime
+    from smx_debug.watch.scheduled import EvaluatorRuntime
 
     metric_data.install()
     job_metrics.install()
