@@ -128,8 +128,7 @@ def test_watch_spec_import_needs_no_boto3_or_pandas() -> None:
 
 
 def test_cost_per_job_hour_is_getmetricdata_per_metric_plus_lambda_share() -> None:
-    from smx_debug.pricing import evaluator_cost
-    from smx_debug.watch.cost import cost_per_job_hour
+    from smx_debug.pricing import cost_per_job_hour, evaluator_cost
 
     four = cost_per_job_hour(hosts=4, training_metrics=2)
     assert four.runs == 60 and four.metrics_requested == 60 * 22
@@ -144,7 +143,7 @@ def test_cost_per_job_hour_is_getmetricdata_per_metric_plus_lambda_share() -> No
 
 @pytest.mark.parametrize("field", ["hosts", "rate_minutes", "jobs_per_run"])
 def test_cost_per_job_hour_bad_counts_name_the_argument(field: str) -> None:
-    from smx_debug.watch.cost import cost_per_job_hour
+    from smx_debug.pricing import cost_per_job_hour
 
     with pytest.raises(ConfigError) as info:
         cost_per_job_hour(**{field: 0})
