@@ -43,6 +43,7 @@ from smx_debug.hook.json_config import HookSettings, read_hook_config, settings_
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig
 from smx_debug.hook.sink import TensorSink
+from smx_debug.rules.definitions import closest
 from smx_debug.tensors.layout import END_OF_JOB
 from smx_debug.tensors.mode_keys import ModeKeys
 from smx_debug.tensors.reductions import reduction_tensor_name
@@ -273,8 +274,6 @@ class Hook:
         coll = self.collection_manager.get(name)
         if coll is None:
             if not create:
-                from smx_debug.rules.catalog import closest
-
                 suggestion = closest(name, list(self.collection_manager))
                 hint = f"; did you mean {suggestion!r}?" if suggestion else ""
                 raise UnknownNameError(f"no collection {name!r}{hint}", name=name, suggestion=suggestion)
@@ -450,8 +449,6 @@ class Hook:
         for name in self.include_collections:
             found = self.collection_manager.get(name)
             if found is None or (name not in BUILTIN_REGEXES and not found.include_regex and not found.tensor_names):
-                from smx_debug.rules.catalog import closest
-
                 suggestion = closest(name, sorted(BUILTIN_REGEXES))
                 hint = f"; did you mean {suggestion!r}?" if suggestion else ""
                 raise UnknownNameError(

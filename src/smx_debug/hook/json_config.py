@@ -24,6 +24,7 @@ from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.hook.collection import DEFAULT_COLLECTIONS
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig, SaveConfigMode
+from smx_debug.rules.definitions import closest
 from smx_debug.tensors.mode_keys import ModeKeys
 
 if TYPE_CHECKING:
@@ -180,8 +181,6 @@ def _collection(entry: object, source: str, where: str, base_modes: dict[ModeKey
     params = _params(entry.get("CollectionParameters"), source, f"{where}.CollectionParameters", COLLECTION_KEYS)
     regexes = _regexes(params["include_regex"]) if "include_regex" in params else ()
     if name not in DEFAULT_COLLECTIONS and not regexes:
-        from smx_debug.rules.catalog import closest
-
         suggestion = closest(name, sorted(DEFAULT_COLLECTIONS))
         hint = f"; did you mean {suggestion!r}?" if suggestion else ""
         raise UnknownNameError(
@@ -221,8 +220,6 @@ def _params(value: object, source: str, where: str, known: frozenset[str]) -> di
 
 
 def _unknown(source: str, where: str, key: object, known: tuple[str, ...]) -> ConfigError:
-    from smx_debug.rules.catalog import closest
-
     field = f"{where}.{key}" if where else str(key)
     suggestion = closest(str(key), list(known))
     hint = f"; did you mean {suggestion!r}?" if suggestion else ""

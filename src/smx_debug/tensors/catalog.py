@@ -20,7 +20,7 @@ from typing import Any, Final, TypeVar
 import numpy as np
 
 from smx_debug.data.sources import LocalSource, ObjectInfo, S3Source, Source
-from smx_debug.errors import DataError
+from smx_debug.errors import DataError, translate_client_error
 from smx_debug.tensors import layout
 from smx_debug.tensors.codec import decode_event
 from smx_debug.tensors.collections_file import Collection, CollectionsFile
@@ -184,9 +184,7 @@ def read_range(source: Source, key: str, start: int, length: int) -> bytes:
             fh.seek(start)
             return fh.read(length)
     if isinstance(source, S3Source) and length > 0:
-        from botocore.exceptions import ClientError
-
-        from smx_debug.errors import translate_client_error
+        from botocore.exceptions import ClientError  # botocore only when reading S3
 
         try:
             resp = source.s3.get_object(Bucket=source.bucket, Key=source.prefix + key,
