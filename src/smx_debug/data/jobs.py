@@ -9,15 +9,11 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-import boto3
-from botocore.config import Config
-from botocore.exceptions import ClientError, NoRegionError
-
 from smx_debug.data.cloudwatch import instance_metrics, training_metrics
 from smx_debug.data.frames import JobData
 from smx_debug.data.load import LoadReport, load_path, load_source
-from smx_debug.data.sources import open_source
-from smx_debug.errors import ConfigError, NotFoundError, RegionError, translate_client_error
+from smx_debug.data.sources import default_sagemaker, describe_job, open_source
+from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.instances import instance_row
 
 # SageMaker's TrainingJobName pattern: anything else given as JOB_OR_PATH is a path that does not exist.
@@ -39,22 +35,6 @@ class JobInfo:
     source: str = ""
 
 
-def _sagemaker() -> Any:
-    try:
-        return boto3.client("sagemaker", config=Config(retries={"mode": "standard"}))
-    except NoRegionError as exc:
-        raise RegionError() from exc
-
-
-def _describe(job: str, client: Any) -> dict[str, Any]:
-    try:
-        desc: dict[str, Any] = client.describe_training_job(TrainingJobName=job)
-        return desc
-    except ClientError as exc:
-        raise translate_client_error(exc, operation="DescribeTrainingJob", job_name=job,
-                                     region=client.meta.region_name) from exc
-
-
 def _debugger_data(job_or_uri: str, sagemaker_client: Any, s3_client: Any, report: LoadReport | None) -> JobData:
     """System metrics and steps from Debugger's profiler output in S3, through the reports package's readers."""
     return load_source(open_source(job_or_uri, sagemaker_client=sagemaker_client, s3_client=s3_client), report)
@@ -68,7 +48,7 @@ def load_job(
     sagemaker_client: Any = None,
     cloudwatch_client: Any = None,
     s3_client: Any = None,
-    sagemaker_factory: Callable[[], Any] = _sagemaker,
+    sagemaker_factory: Callable[[], Any] = default_sagemaker,
 ) -> tuple[JobData, JobInfo]:
     """Load a job's data for rule evaluation.
 
@@ -95,7 +75,7 @@ def load_job(
             f"{job_or_path!r}: no such file or folder, and not a training job name or s3:// prefix"
         )
     sm = sagemaker_client if sagemaker_client is not None else sagemaker_factory()
-    desc = _describe(job_or_path, sm)
+    desc = describe_job(job_or_path, sm)
     res = desc.get("ResourceConfig") or {}
     info_kw: dict[str, Any] = {
         "name": job_or_path, "instance_type": res.get("InstanceType"),

@@ -21,7 +21,7 @@ from smx_debug.contracts import (
     rule_logs_url_from_arn,
 )
 from smx_debug.data._util import TimeLike, to_epoch_ns
-from smx_debug.data.sources import _default_sagemaker, _describe
+from smx_debug.data.sources import default_sagemaker, describe_job
 from smx_debug.errors import AwsError, ConfigError
 
 __all__ = [
@@ -136,7 +136,7 @@ def rule_summary(
     if not isinstance(job_name, str) or not job_name:
         raise ConfigError(f"job_name must be a training job name, got {job_name!r}", field="job_name",
                           value=job_name)
-    desc = description if description is not None else _describe(job_name, sagemaker_client)
+    desc = description if description is not None else describe_job(job_name, sagemaker_client)
     desc = {"TrainingJobName": job_name, **desc}
     df = _frame(_rows(desc))
     df.attrs["training_job_status"] = desc.get("TrainingJobStatus")
@@ -159,7 +159,7 @@ def rule_summary_many(
     """
     if not isinstance(max_jobs, int) or isinstance(max_jobs, bool) or max_jobs < 1:
         raise ConfigError(f"max_jobs must be a positive integer, got {max_jobs!r}", field="max_jobs", value=max_jobs)
-    sm = sagemaker_client if sagemaker_client is not None else _default_sagemaker()
+    sm = sagemaker_client if sagemaker_client is not None else default_sagemaker()
     kwargs: dict[str, Any] = {"SortBy": "CreationTime", "SortOrder": "Descending"}
     if name_prefix:
         kwargs["NameContains"] = name_prefix
@@ -178,7 +178,7 @@ def rule_summary_many(
             break
     jobs = jobs[:max_jobs]
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        descs = list(pool.map(lambda js: _describe(js["TrainingJobName"], sm), jobs))
+        descs = list(pool.map(lambda js: describe_job(js["TrainingJobName"], sm), jobs))
     rows: list[dict[str, Any]] = []
     for js, desc in zip(jobs, descs, strict=True):
         for row in _rows({"TrainingJobName": js["TrainingJobName"], **desc}):
@@ -233,7 +233,7 @@ def wait_for_rules(
         if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             raise ConfigError(f"{field} must be a positive number of seconds, got {value!r}", field=field,
                               value=value)
-    sm = sagemaker_client if sagemaker_client is not None else _default_sagemaker()
+    sm = sagemaker_client if sagemaker_client is not None else default_sagemaker()
     show = (sys.stderr.isatty() or _in_jupyter()) if progress is None else progress
     deadline = clock() + timeout_s
     bar: Any = None

@@ -30,6 +30,8 @@ __all__ = [
     "ObjectInfo",
     "S3Source",
     "Source",
+    "default_sagemaker",
+    "describe_job",
     "job_paths",
     "open_source",
     "split_s3_uri",
@@ -44,7 +46,8 @@ def _default_s3() -> Any:
     return boto3.client("s3", config=Config(retries={"mode": "standard"}, max_pool_connections=32))
 
 
-def _default_sagemaker() -> Any:
+def default_sagemaker() -> Any:
+    """A SageMaker client with standard retries in the default region; RegionError when none is configured."""
     try:
         return boto3.client("sagemaker", config=Config(retries={"mode": "standard"}))
     except NoRegionError as exc:
@@ -289,8 +292,9 @@ class JobPaths:
     rule_output: str | None
 
 
-def _describe(job_name: str, sagemaker_client: Any) -> dict[str, Any]:
-    sm = sagemaker_client if sagemaker_client is not None else _default_sagemaker()
+def describe_job(job_name: str, sagemaker_client: Any = None) -> dict[str, Any]:
+    """DescribeTrainingJob, its errors translated (JobNotFoundError, AccessDeniedError, ...): the readers' one call."""
+    sm = sagemaker_client if sagemaker_client is not None else default_sagemaker()
     try:
         desc: dict[str, Any] = sm.describe_training_job(TrainingJobName=job_name)
         return desc
@@ -309,7 +313,7 @@ def job_paths(job_name: str, *, sagemaker_client: Any = None, description: dict[
     Debugger writes tensors under ``DebugHookConfig.S3OutputPath/<job>/debug-output/``, profiler data under
     ``ProfilerConfig.S3OutputPath/<job>/profiler-output/`` and rule outputs under ``.../<job>/rule-output/``.
     """
-    desc = description if description is not None else _describe(job_name, sagemaker_client)
+    desc = description if description is not None else describe_job(job_name, sagemaker_client)
     hook = (desc.get("DebugHookConfig") or {}).get("S3OutputPath")
     prof = (desc.get("ProfilerConfig") or {}).get("S3OutputPath")
     rule_base = prof or hook
