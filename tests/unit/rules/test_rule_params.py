@@ -49,3 +49,26 @@ def test_split_profiler_report_key_no_rule_returns_error_with_closest():
     err = split_profiler_report_key("LowGPUUtilisation_threshold_p95")
     assert isinstance(err, UnknownNameError)
     assert err.suggestion == "LowGPUUtilization_threshold_p95"
+
+
+def test_plan_evaluated_rules_checks_each_parameter_once_where_the_plan_is_read(monkeypatch):
+    from smx_debug.config import DebugPlan
+    from smx_debug.rules.definitions import ParamSpec
+
+    checked: list[str] = []
+    original = ParamSpec.check
+    monkeypatch.setattr(ParamSpec, "check", lambda self, value: checked.append(self.name) or original(self, value))
+    plan = DebugPlan.model_validate({
+        "region": "us-west-2", "s3_output_path": "s3://bucket/out",
+        "rules": [{"name": "ProfilerReport", "parameters": {"CPUBottleneck_threshold": 40}},
+                  {"name": "LowGPUUtilization", "configuration_name": "LowGPU-strict",
+                   "parameters": {"threshold_p95": 90}}],
+    })
+    assert sorted(checked) == ["threshold", "threshold_p95"]
+    checked.clear()
+    configs, skipped = plan.evaluated_rules()
+    assert checked == []  # the typed values travel on, unchecked again
+    by_name = {c.name: c for c in configs}
+    assert by_name["CPUBottleneck"].parameters["threshold"] == 40
+    assert by_name["LowGPU-strict"].parameters["threshold_p95"] == 90
+    assert skipped == []
