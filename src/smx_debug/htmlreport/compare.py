@@ -19,34 +19,21 @@ __all__ = ["render_comparison", "write_comparison"]
 
 def _gpu_line(m: ReportModel) -> tuple[np.ndarray, np.ndarray]:
     """Mean GPU utilization over all nodes, per minute since the job's start."""
-    totals = m.inp.data.totals("GPUUtilization")
-    if not totals or m.span is None:
-        return np.zeros(0), np.zeros(0)
-    ts = np.concatenate([t for t, _, _ in totals.values()])
-    vals = np.concatenate([v / max(n, 1) for _, v, n in totals.values()])
-    minute = ((ts - m.span[0]) // 60_000_000_000).astype(np.int64)
-    cnt = np.bincount(minute)
-    keep = cnt > 0
-    return np.flatnonzero(keep).astype(float), np.bincount(minute, weights=vals)[keep] / cnt[keep]
+    return m.facts.gpu_per_minute
 
 
 def _row(i: int, m: ReportModel) -> str:
-    data = m.inp.data
-    gpu = [s.values for s in data.series("GPUUtilization")]
-    cpu = [s.values for s in data.series("CPUUtilization")]
-    allg = np.concatenate(gpu) if gpu else np.zeros(0)
-    allc = np.concatenate(cpu) if cpu else np.zeros(0)
-    steps = data.steps["duration"].to_numpy(dtype=float)
+    f = m.facts
     fired = m.fired
     v = m.verdict
     dur = (m.end_ns - m.start_ns) / 1e9 if m.start_ns is not None and m.end_ns is not None else float("nan")
     cells = [
-        f"<b>{escape(m.inp.job_name)}</b>", {True: "<span class='ok'>healthy</span>", False: "<span class='bad'>not healthy</span>",
+        f"<b>{escape(f.job_name)}</b>", {True: "<span class='ok'>healthy</span>", False: "<span class='bad'>not healthy</span>",
                                              None: "<span class='na'>no data</span>"}[v.healthy],
-        escape(m.inp.outcome.status or ("stopped" if m.inp.outcome.stopped else "-")), duration(dur),
-        f"{len(data.nodes)}", percent(float(allg.mean())) if len(allg) else "-",
-        percent(float(np.quantile(allg, 0.95))) if len(allg) else "-", percent(float(allc.mean())) if len(allc) else "-",
-        count(f"job{i}-steps", len(steps)), duration(float(np.median(steps))) if len(steps) else "-",
+        escape(m.outcome.status or ("stopped" if m.outcome.stopped else "-")), duration(dur),
+        f"{len(f.nodes)}", percent(f.gpu_mean) if f.gpu_mean is not None else "-",
+        percent(f.gpu_p95) if f.gpu_p95 is not None else "-", percent(f.cpu_mean) if f.cpu_mean is not None else "-",
+        count(f"job{i}-steps", f.step_count), duration(f.step_median_s) if f.step_median_s is not None else "-",
         f"{count(f'job{i}-rules-fired', len(fired))}: " + escape(", ".join(r.name for r in fired) or "none"),
         money(v.cost_so_far) if v.cost_so_far is not None else "-",
         money(v.cost_after_trigger) if v.cost_after_trigger is not None else "-",
@@ -65,13 +52,13 @@ def render_comparison(inputs: Sequence[ReportInput], *, title: str = "Runs compa
             f"{datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}.</p>",
             "<h2 id='table'>Side by side</h2><table>" + head + "".join(_row(i, m) for i, m in enumerate(models))
             + "</table>"]
-    lines = [(m.inp.job_name, *_gpu_line(m)) for m in models]
+    lines = [(m.facts.job_name, *_gpu_line(m)) for m in models]
     if any(len(x) for _, x, _ in lines):
         body.append("<div class='charts'>" + line_chart(lines, title="GPU utilization, mean of all GPUs (%)",
                                                         x_label="minutes since start", width=900, height=260)
                     + "</div>")
     for i, m in enumerate(models):
-        body.append(f"<details data-job='{i}'><summary>{escape(m.inp.job_name)}: {escape(m.verdict.headline)}"
+        body.append(f"<details data-job='{i}'><summary>{escape(m.facts.job_name)}: {escape(m.verdict.headline)}"
                     f"</summary>{_header(m).replace('data-count=', 'data-job-count=')}"
                     f"{_rules(m).replace('data-count=', 'data-job-count=')}</details>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"

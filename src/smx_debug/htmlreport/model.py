@@ -7,7 +7,7 @@ the same rows as the rule table, and every cost figure derives from one :class:`
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,8 +23,8 @@ from smx_debug.htmlreport.cost import CostEstimate
 from smx_debug.htmlreport.fmt import duration, money, utc
 from smx_debug.htmlreport.outcome import JobOutcome
 
-__all__ = ["Mark", "ReportInput", "ReportModel", "RuleRow", "StepRow", "TensorInput", "TensorRow", "Verdict",
-           "build_model"]
+__all__ = ["JobFacts", "Mark", "ReportInput", "ReportModel", "RuleRow", "StepRow", "TensorInput", "TensorRow",
+           "Timelines", "UsageRow", "Verdict", "build_model"]
 
 _SCALAR_RULES = {"LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule"}
 
@@ -135,9 +135,59 @@ class Verdict:
     saved_basis: str
 
 
+Series = tuple[np.ndarray, np.ndarray]
+"""Times (epoch ns) and values of one line."""
+
+DeviceSeries = tuple[str, np.ndarray, np.ndarray]
+"""One device's line: its name, times (epoch ns) and values."""
+
+
+@dataclass(frozen=True)
+class Timelines:
+    """The timeline series, per node (node -> times and values); devices per node for the per-GPU charts."""
+
+    gpu: Mapping[str, Series]  # mean of the node's GPUs
+    gpu_memory: Mapping[str, Series]
+    cpu: Mapping[str, Series]  # mean of the node's cores
+    io: Mapping[str, Series]  # read + write bytes/s
+    network: Mapping[str, Series]  # receive + transmit bytes/s
+    steps: Mapping[str, Series]  # each step a plateau at its duration from its start to its end
+    gpu_devices: Mapping[str, tuple[DeviceSeries, ...]]
+    gpu_memory_devices: Mapping[str, tuple[DeviceSeries, ...]]
+
+
+@dataclass(frozen=True)
+class UsageRow:
+    """One node and metric of the OverallSystemUsage result: max, p99, p95, p50 and min, in ``unit``."""
+
+    node: str
+    metric: str
+    unit: str
+    values: tuple[float, float, float, float, float]
+
+
+@dataclass(frozen=True)
+class JobFacts:
+    """What the header and the comparison say of the job and its data."""
+
+    job_name: str
+    source: str
+    nodes: tuple[str, ...]
+    step_count: int
+    step_median_s: float | None
+    has_metrics: bool  # system metrics or steps to draw
+    has_gpu: bool
+    gpu_mean: float | None  # over every GPU sample
+    gpu_p95: float | None
+    cpu_mean: float | None  # over every core sample
+    gpu_per_minute: Series  # minutes since the start of the data, mean GPU utilization of all nodes
+    skipped: Mapping[str, int]
+
+
 @dataclass(frozen=True)
 class ReportModel:
-    """Everything the renderer formats."""
+    """Everything the renderer formats: it reads these fields only, never ``inp`` (the inputs the model was built
+    from, kept for callers)."""
 
     inp: ReportInput
     span: tuple[int, int] | None
@@ -153,6 +203,12 @@ class ReportModel:
     loader_share: pd.DataFrame
     slow_loads: pd.DataFrame
     operators: pd.DataFrame
+    facts: JobFacts
+    outcome: JobOutcome
+    timelines: Timelines
+    usage: tuple[UsageRow, ...]
+    cost: CostEstimate | None
+    tensors: TensorInput | None
     tensor_rows: tuple[TensorRow, ...] = ()
 
     @property
@@ -347,6 +403,99 @@ def _tensor_rows(inp: ReportInput, rows: tuple[RuleRow, ...]) -> tuple[TensorRow
     return tuple(sorted(out, key=lambda t: (t.trigger_step is None, t.trigger_step or 0, t.name)))
 
 
+def _node_mean(data: JobData, dim: str) -> dict[str, Series]:
+    return {node: (ts, total / max(n, 1)) for node, (ts, total, n) in data.totals(dim).items()}
+
+
+def _node_sum(data: JobData, dims: Iterable[str]) -> dict[str, Series]:
+    out: dict[str, Series] = {}
+    for dim in dims:
+        for node, (ts, total, _) in data.totals(dim).items():
+            if node in out:  # different dimensions share the snapshot grid of the node
+                pts, ptot = out[node]
+                merged = pd.Series(ptot, index=pts).add(pd.Series(total, index=ts), fill_value=0).sort_index()
+                out[node] = (merged.index.to_numpy(), merged.to_numpy())
+            else:
+                out[node] = (ts, total)
+    return out
+
+
+def _step_series(data: JobData) -> dict[str, Series]:
+    """Per node, each step as a plateau at its duration from its start to its end (a 9 s step spans 9 s)."""
+    out = {}
+    for node, grp in data.steps.groupby("node", sort=True, observed=True):
+        grp = grp.sort_values("start", kind="stable")
+        d = grp["duration"].to_numpy(dtype=float)
+        out[str(node)] = (np.column_stack([ns(grp["start"]), ns(grp["end"])]).ravel(), np.repeat(d, 2))
+    return out
+
+
+def _devices(data: JobData, dim: str) -> dict[str, tuple[DeviceSeries, ...]]:
+    out: dict[str, list[DeviceSeries]] = {}
+    for s in data.series(dim):
+        out.setdefault(s.node, []).append((s.name, s.ts, s.values))
+    return {node: tuple(devices) for node, devices in out.items()}
+
+
+def _timelines(data: JobData) -> Timelines:
+    return Timelines(
+        gpu=_node_mean(data, "GPUUtilization"), gpu_memory=_node_mean(data, "GPUMemoryUtilization"),
+        cpu=_node_mean(data, "CPUUtilization"),
+        io=_node_sum(data, ("ReadThroughputInBytesPerSecond", "WriteThroughputInBytesPerSecond")),
+        network=_node_sum(data, ("ReceiveBytesPerSecond", "TransmitBytesPerSecond")), steps=_step_series(data),
+        gpu_devices=_devices(data, "GPUUtilization"), gpu_memory_devices=_devices(data, "GPUMemoryUtilization"),
+    )
+
+
+def _per_minute(gpu: Mapping[str, Series], span: tuple[int, int] | None) -> Series:
+    """Mean GPU utilization over all nodes, per minute since the start of the data."""
+    if not gpu or span is None:
+        return np.zeros(0), np.zeros(0)
+    ts = np.concatenate([t for t, _ in gpu.values()])
+    vals = np.concatenate([v for _, v in gpu.values()])
+    minute = ((ts - span[0]) // 60_000_000_000).astype(np.int64)
+    cnt = np.bincount(minute)
+    keep = cnt > 0
+    return np.flatnonzero(keep).astype(float), np.bincount(minute, weights=vals)[keep] / cnt[keep]
+
+
+def _all_values(data: JobData, dim: str) -> np.ndarray:
+    values = [s.values for s in data.series(dim)]
+    return np.concatenate(values) if values else np.zeros(0)
+
+
+def _facts(inp: ReportInput, timelines: Timelines, span: tuple[int, int] | None) -> JobFacts:
+    data = inp.data
+    gpu, cpu = _all_values(data, "GPUUtilization"), _all_values(data, "CPUUtilization")
+    steps = data.steps["duration"].to_numpy(dtype=float)
+    return JobFacts(
+        job_name=inp.job_name, source=inp.source, nodes=tuple(data.nodes), step_count=len(data.steps),
+        step_median_s=float(np.median(steps)) if len(steps) else None,
+        has_metrics=not (data.system.empty and data.steps.empty), has_gpu=bool(timelines.gpu),
+        gpu_mean=float(gpu.mean()) if len(gpu) else None,
+        gpu_p95=float(np.quantile(gpu, 0.95)) if len(gpu) else None,
+        cpu_mean=float(cpu.mean()) if len(cpu) else None,
+        gpu_per_minute=_per_minute(timelines.gpu, span), skipped=dict(inp.skipped),
+    )
+
+
+_USAGE_UNITS = {"GPU": "%", "CPU": "%", "GPU memory": "%", "CPU memory": "%", "I/O": "%", "Network": "MB/s"}
+
+
+def _usage(results: Mapping[str, RuleResult]) -> tuple[UsageRow, ...]:
+    """The OverallSystemUsage result's statistics per metric and node (none when it was not evaluated)."""
+    res = next((r for r in results.values() if r.rule == "OverallSystemUsage"), None)
+    if res is None:
+        return ()
+    rows = []
+    for metric, per_node in res.details.items():
+        for node, st in sorted(per_node.items()):
+            mx, p99, p95, p50, mn = (float(st[k]) for k in ("max", "p99", "p95", "p50", "min"))
+            rows.append(UsageRow(node=node, metric=metric, unit=_USAGE_UNITS.get(metric, ""),
+                                 values=(mx, p99, p95, p50, mn)))
+    return tuple(rows)
+
+
 def build_model(inp: ReportInput) -> ReportModel:
     """Compute every figure of the report once."""
     span = _span(inp.data, inp.tensors)
@@ -371,6 +520,7 @@ def build_model(inp: ReportInput) -> ReportModel:
     causes = dip_causes(dips)
     has_events = events is not None and len(events) > 0
     empty = pd.DataFrame()
+    timelines = _timelines(inp.data)
     per_step = step_loading(events, inp.data.steps) if events is not None and has_events else None
     return ReportModel(
         inp=inp, span=span, start_ns=start, end_ns=end, rows=rows, step_rows=step_rows, step_rule=step_rule,
@@ -380,5 +530,6 @@ def build_model(inp: ReportInput) -> ReportModel:
         slow_loads=slow_loading_steps(events, inp.data.steps, per_step=per_step)
         if per_step is not None and events is not None else empty,
         operators=slowest_operators(events) if has_events and events is not None else empty,
-        tensor_rows=_tensor_rows(inp, rows),
+        facts=_facts(inp, timelines, span), outcome=out, timelines=timelines, usage=_usage(inp.results),
+        cost=inp.cost, tensors=inp.tensors, tensor_rows=_tensor_rows(inp, rows),
     )

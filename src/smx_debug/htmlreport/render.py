@@ -8,7 +8,7 @@ node (every GPU) opens on click (``<details>``), so a 16-node, 8-GPU job stays r
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
@@ -17,10 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from smx_debug.data.frames import ns
-from smx_debug.evaluate import JobData
 from smx_debug.htmlreport.fmt import count, duration, money, number, percent, rate_mb, utc
-from smx_debug.htmlreport.model import ReportInput, ReportModel, build_model
+from smx_debug.htmlreport.model import DeviceSeries, ReportInput, ReportModel, Series, build_model
 from smx_debug.htmlreport.svg import line_chart, threshold_chart
 
 __all__ = ["CSS", "ReportInput", "render_model", "render_report", "write_report"]
@@ -55,7 +53,7 @@ def _header(m: ReportModel) -> str:
     out.append("</section>")
     fired = m.fired
     first = fired[0] if fired else None
-    out_ = m.inp.outcome
+    out_ = m.outcome
     cards = [
         ("Status", escape(out_.status or ("stopped" if out_.stopped else "unknown"))),
         ("Rules fired", f"{count('rules-fired', len(fired))} of {count('rules-evaluated', len(m.rows))}"),
@@ -73,8 +71,8 @@ def _header(m: ReportModel) -> str:
                + "</div>")
     if m.start_ns is not None and m.end_ns is not None:
         out.append(f"<p class='muted'>From {utc(m.start_ns)} to {utc(m.end_ns)} ({duration((m.end_ns - m.start_ns) / 1e9)})"
-                   f"; {len(m.inp.data.nodes)} node(s); {count('steps-total', len(m.inp.data.steps))} steps. "
-                   f"Source: {escape(m.inp.source)}.</p>")
+                   f"; {len(m.facts.nodes)} node(s); {count('steps-total', m.facts.step_count)} steps. "
+                   f"Source: {escape(m.facts.source)}.</p>")
     return "".join(out)
 
 
@@ -124,7 +122,7 @@ def _rules(m: ReportModel) -> str:
 
 # ------------------------------------------------------------------------------------------- tensors
 def _tensors(m: ReportModel) -> str:
-    t = m.inp.tensors
+    t = m.tensors
     if t is None:
         return ("<h2 id='tensors'>Tensor rules</h2><p class='na'>No tensors: the job has no DebugHookConfig or its "
                 "hook saved nothing yet (tensor rules need the hook's trial).</p>")
@@ -156,33 +154,6 @@ def _bin(ts: np.ndarray, values: np.ndarray, t0: int, t1: int, bins: int = _BINS
         return np.asarray(np.bincount(idx, weights=values, minlength=bins) / cnt)
 
 
-def _node_mean(data: JobData, dim: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    return {node: (ts, total / max(n, 1)) for node, (ts, total, n) in data.totals(dim).items()}
-
-
-def _node_sum(data: JobData, dims: Iterable[str]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    out: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    for dim in dims:
-        for node, (ts, total, _) in data.totals(dim).items():
-            if node in out:  # different dimensions share the snapshot grid of the node
-                pts, ptot = out[node]
-                merged = pd.Series(ptot, index=pts).add(pd.Series(total, index=ts), fill_value=0).sort_index()
-                out[node] = (merged.index.to_numpy(), merged.to_numpy())
-            else:
-                out[node] = (ts, total)
-    return out
-
-
-def _step_series(data: JobData) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per node, each step as a plateau at its duration from its start to its end (a 9 s step spans 9 s)."""
-    out = {}
-    for node, grp in data.steps.groupby("node", sort=True, observed=True):
-        grp = grp.sort_values("start", kind="stable")
-        d = grp["duration"].to_numpy(dtype=float)
-        out[str(node)] = (np.column_stack([ns(grp["start"]), ns(grp["end"])]).ravel(), np.repeat(d, 2))
-    return out
-
-
 def _unit(span: tuple[int, int] | None) -> tuple[float, str]:
     """The time axis unit: seconds for jobs under 3 minutes, hours over 5 hours, else minutes."""
     length = (span[1] - span[0]) if span else 0
@@ -197,7 +168,7 @@ def _marks(m: ReportModel, t0: int, t1: int) -> list[tuple[float, str, str]]:
     return [((mk.time_ns - t0) / _unit((t0, t1))[0], f"{mk.label} at {utc(mk.time_ns)}", mk.kind) for mk in m.marks]
 
 
-def _aggregate_chart(per_node: dict[str, tuple[np.ndarray, np.ndarray]], title: str, unit: str, t0: int, t1: int,
+def _aggregate_chart(per_node: Mapping[str, Series], title: str, unit: str, t0: int, t1: int,
                      marks: list[tuple[float, str, str]], scale: float = 1.0, y_max: float | None = None) -> str:
     if not per_node:
         return ""
@@ -220,21 +191,19 @@ def _aggregate_chart(per_node: dict[str, tuple[np.ndarray, np.ndarray]], title: 
                       width=560, height=200)
 
 
-def _device_chart(data: JobData, node: str, dim: str, title: str, t0: int, t1: int,
+def _device_chart(devices: tuple[DeviceSeries, ...], title: str, t0: int, t1: int,
                   marks: list[tuple[float, str, str]]) -> str:
-    devices = [s for s in data.series(dim) if s.node == node]
     if not devices:
         return ""
     div, label = _unit((t0, t1))
-    series = [(s.name, (s.ts - t0) / div, s.values) for s in devices]
+    series = [(name, (ts - t0) / div, values) for name, ts, values in devices]
     return line_chart(series, title=title, unit="%", y_max=100.0, marks=marks, x_range=(0.0, (t1 - t0) / div),
                       x_label=label,
                       width=560, height=max(200, 40 + 14 * len(devices)), points=200)
 
 
 def _timelines(m: ReportModel) -> str:
-    data = m.inp.data
-    if m.span is None or (data.system.empty and data.steps.empty):
+    if m.span is None or not m.facts.has_metrics:
         return "<h2 id='timeline'>Timelines</h2><p class='na'>No system metrics or steps.</p>"
     # the time axis covers the data and every mark (a stop a minute after the last sample is still drawn)
     t0 = min([m.span[0], *(mk.time_ns for mk in m.marks)])
@@ -247,10 +216,8 @@ def _timelines(m: ReportModel) -> str:
            "All nodes aggregated "
            "(mean, lowest and highest node); open a node below for every GPU."
            + (f"</p><p class='legend'>{legend}</p>" if legend else "</p>"), "<div class='charts'>"]
-    gpu, gmem, cpu = (_node_mean(data, d) for d in ("GPUUtilization", "GPUMemoryUtilization", "CPUUtilization"))
-    io = _node_sum(data, ("ReadThroughputInBytesPerSecond", "WriteThroughputInBytesPerSecond"))
-    net = _node_sum(data, ("ReceiveBytesPerSecond", "TransmitBytesPerSecond"))
-    steps = _step_series(data)
+    tl = m.timelines
+    gpu, gmem, cpu, io, net, steps = tl.gpu, tl.gpu_memory, tl.cpu, tl.io, tl.network, tl.steps
     charts = [
         _aggregate_chart(gpu, "GPU utilization (%)", "%", t0, t1, marks, y_max=100.0),
         _aggregate_chart(gmem, "GPU memory (%)", "%", t0, t1, marks, y_max=100.0),
@@ -261,7 +228,7 @@ def _timelines(m: ReportModel) -> str:
     ]
     out += [c for c in charts if c]
     out.append("</div><h3>Per node</h3>")
-    for node in data.nodes:
+    for node in m.facts.nodes:
         g = gpu.get(node)
         summary = [f"{escape(node)}"]
         if g is not None and len(g[1]):
@@ -271,8 +238,8 @@ def _timelines(m: ReportModel) -> str:
         if node in steps:
             summary.append(f"{len(steps[node][1]) // 2:,} steps, median {duration(float(np.median(steps[node][1])))}")
         inner = [
-            _device_chart(data, node, "GPUUtilization", f"{node}: GPU utilization per GPU (%)", t0, t1, marks),
-            _device_chart(data, node, "GPUMemoryUtilization", f"{node}: GPU memory per GPU (%)", t0, t1, marks),
+            _device_chart(tl.gpu_devices.get(node, ()), f"{node}: GPU utilization per GPU (%)", t0, t1, marks),
+            _device_chart(tl.gpu_memory_devices.get(node, ()), f"{node}: GPU memory per GPU (%)", t0, t1, marks),
             _aggregate_chart({node: cpu[node]}, f"{node}: CPU utilization, mean of cores (%)", "%", t0, t1, marks,
                              y_max=100.0) if node in cpu else "",
             _aggregate_chart({node: io[node]}, f"{node}: disk I/O (MB/s)", " MB/s", t0, t1, marks, scale=1e-6)
@@ -321,8 +288,7 @@ def _dips(m: ReportModel) -> str:
            "framework event that overlaps it most; GPU time lost = (busy level - utilization) x GPUs x time. "
            "Ranked by GPU time lost.</p>"]
     if m.dips.empty:
-        has_gpu = bool(m.inp.data.totals("GPUUtilization"))
-        out.append("<p class='ok'>No GPU dips during training.</p>" if has_gpu
+        out.append("<p class='ok'>No GPU dips during training.</p>" if m.facts.has_gpu
                    else "<p class='na'>No GPU utilization metrics in this data.</p>")
         return "".join(out)
     total = float(m.dips["gpu_seconds_lost"].sum())
@@ -388,31 +354,27 @@ def _steps(m: ReportModel) -> str:
     return "".join(out)
 
 
-_USAGE_UNITS = {"GPU": "%", "CPU": "%", "GPU memory": "%", "CPU memory": "%", "I/O": "%", "Network": "MB/s"}
 _USAGE_LABEL = {"I/O": "I/O wait", "Network": "Network (receive + transmit)"}
 
 
 def _usage(m: ReportModel) -> str:
-    res = next((r for r in m.inp.results.values() if r.rule == "OverallSystemUsage"), None)
     out = ["<h2 id='usage'>System usage per node</h2>"]
-    if res is None or not any(res.details.values()):
+    if not m.usage:
         return "".join([*out, "<p class='na'>OverallSystemUsage was not evaluated or found no metrics.</p>"])
     out.append("<table><tr><th>Node</th><th>Metric</th><th>Unit</th><th>max</th><th>p99</th><th>p95</th><th>p50</th>"
                "<th>min</th></tr>")
-    for metric, per_node in res.details.items():
-        unit = _USAGE_UNITS.get(metric, "")
-        for node, st in sorted(per_node.items()):
-            vals = [float(st[k]) for k in ("max", "p99", "p95", "p50", "min")]
-            shown = [rate_mb(v) if unit == "MB/s" else percent(v) if unit == "%" else number(v) for v in vals]
-            cells = "".join(f"<td class='num'>{c}</td>" for c in shown)
-            out.append(f"<tr><td>{escape(node)}</td><td>{escape(_USAGE_LABEL.get(metric, metric))}</td>"
-                       f"<td>{unit}</td>{cells}</tr>")
+    for row in m.usage:
+        unit = row.unit
+        shown = [rate_mb(v) if unit == "MB/s" else percent(v) if unit == "%" else number(v) for v in row.values]
+        cells = "".join(f"<td class='num'>{c}</td>" for c in shown)
+        out.append(f"<tr><td>{escape(row.node)}</td><td>{escape(_USAGE_LABEL.get(row.metric, row.metric))}</td>"
+                   f"<td>{unit}</td>{cells}</tr>")
     out.append("</table>")
     return "".join(out)
 
 
 def _cost(m: ReportModel) -> str:
-    c = m.inp.cost
+    c = m.cost
     out = ["<h2 id='cost'>Cost</h2>"]
     if c is None:
         return "".join([*out, "<p class='na'>Pass --instance-type (and --instance-count, --price) to see costs.</p>"])
@@ -445,16 +407,16 @@ def render_model(m: ReportModel) -> str:
     """The report of a built model as one HTML string."""
     nav = " · ".join(f"<a href='#{k}'>{label}</a>" for k, label in _NAV)
     body = [
-        f"<h1>{escape(m.inp.job_name)}</h1>",
+        f"<h1>{escape(m.facts.job_name)}</h1>",
         f"<p class='muted'>smx-debug report, generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. {nav}</p>",
         _header(m), _rules(m), _tensors(m), _timelines(m), _dips(m), _loop(m), _steps(m), _usage(m), _cost(m),
     ]
-    if m.inp.skipped:
-        items = "".join(f"<li>{escape(k)}: {v:,}</li>" for k, v in m.inp.skipped.items())
+    if m.facts.skipped:
+        items = "".join(f"<li>{escape(k)}: {v:,}</li>" for k, v in m.facts.skipped.items())
         body.append(f"<h2>Data notes</h2><p>Skipped while reading:</p><ul>{items}</ul>")
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>smx-debug report - {escape(m.inp.job_name)}</title><style>{CSS}</style></head><body>"
+        f"<title>smx-debug report - {escape(m.facts.job_name)}</title><style>{CSS}</style></head><body>"
         + "".join(body) + "</body></html>"
     )
 

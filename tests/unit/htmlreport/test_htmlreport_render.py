@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from collections import defaultdict
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+import smx_debug.htmlreport.compare as compare
+import smx_debug.htmlreport.render as render
 from smx_debug.data.frames import series_frame
 from smx_debug.evaluate import JobData, configured_rule, evaluate
 from smx_debug.htmlreport import JobOutcome, ReportInput, build_model, estimate_cost, render_report
 from smx_debug.htmlreport.fmt import duration, number
+from smx_debug.htmlreport.render import render_model
 from smx_debug.htmlreport.svg import line_chart
 
 EVIL = '<script>alert("x")</script>'
@@ -258,3 +264,32 @@ def test_report_tensor_section_charts_each_fired_tensor_rule_with_its_step_time(
 def test_report_without_tensors_says_how_to_get_them() -> None:
     html = render_report(_input())
     assert "No tensors: the job has no DebugHookConfig" in html
+
+
+# ------------------------------------------------------------------ the renderer reads only the view model
+class _Untouchable:
+    """Stands in for the raw inputs: any attribute read fails the test."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"the renderer read the raw input's {name!r}")
+
+
+@pytest.mark.parametrize("module", [render, compare], ids=["render", "compare"])
+def test_renderer_source_has_no_inp_access(module: object) -> None:
+    tree = ast.parse(Path(str(getattr(module, "__file__", ""))).read_text(encoding="utf-8"))
+    reads = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == "inp"]
+    assert reads == [], f"{Path(str(getattr(module, '__file__', ''))).name} reads .inp at lines {reads}"
+
+
+def test_report_renders_from_the_model_alone() -> None:
+    model = build_model(_input())
+    expected = render_model(model)
+    blind = replace(model, inp=_Untouchable())  # type: ignore[arg-type]
+    assert render_model(blind).split("</p>", 2)[2] == expected.split("</p>", 2)[2]  # all but the generated time
+
+
+def test_comparison_row_and_gpu_line_read_the_model_alone() -> None:
+    model = build_model(_input())
+    blind = replace(model, inp=_Untouchable())  # type: ignore[arg-type]
+    assert compare._row(0, blind) == compare._row(0, model)
+    assert [a.tolist() for a in compare._gpu_line(blind)] == [a.tolist() for a in compare._gpu_line(model)]
