@@ -10,8 +10,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from smx_debug.cli._args import check_output_file, non_negative_float, positive_int, require_data, table_name
 from smx_debug.cli.evaluate import add_rule_options, rule_selection
 from smx_debug.contracts import Env
@@ -137,7 +135,8 @@ def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: A
     from smx_debug.data.jobs import load_job
     from smx_debug.errors import NoDataYetError, NotFoundError
     from smx_debug.evaluate import JobData, LoadReport, evaluate
-    from smx_debug.htmlreport import ReportInput, estimate_cost
+    from smx_debug.htmlreport import ReportInput
+    from smx_debug.htmlreport.cost import estimate_job_cost
     from smx_debug.rules.params import TENSOR_RULES
 
     report = LoadReport()
@@ -160,16 +159,10 @@ def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: A
     results = {**evaluate(data, rules, overrides), **results}
     outcome = load_outcome(info, args)
     instance_type = args.instance_type or info.instance_type
-    cost = None
-    span = data.system_span_ns
-    if span is None and tensor_input is not None and tensor_input.step_times:  # a job with tensors only
-        span = (min(tensor_input.step_times.values()), max(tensor_input.step_times.values()))
-    if instance_type and span is not None:
-        gpus = data.series("GPUUtilization")
-        util = [float(s.values.mean()) for s in gpus if len(s.values)]
-        p95 = [float(np.quantile(s.values, 0.95)) for s in gpus if len(s.values)]
-        count = args.instance_count or info.instance_count or max(len(data.nodes), 1)
-        cost = estimate_cost(instance_type, count, (span[1] - span[0]) / 1e9, util, p95, price_per_hour=args.price)
+    cost = estimate_job_cost(
+        data, instance_type, args.instance_count or info.instance_count,
+        step_times=tensor_input.step_times if tensor_input is not None else None, price_per_hour=args.price,
+    ) if instance_type else None
     events = load_framework_events(job_or_path) if info.source != "CloudWatch /aws/sagemaker/TrainingJobs" else None
     return ReportInput(job_name=title or info.name, data=data, results=results, cost=cost, source=info.source,
                        skipped=report.skipped, events=events, outcome=outcome, tensors=tensor_input)

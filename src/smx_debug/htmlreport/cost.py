@@ -3,20 +3,25 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from smx_debug.errors import UnknownNameError
 from smx_debug.instances import instance_table
 from smx_debug.pricing import training_cost
 
+if TYPE_CHECKING:
+    from smx_debug.data.frames import JobData
+
 __all__ = [
     "CostEstimate",
     "InstanceSpec",
     "RightSizing",
     "estimate_cost",
+    "estimate_job_cost",
     "instance_spec",
     "price_table",
     "right_size",
@@ -148,3 +153,29 @@ def estimate_cost(
         price_per_hour=price, price_source=source, duration_s=duration_s, cost=cost,
         gpu_utilization_mean=mean, idle_gpu_cost=idle, suggestion=suggestion,
     )
+
+
+def _job_span(data: JobData, step_times: Mapping[int, int]) -> tuple[int, int] | None:
+    """The system metrics' span, else (a job with tensors only) the saved steps' wall times, epoch ns."""
+    if data.system_span_ns is not None:
+        return data.system_span_ns
+    if step_times:
+        return min(step_times.values()), max(step_times.values())
+    return None
+
+
+def estimate_job_cost(
+    data: JobData, instance_type: str, instance_count: int | None = None, *,
+    step_times: Mapping[int, int] | None = None, price_per_hour: float | None = None,
+) -> CostEstimate | None:
+    """:func:`estimate_cost` of a job from its data: the duration of its span, each GPU's mean and p95
+    utilization, ``instance_count`` or else the nodes seen (at least 1). ``step_times`` (saved step -> epoch ns)
+    give the span of a job with tensors only; None when nothing gives one."""
+    span = _job_span(data, step_times or {})
+    if span is None:
+        return None
+    gpus = [s.values for s in data.series("GPUUtilization") if len(s.values)]
+    util = [float(v.mean()) for v in gpus]
+    p95 = [float(np.quantile(v, 0.95)) for v in gpus]
+    count = instance_count or max(len(data.nodes), 1)
+    return estimate_cost(instance_type, count, (span[1] - span[0]) / 1e9, util, p95, price_per_hour=price_per_hour)

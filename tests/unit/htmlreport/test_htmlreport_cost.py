@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from smx_debug.data.frames import series_frame
 from smx_debug.errors import ConfigError, UnknownNameError
+from smx_debug.evaluate import JobData
 from smx_debug.htmlreport import estimate_cost, right_size
-from smx_debug.htmlreport.cost import instance_spec, price_table
+from smx_debug.htmlreport.cost import estimate_job_cost, instance_spec, price_table
 from smx_debug.pricing import training_cost as job_cost
 
 
@@ -60,3 +64,30 @@ def test_price_table_carries_source_and_date():
     table = price_table()
     assert {"source", "as_of", "instances"} <= set(table)
     assert all({"price", "vcpus", "gpus", "gpu_model"} == set(v) for v in table["instances"].values())
+
+
+def _two_nodes() -> JobData:
+    # two nodes of one GPU each for 600 s: algo-1 at 20% (p95 20%), algo-2 at 0..99% (mean 49.5%)
+    system = pd.concat([
+        series_frame("algo-1", "gpu0", "GPUUtilization", np.full(601, 20.0), start_s=1e9),
+        series_frame("algo-2", "gpu0", "GPUUtilization", np.arange(601.0) % 100, start_s=1e9),
+    ], ignore_index=True)
+    return JobData(system=system)
+
+
+def test_estimate_job_cost_derives_duration_utilization_and_count_from_the_data():
+    data = _two_nodes()
+    c = estimate_job_cost(data, "ml.p3.2xlarge", price_per_hour=3.6)
+    util = [20.0, float((np.arange(601.0) % 100).mean())]
+    p95 = [20.0, float(np.quantile(np.arange(601.0) % 100, 0.95))]
+    assert c == estimate_cost("ml.p3.2xlarge", 2, 600.0, util, p95, price_per_hour=3.6)  # 2: the nodes seen
+    assert (c.instance_count, c.duration_s, round(c.cost, 2)) == (2, 600.0, 1.2)
+    assert estimate_job_cost(data, "ml.p3.2xlarge", 5).instance_count == 5  # the count given wins
+
+
+def test_estimate_job_cost_span_of_saved_steps_or_none():
+    steps = {0: 1_000_000_000_000, 10: 1_000_000_000_000 + 90 * 10**9}
+    c = estimate_job_cost(JobData(), "ml.p3.2xlarge", 1, step_times=steps)
+    assert c is not None and (c.duration_s, c.gpu_utilization_mean, c.instance_count) == (90.0, None, 1)
+    assert estimate_job_cost(JobData(), "ml.p3.2xlarge") is None  # no metrics, no saved steps: no duration
+    assert estimate_job_cost(_two_nodes(), "ml.p3.2xlarge", step_times=steps).duration_s == 600.0  # metrics first
