@@ -9,7 +9,7 @@ by the device counts when given, which makes them comparable to Debugger's per-d
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -22,9 +22,13 @@ from botocore.exceptions import ClientError
 from smx_debug.data.frames import empty_scalars, empty_system
 from smx_debug.errors import AwsError, translate_client_error
 
-__all__ = ["INSTANCE_METRICS", "NAMESPACE", "instance_metrics", "training_metric", "training_metrics"]
+__all__ = [
+    "INSTANCE_METRICS", "MAX_QUERIES", "NAMESPACE", "instance_metrics", "metric_data_results", "training_metric",
+    "training_metrics",
+]
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
+MAX_QUERIES = 500  # GetMetricData takes at most 500 queries per call
 # CloudWatch metric -> (Debugger type, name, dimension, the devices it sums over) in the system frame. CPU and GPU
 # values become one per-device series ("cpu0", "gpu0") once divided by the device count: the rules read device
 # series and skip node-level ("total") rows. The scheduled evaluator (smx_debug.watch) maps with the same table.
@@ -49,18 +53,32 @@ def _client() -> Any:
     return boto3.client("cloudwatch", config=Config(retries={"mode": "standard"}))
 
 
+def metric_data_results(
+    client: Any, queries: list[dict[str, Any]], start: datetime, end: datetime
+) -> Iterator[dict[str, Any]]:
+    """One GetMetricData call (at most MAX_QUERIES queries), its pages' MetricDataResults in order.
+
+    The package's one GetMetricData call: :func:`instance_metrics`, :func:`training_metrics` and
+    :func:`smx_debug.data.cloudwatch_batch.read_metrics` read through it, each translating errors its own way
+    (botocore's errors pass through unchanged).
+    """
+    if len(queries) > MAX_QUERIES:
+        raise ValueError(f"GetMetricData takes at most {MAX_QUERIES} queries, got {len(queries)}")
+    pages = client.get_paginator("get_metric_data").paginate(
+        MetricDataQueries=queries, StartTime=start, EndTime=end, ScanBy="TimestampAscending"
+    )
+    for page in pages:
+        yield from page.get("MetricDataResults", [])
+
+
 def _query(queries: list[dict[str, Any]], start: datetime, end: datetime, client: Any) -> dict[str, tuple[list[Any], list[float]]]:
     out: dict[str, tuple[list[Any], list[float]]] = {q["Id"]: ([], []) for q in queries}
     try:
-        for i in range(0, len(queries), 500):  # GetMetricData takes at most 500 queries
-            pages = client.get_paginator("get_metric_data").paginate(
-                MetricDataQueries=queries[i : i + 500], StartTime=start, EndTime=end, ScanBy="TimestampAscending"
-            )
-            for page in pages:
-                for res in page["MetricDataResults"]:
-                    ts, vals = out[res["Id"]]
-                    ts.extend(res.get("Timestamps", []))
-                    vals.extend(res.get("Values", []))
+        for i in range(0, len(queries), MAX_QUERIES):
+            for res in metric_data_results(client, queries[i : i + MAX_QUERIES], start, end):
+                ts, vals = out[res["Id"]]
+                ts.extend(res.get("Timestamps", []))
+                vals.extend(res.get("Values", []))
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
         translated = translate_client_error(exc, operation="GetMetricData", where="CloudWatch metrics")

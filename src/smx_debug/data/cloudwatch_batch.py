@@ -23,13 +23,12 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.data.cloudwatch import INSTANCE_METRICS as INSTANCE_METRIC_MAP
-from smx_debug.data.cloudwatch import NAMESPACE
+from smx_debug.data.cloudwatch import MAX_QUERIES, NAMESPACE, metric_data_results
 from smx_debug.data.job_errors import JobError, job_error
 
 __all__ = ["INSTANCE_METRICS", "MAX_QUERIES", "NAMESPACE", "MetricRead", "ReadResult", "read_metrics"]
 
 INSTANCE_METRICS = tuple(INSTANCE_METRIC_MAP)  # the names the evaluation maps to frames (evaluate.cloudwatch)
-MAX_QUERIES = 500
 TRAIN = "train"
 
 
@@ -104,16 +103,12 @@ def _call(cloudwatch: Any, group: list[MetricRead], result: ReadResult) -> None:
         chunk = queries[i : i + MAX_QUERIES]
         result.calls += 1
         result.metrics_requested += len(chunk)
-        pages = cloudwatch.get_paginator("get_metric_data").paginate(
-            MetricDataQueries=chunk, StartTime=start, EndTime=end, ScanBy="TimestampAscending"
-        )
-        for page in pages:
-            for res in page.get("MetricDataResults", []):
-                job, series, metric = where[int(res["Id"][1:])]
-                points = found[job].setdefault(series, {}).setdefault(metric, {})
-                for ts, value in zip(res.get("Timestamps", []), res.get("Values", []), strict=False):
-                    points[int(ts.timestamp()) // 60] = float(value)
-                    result.datapoints += 1
+        for res in metric_data_results(cloudwatch, chunk, start, end):
+            job, series, metric = where[int(res["Id"][1:])]
+            points = found[job].setdefault(series, {}).setdefault(metric, {})
+            for ts, value in zip(res.get("Timestamps", []), res.get("Values", []), strict=False):
+                points[int(ts.timestamp()) // 60] = float(value)
+                result.datapoints += 1
     result.data.update(found)
 
 

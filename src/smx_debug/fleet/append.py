@@ -360,13 +360,13 @@ def _collect_one(fr: FleetRoot, job: str, sm: Any, s3: Any, cw: Any, make: Calla
                  ) -> AppendReport:
     from botocore.exceptions import ClientError
 
-    from smx_debug.data.sources import job_paths
+    from smx_debug.data.sources import describe_job, job_paths
     from smx_debug.errors import JobNotFoundError, NoDataYetError
 
     try:
-        desc = sm.describe_training_job(TrainingJobName=job)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in {"ValidationException", "ResourceNotFound"}:
+        desc = describe_job(job, sm)  # a missing job: JobNotFoundError; a denied one: AccessDeniedError
+    except ClientError as exc:  # left as is by describe_job: any other ValidationException is a bad name here too
+        if exc.response.get("Error", {}).get("Code") == "ValidationException":
             raise JobNotFoundError(job) from exc
         raise
     tags = _tags(sm, desc["TrainingJobArn"])

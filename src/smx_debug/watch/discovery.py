@@ -25,6 +25,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, EVALUATOR_TAG, JOB_IN_PROGRESS, RULE_FIELDS
 from smx_debug.data.job_errors import WATCH_SPEC, JobError, job_error
+from smx_debug.data.sources import describe_job
 from smx_debug.errors import ConfigError
 from smx_debug.rules.watch_spec import WatchSpec
 from smx_debug.tags import tags_as_dict
@@ -160,8 +161,9 @@ def refresh(
     ``tags`` are the job's tags when the run already has them (from :func:`search_opted_in`), else None: then
     a stale or new job's tags are read with ListTags (a job watched by prefix, which the role may read).
     A spec that cannot be used is reported in ``spec_error``; the job gets the default rules and its spec is read
-    again next run (its facts are not marked fresh). AWS errors of ListTags or DescribeTrainingJob propagate:
-    the run records them for this job only.
+    again next run (its facts are not marked fresh). AWS errors of ListTags or DescribeTrainingJob propagate
+    (DescribeTrainingJob's translated by :func:`~smx_debug.data.sources.describe_job`, raised from the AWS error):
+    the run records them for this job only, by the AWS error's reason.
     """
     name = summary["TrainingJobName"]
     stale = cursor is None or now - cursor.checked_at >= settings.retag_minutes * 60
@@ -172,7 +174,7 @@ def refresh(
         tags = _tags(sagemaker, summary["TrainingJobArn"])
     info = dict(cursor.info) if cursor is not None else {}
     if "hosts" not in info:
-        info.update(job_facts(sagemaker.describe_training_job(TrainingJobName=name)))
+        info.update(job_facts(describe_job(name, sagemaker)))
     key = tags.get(EVALUATOR_TAG)
     problem = None
     if key != info.get("spec_key") or info.get("spec") is None:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from botocore.exceptions import ClientError
 
 from smx_debug import fleet
 from smx_debug.errors import ConfigError, NotFoundError
@@ -138,3 +140,33 @@ def test_run_query_missing_dataset_names_the_table_and_root(tmp_path: Path) -> N
 def test_run_query_without_root_on_duckdb_names_root() -> None:
     with pytest.raises(ConfigError, match="root"):
         fleet.run_query("idle_gpu_hours")
+
+
+class _FailingSageMaker:
+    """DescribeTrainingJob that fails with one error code (collect's first call for a job)."""
+
+    def __init__(self, code: str, message: str) -> None:
+        self.code, self.message = code, message
+        self.meta = SimpleNamespace(region_name="us-east-1")
+
+    def describe_training_job(self, **_: object) -> dict[str, object]:
+        raise ClientError({"Error": {"Code": self.code, "Message": self.message}}, "DescribeTrainingJob")
+
+
+def test_collect_counts_a_missing_job_as_job_not_found(local_aws, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    report = fleet.collect(tmp_path / "fleet", ["no-such-job"], sagemaker_client=local_aws.client("sagemaker"))
+    assert report.failed_jobs["no-such-job"].startswith("JobNotFoundError: ")
+
+
+@pytest.mark.parametrize(("code", "message", "reason"), [
+    ("ValidationException", "Requested resource not found.", "JobNotFoundError"),
+    ("ValidationException", "1 validation error detected: Value 'a b' failed to satisfy constraint", "JobNotFoundError"),
+    ("ResourceNotFound", "gone", "JobNotFoundError"),
+    ("AccessDeniedException", "not authorized", "AccessDeniedError"),
+    ("InternalFailure", "try again", "InternalFailure"),
+])
+def test_collect_describe_errors_are_translated_by_data_sources(code: str, message: str, reason: str,
+                                                                tmp_path: Path) -> None:
+    report = fleet.collect(tmp_path / "fleet", ["job-a"], sagemaker_client=_FailingSageMaker(code, message))
+    assert report.failed_jobs["job-a"].startswith(f"{reason}: ")
+    assert report.skipped == {f"jobs failed ({reason})": 1}
