@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from smx_debug.actions.deadline import Deadline
@@ -22,12 +21,11 @@ from smx_debug.actions.events import (
     parse_execution_change,
     parse_state_change,
 )
-from smx_debug.actions.ledger import Ledger, LedgerLike, MemoryLedger
 from smx_debug.actions.notify import alarm_notification, execution_notification
 from smx_debug.actions.once import once
 from smx_debug.actions.respond import respond
-from smx_debug.actions.runtime import ClientFactory, client_factory, log_json
-from smx_debug.actions.settings import Settings
+from smx_debug.actions.retrain import run_step
+from smx_debug.actions.runtime import Runtime, log_json
 from smx_debug.actions.verify import EventRefusedError, debugger_triggers, verify_job
 from smx_debug.contracts import (
     EXECUTION_EVENT_SOURCE,
@@ -46,44 +44,6 @@ __all__ = [
     "handle_state_change",
     "handle_stop_training",
 ]
-
-_DEFAULT_REGION = "us-east-1"
-
-
-@dataclass
-class Runtime:
-    """Settings, clients and ledger of one cold start."""
-
-    settings: Settings
-    clients: ClientFactory
-    ledger: LedgerLike
-
-    @classmethod
-    def from_env(
-        cls,
-        environ: Mapping[str, str] | None = None,
-        clients: ClientFactory | None = None,
-        context: Any = None,
-    ) -> Runtime:
-        settings = Settings.from_env(environ, context)
-        factory = clients or client_factory(
-            settings.region, settings.max_attempts, settings.connect_timeout, settings.read_timeout
-        )
-        ledger: LedgerLike = (
-            Ledger(factory("dynamodb"), settings.ledger_table, lease_seconds=settings.lease_seconds)
-            if settings.ledger_table
-            else MemoryLedger(lease_seconds=settings.lease_seconds)
-        )
-        return cls(settings=settings, clients=factory, ledger=ledger)
-
-    @property
-    def region(self) -> str:
-        return self.settings.region or _DEFAULT_REGION
-
-    def deadline(self, context: Any) -> Deadline:
-        """This invocation's deadline: Lambda's time left, against one call's worst case."""
-        return Deadline.of(context, self.settings.call_budget)
-
 
 def _guard(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     try:
@@ -252,6 +212,4 @@ def handle_notify(event: object, runtime: Runtime, context: Any = None) -> dict[
 
 def handle_retrain(event: object, runtime: Runtime) -> dict[str, Any]:
     """Step Functions task ``{"step": "init"|"train"|"monitor"|"end", "state": {...}}`` -> the new state."""
-    from smx_debug.actions.retrain import run_step
-
     return run_step(event, runtime)

@@ -61,7 +61,7 @@ from smx_debug.contracts import (
 from smx_debug.tags import MAX_TAGS
 
 if TYPE_CHECKING:
-    from smx_debug.actions.handlers import Runtime
+    from smx_debug.actions.runtime import Runtime
     from smx_debug.actions.verify import Trigger, VerifiedJob
 
 __all__ = [

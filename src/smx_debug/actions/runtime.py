@@ -1,19 +1,26 @@
-"""Shared plumbing for the handlers: AWS clients with standard retries and structured JSON logs.
+"""Shared plumbing for the handlers: AWS clients with standard retries, structured JSON logs and the
+:class:`Runtime` of a cold start (its own module so the handlers and the retrain steps both import it at module
+level, without a cycle).
 
-Imports only boto3/botocore and the standard library.
+Imports only boto3/botocore, the standard library and the actions' settings, ledger and deadline.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
 from botocore.config import Config
 
-__all__ = ["ClientFactory", "client_factory", "log_json", "logger", "retry_config"]
+from smx_debug.actions.deadline import Deadline
+from smx_debug.actions.ledger import Ledger, LedgerLike, MemoryLedger
+from smx_debug.actions.settings import Settings
+
+__all__ = ["ClientFactory", "Runtime", "client_factory", "log_json", "logger", "retry_config"]
 
 logger = logging.getLogger("smx_debug.actions")
 logger.setLevel(logging.INFO)
@@ -51,3 +58,41 @@ def client_factory(
 def log_json(level: int = logging.INFO, **fields: Any) -> None:
     """One JSON object per line, so CloudWatch Logs Insights can filter on any field."""
     logger.log(level, json.dumps(fields, default=str, sort_keys=True)[:32_768])
+
+
+_DEFAULT_REGION = "us-east-1"
+
+
+@dataclass
+class Runtime:
+    """Settings, clients and ledger of one cold start."""
+
+    settings: Settings
+    clients: ClientFactory
+    ledger: LedgerLike
+
+    @classmethod
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        clients: ClientFactory | None = None,
+        context: Any = None,
+    ) -> Runtime:
+        settings = Settings.from_env(environ, context)
+        factory = clients or client_factory(
+            settings.region, settings.max_attempts, settings.connect_timeout, settings.read_timeout
+        )
+        ledger: LedgerLike = (
+            Ledger(factory("dynamodb"), settings.ledger_table, lease_seconds=settings.lease_seconds)
+            if settings.ledger_table
+            else MemoryLedger(lease_seconds=settings.lease_seconds)
+        )
+        return cls(settings=settings, clients=factory, ledger=ledger)
+
+    @property
+    def region(self) -> str:
+        return self.settings.region or _DEFAULT_REGION
+
+    def deadline(self, context: Any) -> Deadline:
+        """This invocation's deadline: Lambda's time left, against one call's worst case."""
+        return Deadline.of(context, self.settings.call_budget)
