@@ -40,6 +40,7 @@ _LAZY = {"Clients", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
+        # Lazy: run.py needs numpy and pandas; a debug plan imports smx_debug.watch for the spec alone.
         from smx_debug.watch import run
 
         return getattr(run, name)

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from smx_debug.fleet.append import Source
+    from smx_debug.watch.run import RunReport  # run.py imports this module: the annotation only
 
 from smx_debug.data.job_errors import BAD_DATA, job_error
 from smx_debug.watch.cursor import Cursor
-from smx_debug.watch.run import RunReport
 from smx_debug.watch.settings import EvaluatorSettings
 
 __all__ = ["FLEET_THROUGH", "append_minutes"]

@@ -59,9 +59,11 @@ from smx_debug.rules.watch_spec import WatchedRule
 from smx_debug.tags import watched_actions
 from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discovery import Refreshed, list_running, refresh, search_opted_in
+from smx_debug.watch.fleet_sink import append_minutes
 from smx_debug.watch.isolation import publish_job_errors
 from smx_debug.watch.settings import EvaluatorSettings
 from smx_debug.watch.tensors import evaluate_tensors
+from smx_debug.watch.trigger import JobOutcome, Trigger
 
 _DEVICE_WINDOW = 10  # minutes of profiler output read per run: the longest device-rule window
 
@@ -115,48 +117,11 @@ class WatchedJob:
 ShardSender = Callable[[Sequence[WatchedJob], float], int]
 
 
-@dataclass(frozen=True)
-class Trigger:
-    """A rule configuration whose condition the evaluator found met, in the shape a Debugger status has."""
-
-    job: str
-    name: str  # RuleConfigurationName
-    rule: str  # rule class
-    kind: RuleKind
-    step: int | None
-    message: str
-    status_details: str
-
-
 class Responder(Protocol):
     """Acts on a job's new triggers through the action path; returns a JSON-able summary. What it raises is
     recorded for that job, whose triggers are tried again next run."""
 
     def __call__(self, job: str, triggers: Sequence[Trigger]) -> Mapping[str, Any]: ...
-
-
-@dataclass
-class JobOutcome:
-    """What a run did for one watched job: status ``evaluated``, ``no data``, ``failed`` (an error stopped it;
-    its cursor did not advance) or ``held`` (another evaluation holds its job lease), its triggers, notes, the
-    action core's answer and the errors met."""
-
-    job: str
-    status: str = "skipped"
-    triggers: list[Trigger] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    response: Mapping[str, Any] | None = None
-    errors: list[JobError] = field(default_factory=list)
-
-    def fail(self, error: JobError) -> None:
-        """Record an error that ends this job's run (its cursor keeps its data and ``through``)."""
-        self.status = "failed"
-        self.record(error)
-
-    def record(self, error: JobError) -> None:
-        """Record an error the job survived (a bad watch spec: the default rules applied)."""
-        self.errors.append(error)
-        self.notes.append(error.message)
 
 
 @dataclass
@@ -499,8 +464,6 @@ def _evaluate_all(
             cursor = cursor.with_changes(fired={**cursor.fired, **{t.name: t.step for t in triggers}})
         changed[cursor.job] = cursor
     if settings.fleet_bucket:  # the evaluated jobs' new minutes, to the fleet dataset (never in an action's way)
-        from smx_debug.watch.fleet_sink import append_minutes
-
         evaluated = [changed[j] for j, o in report.outcomes.items() if o.status == "evaluated" and j in changed]
         changed.update(append_minutes(settings, clients.s3, report, evaluated, profiler, last=end // 60 - 1))
 

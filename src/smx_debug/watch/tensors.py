@@ -23,9 +23,10 @@ from smx_debug.contracts import condition_met_details
 from smx_debug.errors import ConfigError, DataError, NoDataYetError
 from smx_debug.rules.watch_spec import WatchedRule
 from smx_debug.watch.cursor import Cursor
+from smx_debug.watch.trigger import Trigger
 
 if TYPE_CHECKING:
-    from smx_debug.watch.run import JobOutcome, Trigger
+    from smx_debug.watch.trigger import JobOutcome
 
 __all__ = ["STATE_BUDGET", "evaluate_tensors", "tensor_rules"]
 
@@ -91,7 +92,6 @@ def evaluate_tensors(cursor: Cursor, outcome: JobOutcome, *, s3: Any, now: float
 
 def _trigger(job: str, name: str, result: Any) -> Trigger:
     from smx_debug.rules.catalog import get_rule
-    from smx_debug.watch.run import Trigger
 
     step = result.trigger_step
     return Trigger(
