@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from smx_debug.local import iam
 from smx_debug.local.patching import patch_once
 
 __all__ = ["install"]
@@ -30,8 +31,6 @@ def install() -> None:
 
 def _get_permission(self: Any, action: str, resource: str) -> Any:
     from moto.iam.access_control import PermissionResult
-
-    from smx_debug.local import iam
 
     if self.policy is None:
         return PermissionResult.NEUTRAL

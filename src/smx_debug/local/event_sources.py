@@ -40,6 +40,7 @@ from smx_debug.contracts import HANDLER_TAG
 from smx_debug.errors import AccessDeniedError
 from smx_debug.local import iam
 from smx_debug.local.clients import client
+from smx_debug.local.delivery import concurrent_invocations
 from smx_debug.local.patching import patch_once
 from smx_debug.local.server import LocalAws
 
@@ -243,8 +244,6 @@ def poll(aws: LocalAws, *, function: str | None = None, lambdas_dir: Path | None
 
 
 def _drain(aws: LocalAws, mapping: Mapping_, lambdas_dir: Path | None, threads: int | None) -> list[Invocation]:
-    from smx_debug.local.delivery import concurrent_invocations
-
     width = max(1, min(mapping.maximum_concurrency or 1000, MAX_LOCAL_THREADS, threads or MAX_LOCAL_THREADS))
     gate = threading.Semaphore(width)
     sqs = client(aws, "sqs")

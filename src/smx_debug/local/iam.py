@@ -56,6 +56,7 @@ from typing import Any
 
 from smx_debug.errors import NotFoundError, SmxDebugError
 from smx_debug.local import training_jobs
+from smx_debug.local.clients import client
 
 __all__ = [
     "CALLS",
@@ -855,8 +856,6 @@ def _new_call() -> int:
 
 
 def _admin(aws: Any, service: str) -> Any:
-    from smx_debug.local.clients import client
-
     return client(aws, service)
 
 
