@@ -19,6 +19,8 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # Loaded here, not at module level: the command modules pull in the SDK, pandas and the readers, which
+    # `import smx_debug.cli` (and the entry point's start-up) should not pay for until a parser is built.
     from smx_debug.cli import evaluate, fleet, plan, report, rules, trace
 
     parser = OneLineParser(prog="smx-debug", description="Guardrails for SageMaker training jobs.")
