@@ -35,6 +35,8 @@ FLEET_THROUGH = "fleet_through"  # cursor info: the last epoch minute appended t
 
 def _frame(cursor: Cursor, profiler: Any, lo: int, last: int) -> tuple[Any, Source, dict[str, int] | None] | str:
     """The job's minutes ``lo..last`` as a system frame, its source and devices; or why there are none."""
+    # the fleet dataset code (pydantic, its schema) loads only when a run has a fleet bucket (run.py imports this
+    # module at every cold start)
     from smx_debug.data.minute_frames import device_counts, system_frame
     from smx_debug.fleet.append import cloudwatch_devices
 
@@ -55,6 +57,8 @@ def append_minutes(
 ) -> dict[str, Cursor]:
     """Append each job's minutes through ``last`` (epoch minute); returns the cursors whose ``fleet_through``
     moved. Failures are recorded in the jobs' outcomes of ``report``."""
+    # the fleet dataset code (pydantic, its schema) loads only when a run has a fleet bucket (run.py imports this
+    # module at every cold start)
     from smx_debug.fleet.append import append_system_minutes
     from smx_debug.fleet.s3_boto import stack_root
 
