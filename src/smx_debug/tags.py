@@ -31,6 +31,7 @@ from smx_debug.contracts import (
     PLAN_TAG,
     RULE_TAG_PREFIX,
     TAG_PREFIX,
+    Env,
     is_opted_in,
     is_watched,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "decode_tags",
     "encode_tags",
     "tags_as_dict",
+    "watch_rule_from_env",
     "watched_actions",
 ]
 
@@ -203,6 +205,14 @@ def decode_tags(tags: object) -> DecodedTags:
         actions=actions,
         unknown_tokens=tuple(unknown),
     )
+
+
+def watch_rule_from_env(env: Mapping[str, str]) -> tuple[tuple[str, ...], str]:
+    """The deployment's watch rule as the stack passes it to every function: ``SMX_WATCH_PREFIXES`` (comma-separated
+    job-name prefixes) and ``SMX_OPT_IN_TAG`` (the opt-in tag key, :data:`MANAGED_TAG` when unset), the arguments of
+    :func:`watched_actions`."""
+    prefixes = tuple(p.strip() for p in env.get(Env.WATCH_PREFIXES, "").split(",") if p.strip())
+    return prefixes, env.get(Env.OPT_IN_TAG) or MANAGED_TAG
 
 
 def watched_actions(

@@ -26,7 +26,7 @@ from smx_debug.contracts import (
     Env,
 )
 from smx_debug.errors import ConfigError
-from smx_debug.tags import ActionSpec
+from smx_debug.tags import ActionSpec, watch_rule_from_env
 
 __all__ = ["DEFAULT_NAMESPACE", "Settings", "call_budget_seconds"]
 
@@ -104,10 +104,11 @@ class Settings:
                     value=token,
                 )
             defaults.append(spec)
+        prefixes, opt_in_tag = watch_rule_from_env(env)
         return cls(
             namespace=env.get(Env.NAMESPACE) or DEFAULT_NAMESPACE,
-            watch_prefixes=tuple(p.strip() for p in env.get(Env.WATCH_PREFIXES, "").split(",") if p.strip()),
-            opt_in_tag=env.get(Env.OPT_IN_TAG) or MANAGED_TAG,
+            watch_prefixes=prefixes,
+            opt_in_tag=opt_in_tag,
             default_actions=tuple(defaults),
             ledger_table=env.get(Env.LEDGER_TABLE) or None,
             topic_arn=env.get(Env.TOPIC_ARN) or None,

@@ -60,7 +60,7 @@ from smx_debug.fleet.append import (
 )
 from smx_debug.fleet.root import FleetRoot
 from smx_debug.fleet.s3_boto import stack_root
-from smx_debug.tags import watched_actions
+from smx_debug.tags import watch_rule_from_env, watched_actions
 
 __all__ = ["CollectorClients", "CollectorReport", "CollectorSettings", "collect_fleet", "handle_scheduled"]
 
@@ -110,10 +110,11 @@ class CollectorSettings:
         if appends not in {"true", "false"}:
             raise ConfigError(f"{Env.EVALUATOR_APPENDS}: {appends!r} is not true or false",
                               field=Env.EVALUATOR_APPENDS, value=appends)
+        prefixes, opt_in_tag = watch_rule_from_env(env)
         return cls(
             bucket=bucket,
-            watch_prefixes=tuple(p.strip() for p in env.get(Env.WATCH_PREFIXES, "").split(",") if p.strip()),
-            opt_in_tag=env.get(Env.OPT_IN_TAG) or MANAGED_TAG,
+            watch_prefixes=prefixes,
+            opt_in_tag=opt_in_tag,
             evaluator_appends=appends == "true",
         )
 

@@ -15,6 +15,7 @@ from smx_debug.contracts import (
 )
 from smx_debug.errors import ConfigError
 from smx_debug.rules.watch_spec import WatchSpec
+from smx_debug.tags import watch_rule_from_env
 
 __all__ = ["DEFAULT_JOBS_PER_INVOCATION", "MAX_JOBS_PER_INVOCATION", "EvaluatorSettings"]
 
@@ -98,9 +99,10 @@ class EvaluatorSettings:
         if not table:
             raise ConfigError(f"{Env.CURSOR_TABLE} is not set", field=Env.CURSOR_TABLE, value="")
         rules = env.get(Env.DEFAULT_RULES, "")
+        prefixes, opt_in_tag = watch_rule_from_env(env)
         return cls(
-            watch_prefixes=tuple(p.strip() for p in env.get(Env.WATCH_PREFIXES, "").split(",") if p.strip()),
-            opt_in_tag=env.get(Env.OPT_IN_TAG) or MANAGED_TAG,
+            watch_prefixes=prefixes,
+            opt_in_tag=opt_in_tag,
             cursor_table=table,
             spec_bucket=env.get(Env.SPEC_BUCKET) or None,
             default_rules=WatchSpec.from_json(rules, source=Env.DEFAULT_RULES) if rules else WatchSpec(),
