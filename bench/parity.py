@@ -78,8 +78,8 @@ def missing_requirements() -> str | None:
     """Why the harness cannot run here, or None."""
     if not RULES_DIR.is_dir():
         return f"reference rules not found at {RULES_DIR} (set SMX_PARITY_RULES or provide ../shared/fixtures)"
-    if not SIDE_PYTHON.exists():
-        return f"side environment missing: run `bash bench/smdebug_env.sh` (expected {SIDE_PYTHON})"
+    if not (SIDE_PYTHON.parents[1] / ".ready-v3").exists():  # the marker bench/smdebug_env.sh leaves when done
+        return f"side environment missing or unfinished: run `bash bench/smdebug_env.sh` (expected {SIDE_PYTHON})"
     return None
 
 

@@ -45,3 +45,16 @@ def test_parity_quick_scenarios_have_no_unexplained_difference() -> None:
     table = parity.format_table(rows)
     assert not [r for r in rows if "UNEXPLAINED" in r.differences.values()], table
     assert any(r.ref["RuleTriggered"] for r in rows)  # the jobs do exercise firing rules
+
+
+def test_parity_skips_on_a_side_env_whose_build_did_not_finish(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # bench/smdebug_env.sh creates the venv's python before pip runs; a failed install (no disk, no index) leaves
+    # it behind without the ready marker, and the parity run must skip rather than fail on a broken smdebug.
+    parity = _parity()
+    python = tmp_path / ".venv-smdebug" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text("")
+    monkeypatch.setattr(parity, "SIDE_PYTHON", python)
+    monkeypatch.setattr(parity, "RULES_DIR", tmp_path)
+    why = parity.missing_requirements()
+    assert why is not None and "bash bench/smdebug_env.sh" in why
