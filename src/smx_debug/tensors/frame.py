@@ -117,10 +117,10 @@ def _batch(catalog: Catalog, chunk: list[tuple[EventFile, np.ndarray]], fetched:
     # copies of the batch (b"".join would hold every piece and the joined bytes together).
     bases = np.cumsum([0] + [len(d) for d, _ in fetched[:-1]])
     buf = np.empty(sum(len(d) for d, _ in fetched), np.uint8)
-    for k, base in enumerate(bases):
-        piece = fetched[k][0]
+    for i, base in enumerate(bases):
+        piece = fetched[i][0]
         buf[base:base + len(piece)] = np.frombuffer(piece, np.uint8)
-        fetched[k] = (b"", fetched[k][1])
+        fetched[i] = (b"", fetched[i][1])
     file_of = np.concatenate([np.full(len(sel), k, np.int32) for k, (_, sel) in enumerate(chunk)])
     ids = np.concatenate([f.ids[sel] for f, sel in chunk])
     length = np.concatenate([f.lengths[sel] for f, sel in chunk]).astype(np.int64)
