@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from smx_debug.actions.deadline import Deadline
 from smx_debug.data.job_errors import job_error
 from smx_debug.errors import AwsError, SmxDebugError
 from smx_debug.watch.isolation import publish_job_errors
@@ -132,10 +133,11 @@ def queue_sender(sqs: Any, queue_url: str, size: int) -> ShardSender:
 
 def handle_shards(
     event: Mapping[str, Any], settings: EvaluatorSettings, clients: Clients, responder: Responder, *,
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] = time.time, deadline: Deadline | None = None,
 ) -> dict[str, Any]:
-    """Evaluate each shard record of an SQS event (see the module docstring); returns the partial batch
-    failures (``batchItemFailures``) and each shard's summary. Raises only when job errors cannot be put."""
+    """Evaluate each shard record of an SQS event (see the module docstring) within the invocation's
+    ``deadline``; returns the partial batch failures (``batchItemFailures``) and each shard's summary. A job cut
+    for time is the job's (``out-of-time``), not the message's. Raises only when job errors cannot be put."""
     failures: list[str] = []
     shards: list[dict[str, Any]] = []
     for record in event.get("Records") or []:
@@ -154,7 +156,7 @@ def handle_shards(
             continue  # the next run has sent these jobs again: dropped, not failed
         report = RunReport(now=now, running=len(jobs), watched=len(jobs))
         try:
-            evaluate_jobs(settings, clients, responder, report, jobs)
+            evaluate_jobs(settings, clients, responder, report, jobs, deadline=deadline)
         except Exception as exc:  # what breaks this shard (its cursors): its jobs, not the others' shards
             error = job_error(exc, job=f"shard {message}", doing="evaluating the shard (its cursors)")
             for job in jobs:
