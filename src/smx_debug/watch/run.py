@@ -26,6 +26,14 @@ its cursor and is tried again next run; the run goes on for the others and the i
 breaks the whole run fails it: the running jobs cannot be listed, the cursors cannot be read or written, the
 job errors cannot be put. A job without data is reported, never stopped.
 
+Each run ends inside its Lambda timeout (:mod:`smx_debug.watch.budget`): given the invocation's deadline, it
+keeps one AWS call's worst case (botocore's retries x timeouts, 24 s by default) for step 9, which always happens,
+starts a step that calls AWS for many jobs (4, 5, 6 and 8) only while one call's worst case still fits before that
+margin, a job's own step (7: its rules, tensors and actions) only while the longest job step measured in this run
+still fits, and hands the action core the deadline less the margin, so a trigger found late is left unclaimed. A
+job not started keeps its cursor, is counted under ``out-of-time`` and goes first next run (the jobs furthest
+behind first, equals shuffled by the run); the jobs finished before it are saved, so runs converge.
+
 Overlapping runs (one still going when the next schedule fires, a delayed or manual invoke, a slow shard) would
 evaluate a job twice and act before either saved its cursor. Two leases of the cursor table prevent it, both
 claimed with the action ledger's lease claim (:class:`smx_debug.actions.ledger.Ledger`: a conditional PutItem that
