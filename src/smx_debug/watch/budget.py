@@ -90,8 +90,4 @@ class RunBudget:
 
     def for_actions(self) -> Deadline | None:
         """The action core's deadline: the invocation's, less the margin (None when unbounded)."""
-        deadline = self.deadline
-        if deadline is None or not self.bounded:
-            return deadline
-        reserve = self.reserve
-        return Deadline(lambda: max(0.0, deadline.left() - reserve) * 1000.0, deadline.call_seconds)
+        return None if self.deadline is None else self.deadline.keeping(self.reserve)

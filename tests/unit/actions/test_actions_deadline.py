@@ -155,3 +155,10 @@ def test_deadline_fits_only_a_whole_worst_case_call(left_ms: int | None, fits: b
     if not fits:
         with pytest.raises(OutOfTimeError, match="left for the redelivery"):
             deadline.require("claim")
+
+
+@pytest.mark.parametrize(("left_ms", "kept", "left"), [(None, 24.0, float("inf")), (60_000, 24.0, 36.0),
+                                                       (10_000, 24.0, 0.0)])
+def test_deadline_keeping_leaves_that_much_for_what_must_follow(left_ms: int | None, kept: float, left: float) -> None:
+    context = None if left_ms is None else type("C", (), {"get_remaining_time_in_millis": lambda self: left_ms})()
+    assert Deadline.of(context, call_seconds=24.0).keeping(kept).left() == left
