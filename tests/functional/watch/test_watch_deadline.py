@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from lambda_support import Clock, Context, Slow
 from watch_support import TABLE, Recorder, action_env, at, clients, create_job, publish, settings
 
 from smx_debug import local
@@ -36,42 +37,6 @@ ANSWER = 3.0
 JOBS = [f"guarded-{c}" for c in "abcd"]
 CPU = Scenario(kind="cpu_bottleneck", onset=2)  # wall-clock aligned jobs: bottlenecked well before the run
 LATE = Scenario(kind="cpu_bottleneck", onset=10)  # fires by minute 15, not at minute 8
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_795_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Slow:
-    """Every call of the wrapped client takes ``ANSWER`` seconds of the clock."""
-
-    def __init__(self, target: Any, clock: Clock, answer: float = ANSWER) -> None:
-        self._target, self._clock, self._answer = target, clock, answer
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._target, name)
-        if name in ("meta", "exceptions", "get_paginator") or not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self._clock.now += self._answer
-            return attr(*args, **kwargs)
-
-        return call
-
-
-class Context:
-    """The Lambda context: the time left of this invocation, on the fake clock."""
-
-    def __init__(self, clock: Clock, timeout: float = TIMEOUT) -> None:
-        self.clock, self.ends = clock, clock.now + timeout
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self.ends - self.clock.now) * 1000))
 
 
 def _now_aligned_jobs(aws: LocalAws, names: Sequence[str]) -> None:
@@ -95,12 +60,12 @@ def test_handler_little_time_left_starts_only_what_fits_and_later_runs_act_on_ev
     env = action_env(aws)
     _now_aligned_jobs(aws, JOBS)
     clock = Clock()
-    actions = Runtime.from_env(env, clients=lambda service: Slow(cached_client(aws, service), clock))
+    actions = Runtime.from_env(env, clients=lambda service: Slow(cached_client(aws, service), clock, ANSWER))
     runtime = EvaluatorRuntime(settings=EvaluatorSettings.from_env(env), clients=clients(aws),
                                responder=action_responder(actions))
     summaries: list[dict[str, Any]] = []
     for _ in range(12):
-        context = Context(clock)
+        context = Context(clock, TIMEOUT)
         started = clock.now
         summaries.append(handle_invocation({"source": "aws.events"}, context, runtime=runtime))
         elapsed = clock.now - started

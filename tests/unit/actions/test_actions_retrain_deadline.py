@@ -11,7 +11,6 @@ takes ``ANSWER`` seconds of a fake clock that drives the Lambda context; the dep
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from actions_fakes import FakeSageMaker, FakeSns, fake_runtime, settings
 from botocore.exceptions import ClientError
+from lambda_support import Clock, Context, entry_point
 
 from smx_debug.actions import MemoryLedger
 from smx_debug.actions.ledger import DONE
@@ -35,22 +35,6 @@ EXPLODED = [{
     "StatusDetails": "RuleEvaluationConditionMet: Evaluation of the rule ExplodingTensor at step 70 resulted in the "
                      "condition being met\n",
 }]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_795_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Context:
-    def __init__(self, clock: Clock, timeout: float = TIMEOUT) -> None:
-        self.clock, self.ends = clock, clock.now + timeout
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self.ends - self.clock.now) * 1000))
 
 
 class SlowSageMaker(FakeSageMaker):
@@ -101,14 +85,6 @@ class SlowLedger(MemoryLedger):
         super().release(pk)
 
 
-def _entry_point() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("retrain_entry", ROOT / "lambdas" / "actions" / "handler.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _monitoring() -> dict[str, Any]:
     state = init_state(copy.deepcopy(SPEC), clock=lambda: 0.0)
     state["history"].update(num_retraining=1, latest_job_name="run-x", jobs=[{"job_name": "run-x"}])
@@ -120,7 +96,7 @@ def _setup(describe: float = ANSWER, throttle: int = 1) -> tuple[ModuleType, Clo
                                                                  SlowLedger]:
     clock = Clock()
     sagemaker, sns, ledger = SlowSageMaker(clock, describe), SlowSns(clock), SlowLedger(clock, throttle)
-    module = _entry_point()
+    module = entry_point("actions", "retrain_entry")
     module._runtime = fake_runtime(settings(function_timeout=TIMEOUT, lease_seconds=TIMEOUT + 30), ledger,
                                    sagemaker=sagemaker, sns=sns)
     return module, clock, sagemaker, sns, ledger
@@ -128,7 +104,7 @@ def _setup(describe: float = ANSWER, throttle: int = 1) -> tuple[ModuleType, Clo
 
 def _invoke(module: ModuleType, clock: Clock, state: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     started = clock.now
-    answer = module.retrain({"step": "monitor", "state": state}, Context(clock))
+    answer = module.retrain({"step": "monitor", "state": state}, Context(clock, TIMEOUT))
     return clock.now - started, answer
 
 
@@ -157,7 +133,7 @@ def test_retrain_end_after_a_failure_too_late_to_stop_says_the_job_still_runs_in
     module, clock, sagemaker, sns, ledger = _setup(describe=80.0, throttle=0)  # the job's status answered late
     state = {**_monitoring(), "error": {"step": "monitor", "code": "ThrottlingException", "retryable": True}}
     started = clock.now
-    answer = module.retrain({"step": "end", "state": state}, Context(clock))
+    answer = module.retrain({"step": "end", "state": state}, Context(clock, TIMEOUT))
     assert clock.now - started < TIMEOUT, f"the end step took {clock.now - started:g} s of a {TIMEOUT:g} s timeout"
     assert sagemaker.stopped == [] and stop_key("run-x") not in ledger.items  # nothing left claimed
     (message,) = sns.published  # the final message always goes out
