@@ -14,6 +14,10 @@ isolation, cursors and exactly-once actions of a whole run.
 - **A slow or failing shard costs only its own jobs.** Shards are independent messages; one that is slow holds
   only its jobs' leases; one whose evaluation breaks (its cursors cannot be read) counts its jobs in
   ``EvaluatorJobErrors`` and is reported as a partial batch failure, so SQS redelivers only that message.
+- **Inside the function's timeout.** A shard starts a job only while it fits in what is left of its invocation
+  (:mod:`smx_debug.watch.budget`); a job it cut is counted ``out-of-time`` and keeps its cursor, and the message is
+  not failed: SQS would redeliver it after the visibility timeout, stale by then and dropped, while the next run
+  has already sent the job again (furthest behind, it goes first).
 - **No backlog.** A shard older than the schedule's period (``SentTimestamp``) is dropped: the newer run already
   sent its jobs again. Jobs are shuffled into shards each run, so a queue that cannot keep up delays random jobs,
   never the same ones every run.

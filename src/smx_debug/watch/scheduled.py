@@ -8,6 +8,10 @@
   (:func:`smx_debug.watch.fanout.handle_shards`), and the answer lists the records that failed
   (``batchItemFailures``), so SQS redelivers those only.
 
+Both are bounded by the invocation's time: the handler passes Lambda's ``context`` down as a
+:class:`~smx_debug.actions.deadline.Deadline` (one call's worst case with the clients' retries and timeouts), and a
+job, or an action, that would not fit is left to the next run with its cursor kept (:mod:`smx_debug.watch.budget`).
+
 The schedule's event carries nothing the run needs: the run's "now" is the clock. One JSON line is logged with
 the run's summary (jobs evaluated, failed by reason, triggers). A job's failure, an action's included, is that
 job's: counted in ``EvaluatorJobErrors`` (the stack alarms on it) and tried again next run, never the
