@@ -30,6 +30,8 @@ def _retrain(stack: Stack, step: str, state: dict) -> dict:
 def test_retrain_workflow_reproduces_the_published_exploding_resnet_run(stack: Stack) -> None:
     aws = stack.aws
     event = json.loads((EVENTS / "retrain_input.json").read_text())
+    role_arn = event["state"]["run_spec"]["request"]["RoleArn"]
+    assert local.execution_role(aws, role_arn.rsplit("/", 1)[1]) == role_arn  # the run's role, for SageMaker to assume
     state = _retrain(stack, "init", event["state"])
     outcomes = ["explodes"] * 6 + ["completes"]
     for run, outcome in enumerate(outcomes, start=1):
