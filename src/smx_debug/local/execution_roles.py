@@ -8,10 +8,11 @@ assume it. A role that does not exist, or whose trust policy does not let ``sage
     arn:aws:iam::123456789012:role/x. Please ensure that the role exists and allows principal
     'sagemaker.amazonaws.com' to assume the role.
 
-(AWS's wording as users quote it: github.com/awslabs/predictive-maintenance-using-machine-learning/issues/3, the
-same check on SageMaker's CreateTransformJob, and the same sentence quoted for CreateTrainingJob in public repos'
-troubleshooting notes; a role named without its path is another ARN that SageMaker cannot assume,
-github.com/aws/sagemaker-python-sdk/issues/43.) moto 5.2.5 records any ``RoleArn``. Here:
+(AWS's wording as users quote it: github.com/awslabs/predictive-maintenance-using-machine-learning/issues/3 for a
+role that does not exist, on SageMaker's CreateTransformJob; the same code and sentence for CreateTrainingJob in a
+public repository's troubleshooting note, for a role that exists without the SageMaker trust; a role named without
+its path is another ARN, which SageMaker cannot assume: github.com/aws/sagemaker-python-sdk/issues/43.) moto 5.2.5
+records any ``RoleArn``. Here:
 
 - :func:`install` makes CreateTrainingJob check the role in the local IAM before moto creates the job: a role with
   exactly that ARN (path included) must exist in the job's account, and its trust policy must allow the SageMaker
