@@ -83,7 +83,7 @@ def _setup(aws: Any, watched: int, other: int, poisoned: int, start: datetime) -
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
     )
     aws.client("s3").create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": aws.region})
-    sm = aws.client("sagemaker")
+    sm, role = aws.client("sagemaker"), local.execution_role(aws)
     for i in range(watched):
         name = f"bench-{i:03d}"
         profiler = ({"S3OutputPath": f"s3://{BUCKET}/debugger", "ProfilingIntervalInMilliseconds": 500}
@@ -94,7 +94,7 @@ def _setup(aws: Any, watched: int, other: int, poisoned: int, start: datetime) -
                                     "TrainingInputMode": "File",
                                     "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=(.*)"},
                                                           {"Name": "validation:loss", "Regex": "vl=(.*)"}]},
-            RoleArn="arn:aws:iam::123456789012:role/SageMaker-bench", OutputDataConfig={"S3OutputPath": "s3://b/o"},
+            RoleArn=role, OutputDataConfig={"S3OutputPath": "s3://b/o"},
             ResourceConfig={"InstanceType": "ml.g4dn.12xlarge", "InstanceCount": HOSTS, "VolumeSizeInGB": 50},
             StoppingCondition={"MaxRuntimeInSeconds": 86400}, ProfilerConfig=profiler,
         )

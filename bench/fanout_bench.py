@@ -69,7 +69,7 @@ def _jobs(aws: Any, bucket: str, count: int, start: datetime) -> list[str]:
     from smx_debug.local import job_metrics
     from smx_debug.local.job_metrics import Scenario
 
-    sagemaker, names = aws.client("sagemaker"), []
+    sagemaker, names, role = aws.client("sagemaker"), [], local.execution_role(aws)
     for i in range(count):
         name = f"bench-{i:04d}"
         sagemaker.create_training_job(
@@ -78,7 +78,7 @@ def _jobs(aws: Any, bucket: str, count: int, start: datetime) -> list[str]:
                                     "TrainingInputMode": "File",
                                     "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=(.*)"},
                                                           {"Name": "validation:loss", "Regex": "vl=(.*)"}]},
-            RoleArn="arn:aws:iam::123456789012:role/SageMaker-bench", ProfilerConfig={"DisableProfiler": True},
+            RoleArn=role, ProfilerConfig={"DisableProfiler": True},
             OutputDataConfig={"S3OutputPath": f"s3://{bucket}/o"}, StoppingCondition={"MaxRuntimeInSeconds": 86400},
             ResourceConfig={"InstanceType": "ml.g4dn.12xlarge", "InstanceCount": HOSTS, "VolumeSizeInGB": 50},
             Tags=[{"Key": "team", "Value": f"team-{i % 7}"}])

@@ -57,7 +57,6 @@ from smx_debug.local.other_team import start_other_team  # noqa: E402
 PLAN = ROOT / "examples" / "plans" / "cpu_bottleneck_guard.yaml"
 STACK = "SmxDebugGuard"
 JOB_PREFIX = "smx-demo-"
-ROLE = "arn:aws:iam::123456789012:role/SageMakerExecution-demo"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 INSTANCE_TYPE = "ml.p3.8xlarge"  # 4 GPUs, 32 vCPUs
 TEAM = "vision"  # the demo jobs' team tag (the other team's jobs carry "research")
@@ -159,7 +158,7 @@ def launch(aws: LocalAws, plan: DebugPlan, job_name: str) -> None:
         kwargs = plan.to_estimator_kwargs(tags={TEAM_TAG: TEAM})  # the fleet's queries group by this tag
     estimator = Estimator(
         image_uri=IMAGE,
-        role=ROLE,
+        role=local.execution_role(aws),  # a real account: your SageMaker execution role
         instance_type=INSTANCE_TYPE,
         instance_count=2,
         output_path=f"{plan.s3_output_path}/model",

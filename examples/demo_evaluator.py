@@ -30,7 +30,6 @@ from smx_debug.local import LocalAws  # noqa: E402
 
 __all__ = ["EvaluatorJobResult", "guard_second_job"]
 
-ROLE = "arn:aws:iam::123456789012:role/SageMakerExecution-demo"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 INSTANCE_TYPE = "ml.p3.8xlarge"  # 4 GPUs, 32 vCPUs
 Say = Callable[..., None]
@@ -106,7 +105,7 @@ def guard_second_job(
             "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=([0-9.]+)"},
                                   {"Name": "validation:loss", "Regex": "val_loss=([0-9.]+)"}],
         },
-        RoleArn=ROLE,
+        RoleArn=local.execution_role(aws),
         OutputDataConfig={"S3OutputPath": f"s3://{bucket}/model"},
         ResourceConfig={"InstanceType": INSTANCE_TYPE, "InstanceCount": 2, "VolumeSizeInGB": 50},
         StoppingCondition={"MaxRuntimeInSeconds": 86400},

@@ -33,7 +33,6 @@ from smx_debug.local import LocalAws  # noqa: E402
 
 __all__ = ["tensor_job"]
 
-ROLE = "arn:aws:iam::123456789012:role/SageMakerExecution-demo"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-cpu-py311"
 ENTRY_POINT = ROOT / "examples" / "train_cnn.py"
 Say = Callable[..., None]
@@ -54,7 +53,7 @@ def tensor_job(aws: LocalAws, bucket: str, *, job: str, say: Say, steps: int = 4
     spec = plan.watch_spec().store(bucket, s3_client=s3)
     fields: dict[str, Any] = plan.to_request_dict(job_name=job)
     sagemaker.create_training_job(
-        TrainingJobName=job, RoleArn=ROLE,
+        TrainingJobName=job, RoleArn=local.execution_role(aws),
         AlgorithmSpecification={"TrainingImage": IMAGE, "TrainingInputMode": "File"},
         OutputDataConfig={"S3OutputPath": f"s3://{bucket}/model"},
         ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 10},

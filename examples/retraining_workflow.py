@@ -33,8 +33,9 @@ RULE = "ExplodingTensor"
 OUTCOMES = ["explodes"] * 6 + ["completes"]  # the published run: 5 warmup halvings, then batch norm
 
 
-def run_spec(bucket: str) -> dict[str, Any]:
-    """What the state machine's input carries: the CreateTrainingJob request and the strategies."""
+def run_spec(bucket: str, role_arn: str) -> dict[str, Any]:
+    """What the state machine's input carries: the CreateTrainingJob request (run as the SageMaker execution
+    role ``role_arn``) and the strategies."""
     plan = DebugPlan.from_file(ROOT / "examples" / "plans" / "exploding_gradient_guard.yaml")
     plan = plan.with_output_path(f"s3://{bucket}/debugger")
     with warnings.catch_warnings():
@@ -47,7 +48,7 @@ def run_spec(bucket: str) -> dict[str, Any]:
             "TrainingInputMode": "File",
         },
         "HyperParameters": {"depth": "110", "activation": '"elu"', "epochs": "30"},
-        "RoleArn": "arn:aws:iam::123456789012:role/SageMakerExecution-retrain",
+        "RoleArn": role_arn,
         "OutputDataConfig": {"S3OutputPath": f"s3://{bucket}/model"},
         "ResourceConfig": {"InstanceType": "ml.p3.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
         "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
@@ -101,7 +102,7 @@ def main() -> int:
                 raise SystemExit(f"{name} returned an error state: {result['error']}")
             return result
 
-        state = step("init", {"run_spec": run_spec(deployed.output("OutputBucketName"))})
+        state = step("init", {"run_spec": run_spec(deployed.output("OutputBucketName"), local.execution_role(aws))})
         for run, outcome in enumerate(OUTCOMES, start=1):
             state = step("train", state)
             job = state["history"]["latest_job_name"]

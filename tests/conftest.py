@@ -52,6 +52,9 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def _local_aws_server() -> Iterator[LocalAws]:
+    from smx_debug.local import execution_roles
+
+    execution_roles.install()  # CreateTrainingJob checks its role in every test, whatever installed what before
     with LocalAws() as aws:
         yield aws
 

@@ -302,7 +302,7 @@ def test_docs_runnable_blocks_run_on_the_local_aws(path: Path, local_aws: LocalA
     _workspace(tmp_path)
     monkeypatch.chdir(tmp_path)
     namespace: dict[str, Any] = {"__name__": "__docs__",
-                                 "role": f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:role/SageMakerExecution-docs"}
+                                 "role": local.execution_role(local_aws, "SageMakerExecution-docs")}
     with local_aws.environment():
         for block in [b for b in ALL if b.file == path and b.directive != "no-run"]:
             if block.directive == "local-aws":

@@ -54,7 +54,7 @@ PUBLIC = {
     ],
     "smx_debug.local": [
         "AlarmTransition", "DEFAULT_REGION", "Delivery", "DeployedStack", "EmulatedResource", "LOCAL_ACCOUNT_ID",
-        "LocalAws", "create_training_job", "deliver_event", "deliver_schedule", "deploy_stack", "evaluate_alarms", "install", "invoke_handler", "publish_assets",
+        "LocalAws", "create_training_job", "deliver_event", "deliver_schedule", "deploy_stack", "evaluate_alarms", "execution_role", "install", "invoke_handler", "publish_assets",
         "reset_handlers", "rule_status", "set_rule_statuses", "set_training_job_status", "sns_lambda_deliveries",
         "state_change_event", "stop_calls", "subscribe_queue", "tick",
     ],

@@ -5,6 +5,8 @@ each through moto's public backend objects:
 
 - :mod:`~smx_debug.local.training_jobs`: StopTrainingJob (InProgress -> Stopping -> Stopped, calls counted),
   job statuses, and the ProfilerConfig / ProfilerRuleConfigurations moto drops;
+- :mod:`~smx_debug.local.execution_roles`: CreateTrainingJob refuses an execution role SageMaker could not
+  assume (missing, or not trusting ``sagemaker.amazonaws.com``); :func:`execution_role` makes a real one;
 - :mod:`~smx_debug.local.search`: SageMaker Search over training jobs with the API's operators, pages and
   result shape (moto's skips filters and ignores pages);
 - :mod:`~smx_debug.local.rule_statuses`: rule evaluation statuses and the job's state-change event;
@@ -22,8 +24,8 @@ each through moto's public backend objects:
   :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`,
   :mod:`~smx_debug.local.training_run` (a job's entry point run as in its container, tensors uploaded).
 
-:func:`install` installs training_jobs, search, bucket_policy, iam (its server guard), delivery and
-event_sources at once; :func:`deploy_stack` installs concurrency and event_sources; the rest act when called.
+:func:`install` installs training_jobs (with execution_roles), search, bucket_policy, iam (its server guard),
+delivery and event_sources at once; :func:`deploy_stack` installs concurrency and event_sources; the rest act when called.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from smx_debug.local.delivery import (
     subscribe_queue,
 )
 from smx_debug.local.deploy import DeployedStack, EmulatedResource, deploy_stack, publish_assets
+from smx_debug.local.execution_roles import execution_role
 from smx_debug.local.rule_statuses import rule_status, set_rule_statuses, state_change_event
 from smx_debug.local.server import DEFAULT_REGION, LOCAL_ACCOUNT_ID, LocalAws
 from smx_debug.local.training_jobs import create_training_job, set_training_job_status, stop_calls, tick
@@ -57,6 +60,7 @@ __all__ = [
     "deliver_schedule",
     "deploy_stack",
     "evaluate_alarms",
+    "execution_role",
     "install",
     "invoke_handler",
     "publish_assets",
@@ -73,9 +77,10 @@ __all__ = [
 
 
 def install(aws: LocalAws | None = None) -> None:
-    """Install what moto lacks for the local AWS: the training-job lifecycle, Search over training jobs,
-    evaluated bucket policies, the local IAM's server guard, in-process SNS -> Lambda delivery on ``aws`` and
-    SQS -> Lambda event source mappings polled, not pushed (patched once per process). Idempotent."""
+    """Install what moto lacks for the local AWS: the training-job lifecycle (with its execution roles checked),
+    Search over training jobs, evaluated bucket policies, the local IAM's server guard, in-process SNS -> Lambda
+    delivery on ``aws`` and SQS -> Lambda event source mappings polled, not pushed (patched once per process).
+    Idempotent."""
     training_jobs.install()
     search.install()
     bucket_policy.install()

@@ -55,7 +55,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from smx_debug.errors import NotFoundError, SmxDebugError
-from smx_debug.local import training_jobs
 from smx_debug.local.clients import client
 
 __all__ = [
@@ -92,6 +91,7 @@ __all__ = [
     "reset_records",
     "resource_policy",
     "resource_tags",
+    "service_may_assume",
     "statement_label",
     "summary_line",
     "supplied_keys",
@@ -900,8 +900,6 @@ def as_function(aws: Any, function: str) -> Iterator[dict[str, str]]:
     """Within the block, clients created from the environment (``boto3.session.Session()``) are the deployed
     ``function``'s: its key and this plugin (for code that runs a function's core outside
     :func:`~smx_debug.local.delivery.invoke_handler`). Raises NotFoundError when it is not deployed."""
-    from smx_debug.errors import NotFoundError
-
     env = function_environment(aws, function)
     if env is None:
         raise NotFoundError(f"function {function!r} is not deployed on the local AWS")
@@ -1084,6 +1082,13 @@ def resource_policy(aws: Any, arn: str) -> list[Statement] | None:
     return None
 
 
+def _job_exists(arn: str) -> bool:
+    from moto.sagemaker.models import sagemaker_backends
+
+    _, region, account, rest = _arn_parts(arn)
+    return rest.split("/", 1)[1] in sagemaker_backends[account][region].training_jobs
+
+
 def resource_tags(aws: Any, arn: str) -> dict[str, str] | None:
     """The target's tags, read now ({} when it does not exist yet); None when this module cannot read
     that resource type's tags (a policy testing them then fails loudly)."""
@@ -1092,11 +1097,10 @@ def resource_tags(aws: Any, arn: str) -> dict[str, str] | None:
     service, _, _, rest = _arn_parts(arn)
     try:
         if service == "sagemaker":
-            if rest.startswith("training-job/"):  # moto's ListTags answers 500 for a job that does not exist;
-                try:  # asked of the backend, as a Describe would advance the job's emulated lifecycle
-                    training_jobs.training_job(aws, rest.split("/", 1)[1])
-                except NotFoundError:
-                    return {}
+            # moto's ListTags answers 500 for a job that does not exist; asked of the backend, as a Describe
+            # would advance the job's emulated lifecycle
+            if rest.startswith("training-job/") and not _job_exists(arn):
+                return {}
             out: dict[str, str] = {}
             for page in _admin(aws, "sagemaker").get_paginator("list_tags").paginate(ResourceArn=arn):
                 out.update({t["Key"]: t["Value"] for t in page.get("Tags", [])})
@@ -1300,18 +1304,25 @@ def authorize_service(aws: Any, service: str, action: str, target: str, *, sourc
     return Outcome(True)
 
 
+def service_may_assume(trust: Any, service: str, role_arn: str,
+                       context: Mapping[str, ContextValue] | None = None) -> Decision:
+    """Whether the service principal ``service`` (``sagemaker.amazonaws.com``...) may ``sts:AssumeRole`` the role
+    ``role_arn`` under its trust policy ``trust`` (the document as IAM returns it), with ``context`` the keys the
+    service supplies: the role's trust policy is its resource policy, and a service has no identity policies."""
+    principal = Principal(_arn_parts(role_arn)[2], service=service)
+    return decide(Request(principal, "sts:AssumeRole", role_arn, dict(context or {})), resource=_document(trust))
+
+
 def authorize_role_edge(aws: Any, service: str, role_arn: str, action: str, target: str, *,
                         source_arn: str, edge: str = "") -> Outcome:
     """A service acting through a role (Step Functions' tasks, Lambda's DLQ): the role must trust the service
     and its policies (with the target's resource policy) allow ``action`` on ``target``."""
     account = _arn_parts(role_arn)[2]
     role_name = role_arn.rsplit("/", 1)[-1]
-    trust = _document(_admin(aws, "iam").get_role(RoleName=role_name)["Role"]["AssumeRolePolicyDocument"])
-    service_principal = Principal(account, service=service)
+    trust = _admin(aws, "iam").get_role(RoleName=role_name)["Role"]["AssumeRolePolicyDocument"]
     label = edge or f"{service} as {role_name} -> {action}"
     call = _new_call()
-    assume = decide(Request(service_principal, "sts:AssumeRole", role_arn,
-                            {"aws:SourceArn": source_arn, "aws:SourceAccount": account}), resource=trust)
+    assume = service_may_assume(trust, service, role_arn, {"aws:SourceArn": source_arn, "aws:SourceAccount": account})
     if not assume.allowed:
         message = f"{service} cannot assume role {role_arn}: {assume.reason}"
         _record(Record(service, label, "sts:AssumeRole", role_arn, False, None, "trust", message, call))

@@ -31,6 +31,7 @@ from smx_debug.contracts import (
     RULE_TAG_PREFIX,
 )
 from smx_debug.local import job_metrics, training_jobs
+from smx_debug.local.execution_roles import execution_role
 from smx_debug.local.job_metrics import Kind, Scenario, publish_minutes
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
@@ -117,14 +118,16 @@ def _profiler_output(aws: LocalAws, bucket: str, key_prefix: str, job: str, star
 
 def start_other_team(
     aws: LocalAws, *, bucket: str, start: datetime, minutes: int, profiler_minutes: int = 3, count: int = 4,
-    role: str = f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:role/research-training",
+    role: str = "research-training",
 ) -> OtherTeam:
     """Create the other team's ``count`` jobs (InProgress since ``start``; the 4 kinds above in turn, numbered
-    when there are more than 4), ``minutes`` of their bad CloudWatch metrics and ``profiler_minutes`` of damaged
-    profiler output in ``bucket``. Installs what it needs of the local AWS."""
+    when there are more than 4) run as the team's own SageMaker execution role ``role`` (a name outside the
+    guard's execution-role pattern), ``minutes`` of their bad CloudWatch metrics and ``profiler_minutes`` of
+    damaged profiler output in ``bucket``. Installs what it needs of the local AWS."""
     training_jobs.install()
     job_metrics.install()
     sagemaker = aws.client("sagemaker")
+    role_arn = execution_role(aws, role)
     output = f"s3://{bucket}/other-team"
     names = []
     for i in range(count):
@@ -138,7 +141,7 @@ def start_other_team(
                 "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=([0-9.]+)"},
                                       {"Name": "validation:loss", "Regex": "val_loss=([0-9.]+)"}],
             },
-            RoleArn=role,
+            RoleArn=role_arn,
             OutputDataConfig={"S3OutputPath": f"s3://{bucket}/other-team-model"},
             ResourceConfig={"InstanceType": "ml.g4dn.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50},
             StoppingCondition={"MaxRuntimeInSeconds": 86400},

@@ -36,6 +36,7 @@ from smx_debug.contracts import (
     RULE_FIELDS,
 )
 from smx_debug.errors import ConfigError, NotFoundError
+from smx_debug.local import execution_roles
 from smx_debug.local.clients import client
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
@@ -119,8 +120,10 @@ def _advance(job: Any) -> None:
 
 
 def install() -> None:
-    """Add StopTrainingJob and keep the profiler fields (once per process). Idempotent."""
+    """Add StopTrainingJob, keep the profiler fields and check the execution role of CreateTrainingJob
+    (:mod:`~smx_debug.local.execution_roles`), once per process. Idempotent."""
     global _installed
+    execution_roles.install()
     if _installed:
         return
     with _lock:
@@ -212,12 +215,13 @@ def set_training_job_status(
 
 def create_training_job(aws: LocalAws, name: str, tags: Mapping[str, str] | None = None, **fields: Any) -> None:
     """CreateTrainingJob on the local AWS with the fields SageMaker requires (moto creates it Completed): the one
-    minimal request of the tests, the benchmarks and the examples. ``fields`` add to or replace the request's."""
+    minimal request of the tests, the benchmarks and the examples. ``fields`` add to or replace the request's;
+    the role is the local SageMaker execution role (:func:`~smx_debug.local.execution_roles.execution_role`)."""
     request: dict[str, Any] = {
         "TrainingJobName": name,
         "AlgorithmSpecification": {"TrainingImage": f"{LOCAL_ACCOUNT_ID}.dkr.ecr.us-west-2.amazonaws.com/t:1",
                                    "TrainingInputMode": "File"},
-        "RoleArn": f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:role/smx-training",
+        "RoleArn": fields["RoleArn"] if "RoleArn" in fields else execution_roles.execution_role(aws),
         "OutputDataConfig": {"S3OutputPath": "s3://smx-out/output"},
         "ResourceConfig": {"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
         "StoppingCondition": {"MaxRuntimeInSeconds": 3600},

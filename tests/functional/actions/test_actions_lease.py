@@ -130,7 +130,7 @@ def test_retrain_rule_starts_one_execution_with_the_jobs_own_request_and_duplica
     execution = sfn.list_executions(stateMachineArn=machine)["executions"][0]["executionArn"]
     spec = json.loads(sfn.describe_execution(executionArn=execution)["input"])["run_spec"]
     assert spec["after_job"] == {"job_name": job, "rule": RULE, "step": 64, "source": "SageMaker Debugger"}
-    assert spec["request"]["RoleArn"] == "arn:aws:iam::123456789012:role/smx-training"
+    assert spec["request"]["RoleArn"] == local.execution_role(aws)  # the job's own role
     assert local.stop_calls(aws, job) == 0
 
 

@@ -30,6 +30,8 @@ def _retrain(stack: Stack, step: str, state: dict) -> dict:
 def test_retrain_workflow_reproduces_the_published_exploding_resnet_run(stack: Stack) -> None:
     aws = stack.aws
     event = json.loads((EVENTS / "retrain_input.json").read_text())
+    role_arn = event["state"]["run_spec"]["request"]["RoleArn"]
+    assert local.execution_role(aws, role_arn.rsplit("/", 1)[1]) == role_arn  # the run's role, for SageMaker to assume
     state = _retrain(stack, "init", event["state"])
     outcomes = ["explodes"] * 6 + ["completes"]
     for run, outcome in enumerate(outcomes, start=1):
@@ -105,3 +107,22 @@ def test_retrain_monitor_error_produces_a_state_the_next_step_can_handle(stack: 
         "code": "ValidationException",
         "retryable": False,
     }
+
+
+def test_retrain_train_role_sagemaker_cannot_assume_ends_the_workflow_with_the_reason(stack: Stack) -> None:
+    """The next run's CreateTrainingJob passes the job's own role; SageMaker refuses a role it cannot assume (here:
+    deleted since), and the workflow ends with SageMaker's reason instead of retrying what cannot succeed."""
+    event = json.loads((EVENTS / "retrain_input.json").read_text())
+    role_arn = event["state"]["run_spec"]["request"]["RoleArn"]
+    local.execution_role(stack.aws, role_arn.rsplit("/", 1)[1])
+    state = _retrain(stack, "init", event["state"])
+    client(stack.aws, "iam").delete_role(RoleName=role_arn.rsplit("/", 1)[1])
+    (delivery,) = local.deliver_event(
+        stack.aws, {"step": "train", "state": state}, {"retrain": stack.env()}, lambdas_dir=LAMBDAS
+    )
+    result = delivery.result
+    assert (delivery.error, result["next_action"], result["history"]["num_retraining"]) == (None, "end", 0)
+    assert {k: result["error"][k] for k in ("step", "code", "retryable")} == {
+        "step": "train", "code": "ValidationException", "retryable": False}
+    assert f"Could not assume role {role_arn}." in result["error"]["message"]
+    assert client(stack.aws, "sagemaker").list_training_jobs()["TrainingJobSummaries"] == []

@@ -11,6 +11,7 @@ from smx_debug.cli import main
 from smx_debug.data.cloudwatch import NAMESPACE
 from smx_debug.data.jobs import load_job
 from smx_debug.evaluate import evaluate
+from smx_debug.local import execution_role
 from smx_debug.simulate import Simulation, SimulationSpec
 
 
@@ -78,7 +79,7 @@ def test_load_job_without_debugger_uses_cloudwatch(local_aws):
         TrainingJobName="cw-job",
         AlgorithmSpecification={"TrainingImage": "123.dkr.ecr.us-west-2.amazonaws.com/x:1", "TrainingInputMode": "File",
                                 "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=(.*)"}]},
-        RoleArn="arn:aws:iam::123456789012:role/r",
+        RoleArn=execution_role(local_aws),
         OutputDataConfig={"S3OutputPath": "s3://b/out"},
         ResourceConfig={"InstanceType": "ml.p3.8xlarge", "InstanceCount": 1, "VolumeSizeInGB": 10},
         StoppingCondition={"MaxRuntimeInSeconds": 3600},

@@ -12,7 +12,7 @@ import pytest
 
 from smx_debug.cli import main
 from smx_debug.evaluate.tensor_eval import TensorEvaluator, evaluate_trial
-from smx_debug.local import LocalAws
+from smx_debug.local import LocalAws, execution_role
 from smx_debug.tensors import Collection, TrialWriter, create_trial
 
 COLLECTIONS = [Collection(name="gradients", include_regex=("^gradient",)),
@@ -120,7 +120,7 @@ def test_evaluate_trial_job_name_reads_its_debug_hook_output(local_aws: LocalAws
     sm.create_training_job(
         TrainingJobName="vg-job",
         AlgorithmSpecification={"TrainingImage": "123.dkr.ecr.us-west-2.amazonaws.com/x:1", "TrainingInputMode": "File"},
-        RoleArn="arn:aws:iam::123456789012:role/SageMakerRole", OutputDataConfig={"S3OutputPath": "s3://jobs/out"},
+        RoleArn=execution_role(local_aws), OutputDataConfig={"S3OutputPath": "s3://jobs/out"},
         ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 10},
         StoppingCondition={"MaxRuntimeInSeconds": 3600}, DebugHookConfig={"S3OutputPath": "s3://jobs/tensors"},
     )

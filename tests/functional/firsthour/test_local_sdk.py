@@ -10,12 +10,11 @@ from pathlib import Path
 import pytest
 
 from smx_debug import DebugPlan, SmxDebugWarning, reports
-from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws
+from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws, execution_role
 from smx_debug.local.sdk import sagemaker_session
 from smx_debug.simulate import Simulation, SimulationSpec
 
 ROOT = Path(__file__).resolve().parents[3]
-ROLE = f"arn:aws:iam::{LOCAL_ACCOUNT_ID}:role/SageMakerExecution-test"
 
 
 def test_local_sdk_session_account_and_default_bucket_stay_local(local_aws: LocalAws) -> None:
@@ -44,7 +43,7 @@ def test_readme_notebook_code_launches_pytorch_estimator_on_local_aws(local_aws:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SmxDebugWarning)
         kwargs = plan.to_estimator_kwargs(tags=[{"Key": "team", "Value": "a"}])
-    estimator = PyTorch(entry_point="train.py", source_dir=str(tmp_path), role=ROLE, instance_type="ml.p3.2xlarge",
+    estimator = PyTorch(entry_point="train.py", source_dir=str(tmp_path), role=execution_role(local_aws), instance_type="ml.p3.2xlarge",
                         instance_count=1, framework_version="1.13", py_version="py39", base_job_name="team-a-resnet",
                         sagemaker_session=session, **kwargs)
     estimator.fit(wait=False)

@@ -19,7 +19,7 @@ import pytest
 
 from smx_debug import DebugPlan, SmxDebugWarning, local, reports
 from smx_debug.data.jobs import load_job
-from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws, iam
+from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws, execution_role, iam
 from smx_debug.local.playback import JobPlayback
 from smx_debug.permissions import NOTEBOOK_CALLS, iam_actions, notebook_policy
 
@@ -44,7 +44,8 @@ def test_permissions_notebook_calls_are_exactly_what_the_code_calls_and_the_poli
                                          CreateBucketConfiguration={"LocationConstraint": local_aws.region})
     local.install(local_aws)  # jobs keep their ProfilerConfig, as on SageMaker
     calls: set[tuple[str, str]] = set()
-    user = iam.as_principal(local_aws, notebook_policy(bucket="guard-out", role_arn=ROLE, job_prefix="team-a-"),
+    role = execution_role(local_aws, ROLE.rsplit("/", 1)[1])  # the execution role the user passes
+    user = iam.as_principal(local_aws, notebook_policy(bucket="guard-out", role_arn=role, job_prefix="team-a-"),
                             name="notebook-user", session_name="notebook")
     with user.environment():
         _record(boto3.DEFAULT_SESSION, calls)
@@ -54,7 +55,7 @@ def test_permissions_notebook_calls_are_exactly_what_the_code_calls_and_the_poli
             warnings.simplefilter("ignore", SmxDebugWarning)
             estimator = Estimator(**plan.to_estimator_kwargs(
                 image_uri="763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311",
-                role=ROLE, instance_type="ml.p3.2xlarge", instance_count=1, output_path="s3://guard-out/model",
+                role=role, instance_type="ml.p3.2xlarge", instance_count=1, output_path="s3://guard-out/model",
                 base_job_name="team-a-resnet", sagemaker_session=sagemaker.Session(), tags={"team": "a"}))
         estimator.fit(wait=False)
         job = estimator.latest_training_job.name

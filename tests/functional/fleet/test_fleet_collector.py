@@ -40,7 +40,7 @@ def _job(aws: LocalAws, name: str, tags: dict[str, str], *, instance: str = "ml.
         TrainingJobName=name,
         AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
                                 "TrainingInputMode": "File"},
-        RoleArn="arn:aws:iam::123456789012:role/SageMaker-x", OutputDataConfig={"S3OutputPath": "s3://o/o"},
+        RoleArn=local.execution_role(aws), OutputDataConfig={"S3OutputPath": "s3://o/o"},
         ResourceConfig={"InstanceType": instance, "InstanceCount": hosts, "VolumeSizeInGB": 5},
         StoppingCondition={"MaxRuntimeInSeconds": 36000}, Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
     local.set_training_job_status(aws, name, "InProgress")

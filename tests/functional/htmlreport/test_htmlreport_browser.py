@@ -217,7 +217,7 @@ def test_report_of_a_job_that_wrote_tensors_shows_the_fired_tensor_rule_in_headl
     s3.create_bucket(Bucket="smx-out", CreateBucketConfiguration={"LocationConstraint": local_aws.region})
     job = "cnn-explodes"
     sagemaker.create_training_job(
-        TrainingJobName=job, RoleArn="arn:aws:iam::123456789012:role/smx-training",
+        TrainingJobName=job, RoleArn=local.execution_role(local_aws),
         AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
                                 "TrainingInputMode": "File"},
         OutputDataConfig={"S3OutputPath": "s3://smx-out/model"},

@@ -34,7 +34,7 @@ def create_job(aws: LocalAws, bucket: str, name: str, tags: Mapping[str, str]) -
         AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
                                 "TrainingInputMode": "File"},
         HyperParameters={"warmup_learning_rate": "0.1", "learning_rate": "0.1", "epochs": "30"},
-        RoleArn="arn:aws:iam::123456789012:role/SageMakerExecution",
+        RoleArn=local.execution_role(aws),
         OutputDataConfig={"S3OutputPath": f"s3://{bucket}/output"},
         ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
         StoppingCondition={"MaxRuntimeInSeconds": 3600},

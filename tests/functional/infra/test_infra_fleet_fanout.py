@@ -47,7 +47,7 @@ def _start(aws: LocalAws, bucket: str) -> datetime:
             TrainingJobName=name,
             AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
                                     "TrainingInputMode": "File"},
-            RoleArn="arn:aws:iam::123456789012:role/SageMakerExecution", ProfilerConfig={"DisableProfiler": True},
+            RoleArn=local.execution_role(aws), ProfilerConfig={"DisableProfiler": True},
             OutputDataConfig={"S3OutputPath": f"s3://{bucket}/output"},
             ResourceConfig={"InstanceType": "ml.g5.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
             StoppingCondition={"MaxRuntimeInSeconds": 3600}, Tags=[{"Key": "team", "Value": "vision"}])

@@ -80,7 +80,7 @@ def _watched_job(aws: LocalAws) -> dict[str, Any]:
     sample = json.loads((EVENTS / "sagemaker_state_change_issues_found.json").read_text())["detail"]
     job = sample["TrainingJobName"]
     local.install(aws)
-    local.create_training_job(aws, job, sample["Tags"], RoleArn="arn:aws:iam::123456789012:role/SageMakerExecution")
+    local.create_training_job(aws, job, sample["Tags"])
     local.set_training_job_status(aws, job, "InProgress")
     local.set_rule_statuses(aws, job, debug=[
         local.rule_status(r["RuleConfigurationName"], r["RuleEvaluationStatus"], details=r.get("StatusDetails"))

@@ -46,7 +46,7 @@ def test_evaluator_alone_stops_an_exploding_pytorch_job_once(local_aws: LocalAws
     request = plan.to_request_dict(job_name=job)
     assert "DebugRuleConfigurations" not in request and "DebugHookConfig" in request
     local_aws.client("sagemaker").create_training_job(
-        TrainingJobName=job, RoleArn="arn:aws:iam::123456789012:role/SageMakerExecution",
+        TrainingJobName=job, RoleArn=local.execution_role(local_aws),
         AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
                                 "TrainingInputMode": "File"},
         OutputDataConfig={"S3OutputPath": f"s3://{bucket}/model"},

@@ -11,7 +11,7 @@ import pytest
 from botocore.exceptions import ClientError
 from local_support import client, create_job
 
-from smx_debug.local import LocalAws, iam
+from smx_debug.local import LocalAws, execution_role, iam
 from smx_debug.local.server import LOCAL_ACCOUNT_ID
 from smx_debug.permissions import notebook_policy
 
@@ -25,6 +25,7 @@ JOBS = f"arn:aws:sagemaker:{REGION}:{LOCAL_ACCOUNT_ID}:training-job/"
 @pytest.fixture
 def user(local_aws: LocalAws) -> iam.LocalPrincipal:
     """The notebook user of docs/permissions.md: jobs named ``team-a-*``, the bucket ``guard-out``, the role above."""
+    execution_role(local_aws, ROLE.rsplit("/", 1)[1])
     client(local_aws, "s3").create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": REGION})
     client(local_aws, "s3").put_object(Bucket=BUCKET, Key="debugger/x.json", Body=b"{}")
     policy = notebook_policy(bucket=BUCKET, role_arn=ROLE, job_prefix="team-a-")

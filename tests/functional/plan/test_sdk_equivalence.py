@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from smx_debug.config import DebugPlan
+from smx_debug.local import execution_role
 
 ROOT = Path(__file__).resolve().parents[3]
 PLANS = sorted((ROOT / "examples" / "plans").glob("*.yaml"))
-ROLE = "arn:aws:iam::123456789012:role/smx-debug-test"
 IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/train:latest"
 FIELDS = (
     "DebugHookConfig",
@@ -69,7 +69,7 @@ def _fit(local_aws: Any, plan: DebugPlan, job_name: str) -> tuple[dict[str, Any]
     session = sagemaker.Session(boto_session=local_aws.session(), sagemaker_client=sm)
     estimator = Estimator(
         image_uri=IMAGE,
-        role=ROLE,
+        role=execution_role(local_aws),
         instance_type="ml.m5.xlarge",
         instance_count=1,
         output_path="s3://smx-debug-demo-output/model",

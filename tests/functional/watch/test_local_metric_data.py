@@ -85,7 +85,7 @@ def test_throttle_jobs_only_throttles_calls_about_those_jobs(local_aws: LocalAws
     local.install(local_aws)
     for name in ("hot-1", "cold-1"):
         client(local_aws, "sagemaker").create_training_job(
-            TrainingJobName=name, RoleArn="arn:aws:iam::123456789012:role/r",
+            TrainingJobName=name, RoleArn=local.execution_role(local_aws),
             AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
                                     "TrainingInputMode": "File"},
             OutputDataConfig={"S3OutputPath": "s3://b/o"}, StoppingCondition={"MaxRuntimeInSeconds": 60},

@@ -45,11 +45,16 @@ def _guard(aws: LocalAws, job: str, **changes: Any) -> tuple[Recorder, Any]:
     return recorder, CursorStore("smx-debug-cursors", clients(aws).dynamodb).load([job])[job]
 
 
+def _execution_role(aws: LocalAws) -> str:
+    """ROLE, made in the local IAM: SageMaker assumes the role a snippet passes."""
+    return local.execution_role(aws, ROLE.rsplit("/", 1)[1])
+
+
 def test_docs_sdk_v2_snippet_creates_a_job_without_debugger_that_the_evaluator_guards(aws: LocalAws) -> None:
     from smx_debug.local.sdk import sagemaker_session
 
     with aws.environment():
-        exec(snippet("sdk-v2"), {"bucket": BUCKET, "image": IMAGE, "role": ROLE,
+        exec(snippet("sdk-v2"), {"bucket": BUCKET, "image": IMAGE, "role": _execution_role(aws),
                                  "session": sagemaker_session(aws)})
     job = aws.client("sagemaker").describe_training_job(TrainingJobName="exp-resnet-42")
     assert "DebugRuleConfigurations" not in job and "ProfilerRuleConfigurations" not in job
@@ -63,7 +68,7 @@ def test_docs_sdk_v2_snippet_creates_a_job_without_debugger_that_the_evaluator_g
 
 def test_docs_boto3_snippet_opts_in_by_tag_and_gets_the_default_rules(aws: LocalAws) -> None:
     with aws.environment():
-        exec(snippet("boto3"), {"bucket": BUCKET, "image": IMAGE, "role": ROLE})
+        exec(snippet("boto3"), {"bucket": BUCKET, "image": IMAGE, "role": _execution_role(aws)})
     recorder, cursor = _guard(aws, "bert-finetune-7", watch_prefixes=())
     assert [r["name"] for r in cursor.info["rules"]] == ["CPUBottleneck", "LossNotDecreasing"]
     assert recorder.jobs() == ["bert-finetune-7"]
