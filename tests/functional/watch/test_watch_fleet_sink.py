@@ -9,7 +9,19 @@ import pandas as pd
 import pyarrow.parquet as pq
 from botocore.exceptions import ClientError
 from test_watch_profiler import _profiled_job
-from watch_support import BUCKET, T0, Recorder, at, clients, create_job, publish, settings, with_clients
+from watch_support import (
+    BUCKET,
+    T0,
+    Recorder,
+    WatchedJobsOnly,
+    at,
+    clients,
+    create_job,
+    end_job,
+    publish,
+    settings,
+    with_clients,
+)
 
 from smx_debug.fleet.s3_boto import stack_root
 from smx_debug.local import LocalAws
@@ -98,3 +110,64 @@ def test_fleet_sink_failed_append_never_stops_an_action_and_is_made_up_next_run(
     assert recorder.jobs() == ["guarded-a"]
     run_once(config, clients(aws), recorder, now=at(15) + 5)
     assert _minute_numbers(_minutes(aws), "guarded-a") == list(range(0, 14))  # the missed minutes made up
+
+
+def test_fleet_sink_job_ended_after_the_last_run_appends_its_last_minutes_once(aws: LocalAws) -> None:
+    create_job(aws, "guarded-a", hosts=2)
+    publish(aws, "guarded-a", 0, 14, CPU, hosts=2)  # it ends 10 s into minute 14
+    config, guard = settings(fleet_bucket=BUCKET), WatchedJobsOnly(aws)
+    runs = with_clients(aws, sagemaker=guard.client)
+    for m in range(8, 14):  # the last run that sees it running appends through minute 11
+        run_once(config, runs, Recorder(), now=at(m) + 5)
+    end_job(aws, "guarded-a", 14 + 10 / 60)
+    for m in (15, 16, 17, 18):  # minute 14 has settled at 16: its remaining minutes, then nothing more
+        report = run_once(config, runs, Recorder(), now=at(m) + 5)
+        assert report.error_counts() == {}
+    rows = _minutes(aws)
+    assert _minute_numbers(rows, "guarded-a") == list(range(0, 15))
+    assert not rows.duplicated(KEY).any() and len(rows) == 15 * 2 * 5  # 2 hosts x 5 metrics a minute, once
+    assert guard.denied == []
+
+
+def test_fleet_sink_watched_job_the_evaluator_never_saw_gets_all_its_minutes(aws: LocalAws) -> None:
+    create_job(aws, "guarded-short", hosts=1)
+    publish(aws, "guarded-short", 0, 5, CPU)
+    end_job(aws, "guarded-short", 5.5, status="Completed")  # over before the evaluator's first run
+    config, guard = settings(fleet_bucket=BUCKET), WatchedJobsOnly(aws)
+    for m in (8, 9):
+        run_once(config, with_clients(aws, sagemaker=guard.client), Recorder(), now=at(m) + 5)
+    rows = _minutes(aws)
+    assert _minute_numbers(rows, "guarded-short") == list(range(0, 6))
+    assert not rows.duplicated(KEY).any() and guard.denied == []
+    assert set(rows["job"]) == {"guarded-short"}  # the other team's ended jobs are not the evaluator's
+
+
+class _RefusesJob(_NoWrites):
+    """An S3 client whose PutObject of one job's fleet files fails."""
+
+    def __init__(self, real: Any, job: str) -> None:
+        super().__init__(real)
+        self._job = job
+
+    def put_object(self, **kwargs: Any) -> Any:
+        if f"/{self._job}.parquet" in kwargs["Key"]:
+            raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "slow down"}}, "PutObject")
+        return self._real.put_object(**kwargs)
+
+
+def test_fleet_sink_ended_job_whose_append_fails_stops_no_other_and_is_retried(aws: LocalAws) -> None:
+    for name in ("guarded-bad", "guarded-good"):
+        create_job(aws, name)
+        publish(aws, name, 0, 4, CPU)
+        end_job(aws, name, 4.5)
+    config = settings(fleet_bucket=BUCKET)
+    report = run_once(config, with_clients(aws, s3=_RefusesJob(clients(aws).s3, "guarded-bad")), Recorder(),
+                      now=at(7) + 5)
+    summary = report.summary()
+    assert (summary["ended"], list(summary["failed"]), summary["job_errors"]) == (
+        ["guarded-good"], ["guarded-bad"], {"aws-error": 1})
+    assert _minute_numbers(_minutes(aws), "guarded-bad") == []
+    assert run_once(config, clients(aws), Recorder(), now=at(8) + 5).summary()["ended"] == ["guarded-bad"]
+    rows = _minutes(aws)
+    assert _minute_numbers(rows, "guarded-bad") == _minute_numbers(rows, "guarded-good") == list(range(0, 5))
+    assert run_once(config, clients(aws), Recorder(), now=at(9) + 5).summary()["ended"] == []  # complete: once

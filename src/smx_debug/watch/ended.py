@@ -1,0 +1,175 @@
+"""Watched jobs that ended: their last minutes to the fleet dataset, once, by the evaluator that owns them.
+
+While a watched job runs, each evaluator run appends its new minutes (:mod:`smx_debug.watch.fleet_sink`). But
+a run lists running jobs only, so without this module two spans were never appended: the minutes between the
+last run on a job and its end (the settle delay, about two minutes), and every minute of a watched job that
+ended before any run saw it (a short job, one that ended between two runs, one that Debugger's rules stopped at
+once). With a fleet bucket, each scheduled run (not the shards) therefore also, after its running jobs:
+
+1. finds the jobs that ended in the last ``ended_lookback_minutes``: one SageMaker ``Search`` on
+   ``TrainingEndTime``, whose results carry each job's description and tags (no per-job call, and none that names
+   a job the deployment does not watch), and keeps the watched ones (:func:`smx_debug.tags.watched_actions`, as
+   for running jobs);
+2. leaves those whose last minute has not settled yet (the next run takes them) and those whose cursor says their
+   minutes are complete (:data:`~smx_debug.watch.fleet_sink.FLEET_COMPLETE`; one BatchGetItem per 100 jobs);
+3. takes each remaining job's lease, as every evaluation does, so a shard still holding the job cannot write its
+   minutes at the same time (a job held is left to the next run);
+4. reads the job's minutes from its cursor's ``fleet_through`` (the minute appended last, read again), or from
+   the job's start for a job no run saw, through its end: its Debugger profiler output when it writes some, else
+   its CloudWatch host metrics (the same sources, and the same sink, as while it ran);
+5. saves its cursor with ``FLEET_COMPLETE``: later runs, and a shard that still carried the job, append nothing
+   more. A cursor of a job no run saw holds only its facts and that mark (it expires a week later, as any cursor).
+
+So the evaluator stays the only writer of its watched jobs' minutes, through their end (the fleet collector
+leaves them to it, running or ended), and every minute is appended once: appends merge by the table's key. Each
+job is isolated: what fails for one (a read, an append) is recorded for it (``EvaluatorJobErrors`` by reason), its
+cursor is not marked, and the next run tries again while the job is within the lookback; only the Search failing
+is the run's own error (reported, never failing the run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from smx_debug.contracts import JOB_ENDED_STATUSES, job_lease_key
+from smx_debug.data.cloudwatch_batch import MetricRead, read_metrics
+from smx_debug.data.job_errors import JobError, job_error
+from smx_debug.tags import tags_as_dict, watched_actions
+from smx_debug.watch.cursor import Cursor, CursorStore
+from smx_debug.watch.discovery import SEARCH_PAGE, job_facts
+from smx_debug.watch.fleet_sink import FLEET_COMPLETE, FLEET_THROUGH, append_minutes
+from smx_debug.watch.settings import EvaluatorSettings
+from smx_debug.watch.trigger import JobOutcome
+
+if TYPE_CHECKING:
+    from smx_debug.watch.run import Clients, RunReport  # run.py imports this module: the annotations only
+
+__all__ = ["ENDED", "append_ended", "search_ended"]
+
+ENDED = "ended"  # a JobOutcome status: the ended job's last minutes are appended, its cursor marked complete
+
+
+def search_ended(sagemaker: Any, since: float) -> list[dict[str, Any]]:
+    """The descriptions (with ``Tags``) of every training job that ended after ``since`` (epoch seconds)."""
+    after = datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    pages = sagemaker.get_paginator("search").paginate(
+        Resource="TrainingJob",
+        SearchExpression={"Filters": [{"Name": "TrainingEndTime", "Operator": "GreaterThan", "Value": after}]},
+        SortBy="CreationTime", SortOrder="Ascending", PaginationConfig={"PageSize": SEARCH_PAGE})
+    return [r["TrainingJob"] for page in pages for r in page.get("Results", [])
+            if (r.get("TrainingJob") or {}).get("TrainingJobStatus") in JOB_ENDED_STATUSES]
+
+
+def _last_minute(description: Mapping[str, Any]) -> int | None:
+    """The epoch minute the job's end falls in (an end on a minute boundary: the minute before)."""
+    ended = description.get("TrainingEndTime")
+    if not isinstance(ended, datetime):
+        return None
+    return -(-int(ended.timestamp()) // 60) - 1
+
+
+def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunReport) -> None:
+    """Append the last minutes of the watched jobs that ended (see the module docstring) into ``report``."""
+    if not settings.fleet_bucket:
+        return
+    now = report.now
+    settled = (int(now) - settings.settle_seconds) // 60  # minutes before this one are complete
+    try:
+        ended = search_ended(clients.sagemaker, now - settings.ended_lookback_minutes * 60)
+    except (ClientError, BotoCoreError) as exc:
+        error = job_error(exc, job="(ended jobs)", doing="Search for training jobs that ended")
+        report.errors.append(JobError(error.reason, f"{error.message}; their last minutes are appended by a later "
+                                                    "run"))
+        return
+    lasts: dict[str, int] = {}
+    descriptions: dict[str, Mapping[str, Any]] = {}
+    for desc in ended:
+        name, last = str(desc.get("TrainingJobName", "")), _last_minute(desc)
+        watched = watched_actions(name, tags_as_dict(desc.get("Tags") or []), prefixes=settings.watch_prefixes,
+                                  opt_in_tag=settings.opt_in_tag) is not None
+        if watched and last is not None and last < settled and name not in report.outcomes:
+            lasts[name], descriptions[name] = last, desc
+    if not lasts:
+        return
+    store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
+    known = store.load(lasts)
+    pending = [n for n in sorted(lasts) if not (n in known and known[n].info.get(FLEET_COMPLETE))]
+    if not pending:
+        return
+    held = store.claim(pending, lease_seconds=settings.lease_seconds, workers=settings.workers)
+    mine = [n for n in pending if n in held]
+    release = [job_lease_key(n) for n in mine]
+    try:
+        cursors = store.load(mine)  # after the claims: the last holder's writes are all in
+        done = _append(settings, clients, report, {n: cursors.get(n) for n in mine},
+                       {n: lasts[n] for n in mine}, descriptions)
+    except BaseException:
+        with contextlib.suppress(ClientError, BotoCoreError, RuntimeError):  # else they expire after lease_seconds
+            store.release(release)
+        raise
+    store.save(done, release=release)
+
+
+def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cursors: Mapping[str, Cursor | None],
+            lasts: Mapping[str, int], descriptions: Mapping[str, Mapping[str, Any]]) -> list[Cursor]:
+    """Each job's minutes from its cursor (or its start) through its last minute; the cursors to save, marked
+    complete, of the jobs whose minutes were appended."""
+    now = report.now
+    tails: list[Cursor] = []
+    firsts: dict[str, int] = {}
+    for name in lasts:
+        report.outcomes[name] = JobOutcome(job=name, status=ENDED)
+        cursor = cursors[name]
+        if cursor is None or "hosts" not in cursor.info:  # no run saw it: its facts from Search's description
+            cursor = Cursor(job=name, checked_at=now, info={**(cursor.info if cursor else {}),
+                                                            **job_facts(descriptions[name])})
+        through = cursor.info.get(FLEET_THROUGH)
+        start = cursor.info.get("start")
+        first = int(through) if isinstance(through, int) else int(start or lasts[name] * 60) // 60
+        firsts[name] = min(first, lasts[name])
+        tails.append(cursor)
+    result = read_metrics(clients.cloudwatch, [
+        MetricRead(job=c.job, start=firsts[c.job] * 60, end=(lasts[c.job] + 1) * 60, hosts=int(c.info.get("hosts", 1)))
+        for c in tails], workers=settings.workers)
+    profiled = [c for c in tails if c.info.get("profiler_s3")]
+    profiler: dict[str, Any] = {}
+    if profiled:
+        from smx_debug.watch.profiler import profiler_frames
+
+        def read(cursor: Cursor) -> tuple[str, Any, JobError | None]:
+            frames, errors = profiler_frames([(cursor.job, str(cursor.info["profiler_s3"]))], s3=clients.s3,
+                                             start_s=firsts[cursor.job] * 60, end_s=(lasts[cursor.job] + 1) * 60,
+                                             workers=1)
+            return cursor.job, frames.get(cursor.job), errors.get(cursor.job)
+
+        with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+            for job, frame, error in pool.map(read, profiled):
+                if error is not None:
+                    report.outcomes[job].fail(error)  # tried again next run (never CloudWatch's averages instead)
+                elif frame is not None:
+                    profiler[job] = frame
+    ready: list[Cursor] = []
+    for cursor in tails:
+        outcome = report.outcomes[cursor.job]
+        if cursor.job in result.failed:
+            outcome.fail(result.failed[cursor.job])
+        if outcome.status == ENDED:
+            ready.append(cursor.with_changes(data=result.data.get(cursor.job, {}),
+                                             info={**cursor.info, FLEET_THROUGH: firsts[cursor.job]}))
+    moved = append_minutes(settings, clients.s3, report, ready, profiler, last=lasts)
+    done: list[Cursor] = []
+    for cursor in ready:
+        outcome = report.outcomes[cursor.job]
+        if outcome.errors:  # the append failed: not marked, tried again next run
+            outcome.status = "failed"
+            continue
+        final = moved.get(cursor.job, cursor)
+        done.append(final.with_changes(data={}, info={**final.info, FLEET_THROUGH: lasts[cursor.job],
+                                                       FLEET_COMPLETE: True}))
+    return done
