@@ -6,16 +6,15 @@ last run on a job and its end (the settle delay, about two minutes), and every m
 ended before any run saw it (a short job, one that ended between two runs, one that Debugger's rules stopped at
 once). With a fleet bucket, each scheduled run (not the shards) therefore also, after its running jobs:
 
-1. finds the jobs that ended in the last ``ended_lookback_minutes``: one SageMaker ``Search`` on
-   ``TrainingEndTime``, whose results carry each job's description and tags (no per-job call, and none that names
-   a job the deployment does not watch), and keeps the watched ones (:func:`smx_debug.tags.watched_actions`, as
-   for running jobs);
+1. finds the watched jobs that ended in the last ``ended_lookback_minutes`` (:func:`find_ended`: one SageMaker
+   ``Search`` per name prefix and one for the opt-in tag, whose results carry each job's description and tags: no
+   per-job call, and no call about a job the deployment does not watch);
 2. leaves those whose last minute has not settled yet (the next run takes them) and those whose cursor says their
    minutes are complete (:data:`~smx_debug.watch.fleet_sink.FLEET_COMPLETE`; one BatchGetItem per 100 jobs);
 3. takes each remaining job's lease, as every evaluation does, so a shard still holding the job cannot write its
    minutes at the same time (a job held is left to the next run);
 4. reads the job's minutes from its cursor's ``fleet_through`` (the minute appended last, read again), or from
-   the job's start for a job no run saw, through its end: its Debugger profiler output when it writes some, else
+   the job's start for a job no run saw (its facts from Search's result), through its end: its Debugger profiler output when it writes some, else
    its CloudWatch host metrics (the same sources, and the same sink, as while it ran);
 5. saves its cursor with ``FLEET_COMPLETE``: later runs, and a shard that still carried the job, append nothing
    more. A cursor of a job no run saw holds only its facts and that mark (it expires a week later, as any cursor).
@@ -39,7 +38,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.contracts import JOB_ENDED_STATUSES, job_lease_key
 from smx_debug.data.cloudwatch_batch import MetricRead, read_metrics
-from smx_debug.data.job_errors import JobError, job_error
+from smx_debug.data.job_errors import BAD_DATA, JobError, job_error
 from smx_debug.tags import tags_as_dict, watched_actions
 from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discovery import SEARCH_PAGE, job_facts
@@ -50,27 +49,43 @@ from smx_debug.watch.trigger import JobOutcome
 if TYPE_CHECKING:
     from smx_debug.watch.run import Clients, RunReport  # run.py imports this module: the annotations only
 
-__all__ = ["ENDED", "append_ended", "search_ended"]
+__all__ = ["ENDED", "append_ended", "find_ended"]
 
 ENDED = "ended"  # a JobOutcome status: the ended job's last minutes are appended, its cursor marked complete
 
 
-def search_ended(sagemaker: Any, since: float) -> list[dict[str, Any]]:
-    """The descriptions (with ``Tags``) of every training job that ended after ``since`` (epoch seconds)."""
-    after = datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    pages = sagemaker.get_paginator("search").paginate(
-        Resource="TrainingJob",
-        SearchExpression={"Filters": [{"Name": "TrainingEndTime", "Operator": "GreaterThan", "Value": after}]},
-        SortBy="CreationTime", SortOrder="Ascending", PaginationConfig={"PageSize": SEARCH_PAGE})
-    return [r["TrainingJob"] for page in pages for r in page.get("Results", [])
-            if (r.get("TrainingJob") or {}).get("TrainingJobStatus") in JOB_ENDED_STATUSES]
+def find_ended(settings: EvaluatorSettings, sagemaker: Any, since: float) -> dict[str, Mapping[str, Any]]:
+    """The descriptions (with ``Tags``) of the watched jobs that ended after ``since`` (epoch seconds).
+
+    Only watched jobs are asked about, with SageMaker ``Search`` (one call per page; its results carry each job's
+    description and tags): per name prefix, the jobs whose name contains it (Search has no prefix operator: the
+    prefix is checked here), and for the opt-in tag the jobs that carry it, as
+    :func:`~smx_debug.watch.discovery.search_opted_in` asks about running ones; each ended after ``since``.
+    """
+    after = {"Name": "TrainingEndTime", "Operator": "GreaterThan",
+             "Value": datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    queries = [{"Name": "TrainingJobName", "Operator": "Contains", "Value": p} for p in settings.watch_prefixes]
+    if settings.opt_in_tag:
+        queries.append({"Name": f"Tags.{settings.opt_in_tag}", "Operator": "Exists"})
+    found: dict[str, Mapping[str, Any]] = {}
+    for which in queries:
+        pages = sagemaker.get_paginator("search").paginate(
+            Resource="TrainingJob", SearchExpression={"Filters": [after, which]},
+            PaginationConfig={"PageSize": SEARCH_PAGE})
+        for page in pages:
+            for result in page.get("Results", []):
+                job = result.get("TrainingJob") or {}
+                name = str(job.get("TrainingJobName", ""))
+                watched = watched_actions(name, tags_as_dict(job.get("Tags") or []), prefixes=settings.watch_prefixes,
+                                          opt_in_tag=settings.opt_in_tag) is not None
+                if (watched and job.get("TrainingJobStatus") in JOB_ENDED_STATUSES
+                        and isinstance(job.get("TrainingEndTime"), datetime)):
+                    found[name] = job
+    return found
 
 
-def _last_minute(description: Mapping[str, Any]) -> int | None:
-    """The epoch minute the job's end falls in (an end on a minute boundary: the minute before)."""
-    ended = description.get("TrainingEndTime")
-    if not isinstance(ended, datetime):
-        return None
+def _last_minute(ended: datetime) -> int:
+    """The epoch minute ``ended`` falls in (an end on a minute boundary: the minute before)."""
     return -(-int(ended.timestamp()) // 60) - 1
 
 
@@ -81,20 +96,14 @@ def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunRepor
     now = report.now
     settled = (int(now) - settings.settle_seconds) // 60  # minutes before this one are complete
     try:
-        ended = search_ended(clients.sagemaker, now - settings.ended_lookback_minutes * 60)
+        ended = find_ended(settings, clients.sagemaker, now - settings.ended_lookback_minutes * 60)
     except (ClientError, BotoCoreError) as exc:
-        error = job_error(exc, job="(ended jobs)", doing="Search for training jobs that ended")
+        error = job_error(exc, job="(ended jobs)", doing="listing the watched training jobs that ended")
         report.errors.append(JobError(error.reason, f"{error.message}; their last minutes are appended by a later "
                                                     "run"))
         return
-    lasts: dict[str, int] = {}
-    descriptions: dict[str, Mapping[str, Any]] = {}
-    for desc in ended:
-        name, last = str(desc.get("TrainingJobName", "")), _last_minute(desc)
-        watched = watched_actions(name, tags_as_dict(desc.get("Tags") or []), prefixes=settings.watch_prefixes,
-                                  opt_in_tag=settings.opt_in_tag) is not None
-        if watched and last is not None and last < settled and name not in report.outcomes:
-            lasts[name], descriptions[name] = last, desc
+    lasts = {n: _last_minute(d["TrainingEndTime"]) for n, d in ended.items() if n not in report.outcomes}
+    lasts = {n: last for n, last in lasts.items() if last < settled}  # the others: once their last minute settled
     if not lasts:
         return
     store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
@@ -108,7 +117,7 @@ def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunRepor
     try:
         cursors = store.load(mine)  # after the claims: the last holder's writes are all in
         done = _append(settings, clients, report, {n: cursors.get(n) for n in mine},
-                       {n: lasts[n] for n in mine}, descriptions)
+                       {n: lasts[n] for n in mine}, ended)
     except BaseException:
         with contextlib.suppress(ClientError, BotoCoreError, RuntimeError):  # else they expire after lease_seconds
             store.release(release)
@@ -124,11 +133,15 @@ def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cu
     tails: list[Cursor] = []
     firsts: dict[str, int] = {}
     for name in lasts:
-        report.outcomes[name] = JobOutcome(job=name, status=ENDED)
+        outcome = report.outcomes[name] = JobOutcome(job=name, status=ENDED)
         cursor = cursors[name]
         if cursor is None or "hosts" not in cursor.info:  # no run saw it: its facts from Search's description
-            cursor = Cursor(job=name, checked_at=now, info={**(cursor.info if cursor else {}),
-                                                            **job_facts(descriptions[name])})
+            try:
+                facts = job_facts(descriptions[name])
+            except Exception as exc:  # isolation: this job's tail only (a description it cannot read)
+                outcome.fail(job_error(exc, job=name, doing="reading its description", otherwise=BAD_DATA))
+                continue
+            cursor = Cursor(job=name, checked_at=now, info={**(cursor.info if cursor else {}), **facts})
         through = cursor.info.get(FLEET_THROUGH)
         start = cursor.info.get("start")
         first = int(through) if isinstance(through, int) else int(start or lasts[name] * 60) // 60

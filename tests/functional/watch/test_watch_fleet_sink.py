@@ -23,6 +23,7 @@ from watch_support import (
     with_clients,
 )
 
+from smx_debug.contracts import MANAGED_TAG
 from smx_debug.fleet.s3_boto import stack_root
 from smx_debug.local import LocalAws
 from smx_debug.local.job_metrics import Scenario
@@ -130,16 +131,20 @@ def test_fleet_sink_job_ended_after_the_last_run_appends_its_last_minutes_once(a
 
 
 def test_fleet_sink_watched_job_the_evaluator_never_saw_gets_all_its_minutes(aws: LocalAws) -> None:
-    create_job(aws, "guarded-short", hosts=1)
-    publish(aws, "guarded-short", 0, 5, CPU)
-    end_job(aws, "guarded-short", 5.5, status="Completed")  # over before the evaluator's first run
+    create_job(aws, "guarded-short", hosts=1)                   # watched by its name
+    create_job(aws, "research-opted", tags={MANAGED_TAG: "true"})  # watched by its tag
+    create_job(aws, "research-other")                           # not watched
+    for name in ("guarded-short", "research-opted", "research-other"):
+        publish(aws, name, 0, 5, CPU)
+        end_job(aws, name, 5.5, status="Completed")  # over before the evaluator's first run
     config, guard = settings(fleet_bucket=BUCKET), WatchedJobsOnly(aws)
-    for m in (8, 9):
-        run_once(config, with_clients(aws, sagemaker=guard.client), Recorder(), now=at(m) + 5)
+    ended = [run_once(config, with_clients(aws, sagemaker=guard.client), Recorder(), now=at(m) + 5).summary()["ended"]
+             for m in (8, 9)]
+    assert ended == [["guarded-short", "research-opted"], []]
     rows = _minutes(aws)
-    assert _minute_numbers(rows, "guarded-short") == list(range(0, 6))
+    assert _minute_numbers(rows, "guarded-short") == _minute_numbers(rows, "research-opted") == list(range(0, 6))
     assert not rows.duplicated(KEY).any() and guard.denied == []
-    assert set(rows["job"]) == {"guarded-short"}  # the other team's ended jobs are not the evaluator's
+    assert set(rows["job"]) == {"guarded-short", "research-opted"}  # unwatched jobs' minutes are the collector's
 
 
 class _RefusesJob(_NoWrites):
