@@ -11,7 +11,9 @@ failed is made up by the next run from the cursor's window.
 Inside each job's isolation, and after its actions: a failure to append is recorded for that job (a note, one
 count in ``EvaluatorJobErrors`` by its reason) and never stops or undoes an evaluation or an action. The
 evaluator is the only writer of its watched jobs' minutes (the fleet collector leaves them to it), and a job is
-evaluated by one evaluation at a time (its job lease), so no two writers ever rewrite one file.
+evaluated by one evaluation at a time (its job lease), so no two writers ever rewrite one file. Once a job has ended,
+its last minutes are appended through this sink by :mod:`smx_debug.watch.ended` (under the same lease), which marks
+its cursor ``FLEET_COMPLETE``: nothing more is appended for it.
 """
 
 from __future__ import annotations
