@@ -14,10 +14,13 @@ once). With a fleet bucket, each scheduled run (not the shards) therefore also, 
 3. takes each remaining job's lease, as every evaluation does, so a shard still holding the job cannot write its
    minutes at the same time (a job held is left to the next run);
 4. reads the job's minutes from its cursor's ``fleet_through`` (the minute appended last, read again), or from
-   the job's start for a job no run saw (its facts from Search's result), through its end: its Debugger profiler output when it writes some, else
-   its CloudWatch host metrics (the same sources, and the same sink, as while it ran);
-5. saves its cursor with ``FLEET_COMPLETE``: later runs, and a shard that still carried the job, append nothing
-   more. A cursor of a job no run saw holds only its facts and that mark (it expires a week later, as any cursor).
+   the job's start for a job no run saw (its facts from Search's result), through its end, at most
+   ``ended_minutes_per_run`` a run (a long job no run saw is caught up over several runs, each well inside the
+   function's timeout): its Debugger profiler output when it writes some, else its CloudWatch host metrics (the
+   same sources, and the same sink, as while it ran);
+5. saves its cursor, marked ``FLEET_COMPLETE`` once its end is reached: later runs, and a shard that still carried
+   the job, append nothing more. A cursor of a job no run saw holds only its facts and that mark (it expires a week
+   later, as any cursor).
 
 So the evaluator stays the only writer of its watched jobs' minutes, through their end (the fleet collector
 leaves them to it, running or ended), and every minute is appended once: appends merge by the table's key. Each
@@ -127,11 +130,13 @@ def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunRepor
 
 def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cursors: Mapping[str, Cursor | None],
             lasts: Mapping[str, int], descriptions: Mapping[str, Mapping[str, Any]]) -> list[Cursor]:
-    """Each job's minutes from its cursor (or its start) through its last minute; the cursors to save, marked
-    complete, of the jobs whose minutes were appended."""
+    """Each job's minutes from its cursor (or its start) through its last minute, at most
+    ``ended_minutes_per_run`` of them; the cursors to save of the jobs whose minutes were appended (marked
+    complete when they reached the job's end)."""
     now = report.now
     tails: list[Cursor] = []
     firsts: dict[str, int] = {}
+    uptos: dict[str, int] = {}
     for name in lasts:
         outcome = report.outcomes[name] = JobOutcome(job=name, status=ENDED)
         cursor = cursors[name]
@@ -146,9 +151,10 @@ def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cu
         start = cursor.info.get("start")
         first = int(through) if isinstance(through, int) else int(start or lasts[name] * 60) // 60
         firsts[name] = min(first, lasts[name])
+        uptos[name] = min(lasts[name], firsts[name] + settings.ended_minutes_per_run - 1)  # the rest: next run
         tails.append(cursor)
     result = read_metrics(clients.cloudwatch, [
-        MetricRead(job=c.job, start=firsts[c.job] * 60, end=(lasts[c.job] + 1) * 60, hosts=int(c.info.get("hosts", 1)))
+        MetricRead(job=c.job, start=firsts[c.job] * 60, end=(uptos[c.job] + 1) * 60, hosts=int(c.info.get("hosts", 1)))
         for c in tails], workers=settings.workers)
     profiled = [c for c in tails if c.info.get("profiler_s3")]
     profiler: dict[str, Any] = {}
@@ -157,7 +163,7 @@ def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cu
 
         def read(cursor: Cursor) -> tuple[str, Any, JobError | None]:
             frames, errors = profiler_frames([(cursor.job, str(cursor.info["profiler_s3"]))], s3=clients.s3,
-                                             start_s=firsts[cursor.job] * 60, end_s=(lasts[cursor.job] + 1) * 60,
+                                             start_s=firsts[cursor.job] * 60, end_s=(uptos[cursor.job] + 1) * 60,
                                              workers=1)
             return cursor.job, frames.get(cursor.job), errors.get(cursor.job)
 
@@ -175,7 +181,7 @@ def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cu
         if outcome.status == ENDED:
             ready.append(cursor.with_changes(data=result.data.get(cursor.job, {}),
                                              info={**cursor.info, FLEET_THROUGH: firsts[cursor.job]}))
-    moved = append_minutes(settings, clients.s3, report, ready, profiler, last=lasts)
+    moved = append_minutes(settings, clients.s3, report, ready, profiler, last=uptos)
     done: list[Cursor] = []
     for cursor in ready:
         outcome = report.outcomes[cursor.job]
@@ -183,6 +189,10 @@ def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cu
             outcome.status = "failed"
             continue
         final = moved.get(cursor.job, cursor)
-        done.append(final.with_changes(data={}, info={**final.info, FLEET_THROUGH: lasts[cursor.job],
-                                                       FLEET_COMPLETE: True}))
+        complete = uptos[cursor.job] == lasts[cursor.job]
+        if not complete:
+            outcome.notes.append(f"ended: its minutes appended through epoch minute {uptos[cursor.job]} of "
+                                 f"{lasts[cursor.job]}, {settings.ended_minutes_per_run} a run; the rest next run")
+        done.append(final.with_changes(data={}, info={**final.info, FLEET_THROUGH: uptos[cursor.job],
+                                                       FLEET_COMPLETE: complete}))
     return done

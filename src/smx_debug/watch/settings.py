@@ -64,6 +64,8 @@ class EvaluatorSettings:
         ended_lookback_minutes: with a fleet bucket, each run appends the last minutes of the watched jobs that
             ended this long ago at most (:mod:`smx_debug.watch.ended`); a job's tail that fails is tried again
             until then.
+        ended_minutes_per_run: at most this many of an ended job's minutes are appended per run (a long job no
+            run saw is caught up over several runs).
     """
 
     watch_prefixes: tuple[str, ...] = ()
@@ -86,6 +88,7 @@ class EvaluatorSettings:
     shard_queue_url: str | None = None
     rate_minutes: int = 1
     ended_lookback_minutes: int = 60
+    ended_minutes_per_run: int = 30
 
     def __post_init__(self) -> None:
         if self.lease_seconds <= self.function_timeout:

@@ -176,3 +176,18 @@ def test_fleet_sink_ended_job_whose_append_fails_stops_no_other_and_is_retried(a
     rows = _minutes(aws)
     assert _minute_numbers(rows, "guarded-bad") == _minute_numbers(rows, "guarded-good") == list(range(0, 5))
     assert run_once(config, clients(aws), Recorder(), now=at(9) + 5).summary()["ended"] == []  # complete: once
+
+
+def test_fleet_sink_long_job_the_evaluator_never_saw_is_caught_up_over_runs_once(aws: LocalAws) -> None:
+    create_job(aws, "guarded-long", hosts=1)
+    publish(aws, "guarded-long", 0, 29, CPU)
+    end_job(aws, "guarded-long", 29.5)
+    config = settings(fleet_bucket=BUCKET, ended_minutes_per_run=20)
+    first = run_once(config, clients(aws), Recorder(), now=at(32) + 5)
+    assert _minute_numbers(_minutes(aws), "guarded-long") == list(range(0, 20))
+    assert "the rest next run" in first.outcomes["guarded-long"].notes[-1]
+    for m in (33, 34):
+        run_once(config, clients(aws), Recorder(), now=at(m) + 5)
+    rows = _minutes(aws)
+    assert _minute_numbers(rows, "guarded-long") == list(range(0, 30)) and not rows.duplicated(KEY).any()
+    assert run_once(config, clients(aws), Recorder(), now=at(35) + 5).summary()["ended"] == []
