@@ -116,6 +116,10 @@ def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunRepor
         return
     held = store.claim(pending, lease_seconds=settings.lease_seconds, workers=settings.workers)
     mine = [n for n in pending if n in held]
+    for name in pending:
+        if name not in held:
+            report.outcomes[name] = JobOutcome(job=name, status="held", notes=[
+                "ended; held by an evaluation still going (a shard): its last minutes are appended next run"])
     release = [job_lease_key(n) for n in mine]
     try:
         cursors = store.load(mine)  # after the claims: the last holder's writes are all in

@@ -12,6 +12,7 @@ from test_watch_profiler import _profiled_job
 from watch_support import (
     BUCKET,
     T0,
+    TABLE,
     Recorder,
     WatchedJobsOnly,
     at,
@@ -23,12 +24,13 @@ from watch_support import (
     with_clients,
 )
 
-from smx_debug.contracts import MANAGED_TAG
+from smx_debug.contracts import MANAGED_TAG, job_lease_key
 from smx_debug.fleet.s3_boto import stack_root
 from smx_debug.local import LocalAws
 from smx_debug.local.job_metrics import Scenario
 from smx_debug.simulate import Simulation, SimulationSpec
 from smx_debug.watch import run_once
+from smx_debug.watch.cursor import CursorStore
 
 CPU = Scenario(kind="cpu_bottleneck", onset=10)
 KEY = ["job", "node", "minute", "source", "name", "dimension"]
@@ -191,3 +193,17 @@ def test_fleet_sink_long_job_the_evaluator_never_saw_is_caught_up_over_runs_once
     rows = _minutes(aws)
     assert _minute_numbers(rows, "guarded-long") == list(range(0, 30)) and not rows.duplicated(KEY).any()
     assert run_once(config, clients(aws), Recorder(), now=at(35) + 5).summary()["ended"] == []
+
+
+def test_fleet_sink_ended_job_held_by_a_shard_is_left_to_the_next_run(aws: LocalAws) -> None:
+    create_job(aws, "guarded-a")
+    publish(aws, "guarded-a", 0, 4, CPU)
+    end_job(aws, "guarded-a", 4.5)
+    config = settings(fleet_bucket=BUCKET)
+    shard = CursorStore(TABLE, clients(aws).dynamodb, clock=lambda: at(7))
+    assert shard.claim(["guarded-a"], lease_seconds=config.lease_seconds) == {"guarded-a"}  # a slow shard's lease
+    held = run_once(config, clients(aws), Recorder(), now=at(7) + 5).summary()
+    assert (held["held"], held["ended"], _minute_numbers(_minutes(aws), "guarded-a")) == (["guarded-a"], [], [])
+    shard.release([job_lease_key("guarded-a")])
+    assert run_once(config, clients(aws), Recorder(), now=at(8) + 5).summary()["ended"] == ["guarded-a"]
+    assert _minute_numbers(_minutes(aws), "guarded-a") == list(range(0, 5))
