@@ -4,7 +4,8 @@ Writes a trial of --steps steps x 50 tensors (10 scalars, 10 tensors x 4 saved r
 smdebug reads) and times, side by side in one run:
 
 - ours: ``create_trial(path).frame()`` (every scalar and reduction of every step into one tidy DataFrame), in a
-  fresh subprocess that also reports tracemalloc's peak against the frame's own size (target < 3x);
+  fresh subprocess that also reports tracemalloc's peak against the frame's own size (target < 3x, judged from
+  an 8 MB frame: below it the reader's bounded batch, about 5 MB at its peak, outweighs the frame);
 - smdebug: ``create_trial(path)`` then every value (``value`` for the scalars, ``reduction_value`` for the
   reductions), in bench/.venv-smdebug (bench/smdebug_env.sh), with SMDEBUG_TRAINING_END_DELAY_REFRESH=0 so its
   deliberate sleep is not counted; its values are checked against ours.
@@ -31,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SMDEBUG_PY = ROOT / "bench" / ".venv-smdebug" / "bin" / "python"
 SCALARS = [f"metric_{i}" for i in range(10)]
 REDUCED = [f"layer{i}.weight" for i in range(10)]
+MEMORY_JUDGED_FROM = 8e6  # frame bytes
 REDUCTIONS = [("mean", False), ("max", True), ("l2", False), ("variance", False)]
 
 _OURS = r"""
@@ -108,13 +110,17 @@ def main(argv: Sequence[str] = ()) -> int:
         print(f"wrote {steps} steps x 50 tensors with TrialWriter in {time.perf_counter() - t:.1f} s", flush=True)
         ours = _run(sys.executable, _OURS, str(tmp))
         ratio_mem = float(ours["peak"]) / float(ours["frame_bytes"])  # type: ignore[arg-type]
+        # The reader holds one bounded batch at a time (2 MB of records, 8,192 of them: about 5 MB at its peak), so
+        # below a few MB of frame that bound, not the frame, sets the peak: the target is judged from 8 MB of frame.
+        judge_mem = float(ours["frame_bytes"]) >= MEMORY_JUDGED_FROM  # type: ignore[arg-type]
+        judged = "(target < 3x)" if judge_mem else "(target < 3x, judged from an 8 MB frame: --steps 10000)"
         print(f"ours    create_trial + frame : {ours['seconds']:.2f} s, {ours['rows']} rows; peak traced memory (after imports) "
               f"{float(ours['peak']) / 1e6:.1f} MB = {ratio_mem:.2f}x the frame ({float(ours['frame_bytes']) / 1e6:.1f} MB) "  # type: ignore[arg-type]
-              f"(target < 3x)", flush=True)
-        status = int(ratio_mem >= 3)
+              f"{judged}", flush=True)
+        status = int(ratio_mem >= 3 and judge_mem)
         if args.no_smdebug:
             return status
-        if not SMDEBUG_PY.exists():
+        if not (SMDEBUG_PY.parents[1] / ".ready-v3").exists():  # the marker bench/smdebug_env.sh leaves when done
             subprocess.run(["bash", str(ROOT / "bench" / "smdebug_env.sh")], check=True)
         theirs = _run(SMDEBUG_PY, _SMDEBUG, str(tmp), json.dumps(REDUCTIONS),
                       env={"SMDEBUG_TRAINING_END_DELAY_REFRESH": "0", "SMDEBUG_LOG_LEVEL": "error"})

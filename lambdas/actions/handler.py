@@ -46,5 +46,5 @@ def notify(event: Any, context: Any = None) -> Any:
 
 
 def retrain(event: Any, context: Any = None) -> Any:
-    """One step of the retraining workflow (init, train, monitor, end)."""
-    return handle_retrain(event, _warm(context))
+    """One step of the retraining workflow (init, train, monitor, end), within the invocation's time."""
+    return handle_retrain(event, _warm(context), context)

@@ -17,6 +17,9 @@ Rules for the blocks (also what a docs author needs to know):
   account, the test suite itself, a run by .ci/run, values only a reader has). Python is still compiled, and every
   ``smx-debug ...`` command line of a shell block is parsed by the CLI's own parser (placeholders filled,
   ``[optional]`` parts dropped, the first of ``a|b``), so a renamed option or command fails here.
+- Commands written inline in a sentence (`` `smx-debug rules evaluate TRIAL --live` ``, `` `make bench` ``,
+  `` `python bench/x.py --quick` ``) must name what exists: the CLI's command path and options, a make target, a
+  script or module and the options its source defines, a test path or pytest marker.
 - ```` ```json ```` blocks must parse; ```` ```yaml ```` blocks with ``rules:`` must be valid debug plans. Blocks
   without a language are output or diagrams, and hold no command to type.
 """
@@ -158,6 +161,102 @@ def test_docs_shell_block_commands_parse(block: Block) -> None:
         except SystemExit as exc:
             pytest.fail(f"{block.id}: `smx-debug {' '.join(argv)}` does not parse (exit {exc.code})")
         assert callable(getattr(args, "func", None)), argv
+
+
+# ------------------------------------------------------------ commands written inline in the prose
+_SPAN = re.compile(r"(?<!`)`([^`\n]+)`(?!`)")
+_INLINE_COMMAND = re.compile(r"^(smx-debug|make|python3?|\.venv/bin/(python|pytest)|pytest|bash) ")
+# Inline spans that start like a command and are not one: the event source name the evaluator writes.
+_NOT_COMMANDS = ("smx-debug evaluator",)
+
+
+@dataclass(frozen=True)
+class Inline:
+    file: Path
+    line: int
+    text: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.file.relative_to(ROOT)}:{self.line}"
+
+
+def inline_commands(path: Path) -> list[Inline]:
+    """The commands a reader is told to type inside a sentence (`` `make bench` ``), fenced blocks left out."""
+    text = _FENCE.sub(lambda m: "\n" * m.group(0).count("\n"), _markdown(path))
+    return [Inline(path, text.count("\n", 0, m.start()) + 1, m.group(1).strip()) for m in _SPAN.finditer(text)
+            if _INLINE_COMMAND.match(m.group(1).strip()) and not m.group(1).strip().startswith(_NOT_COMMANDS)]
+
+
+INLINE = [c for f in FILES for c in inline_commands(f)]
+
+
+def _subcommands(parser: Any) -> dict[str, Any]:
+    actions = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
+    return dict(actions[0].choices) if actions else {}
+
+
+def _check_cli(words: list[str], where: str) -> None:
+    """The command path (``rules evaluate``, ``plan validate/render``) exists and every option named is one of it."""
+    parser = build_parser()
+    options = set(parser._option_string_actions)
+    rest = words
+    while rest and not rest[0].startswith("-"):
+        choices = _subcommands(parser)
+        if not choices:
+            break
+        names = rest[0].split("/")  # `plan validate/render` names two commands
+        missing = [n for n in names if n not in choices]
+        assert not missing, f"{where}: `smx-debug ... {rest[0]}`: no command {missing} (known: {sorted(choices)})"
+        parser = choices[names[0]]
+        options |= set(parser._option_string_actions)
+        rest = rest[1:]
+    named = [w.split("=", 1)[0] for w in rest if re.fullmatch(r"--?[A-Za-z][\w-]*(=.*)?", w)]
+    unknown = [o for o in named if o not in options]
+    assert not unknown, f"{where}: options not known to `smx-debug {' '.join(words)}`: {unknown}"
+
+
+def _check_script(words: list[str], where: str) -> None:
+    """A script or module the docs name exists, and every option named appears in its source."""
+    if words[0] == "-m":
+        source = ROOT / (words[1].replace(".", "/") + ".py")
+        rest = words[2:]
+    else:
+        source, rest = ROOT / words[0], words[1:]
+    assert source.is_file(), f"{where}: {source.relative_to(ROOT)} does not exist"
+    text = source.read_text(encoding="utf-8")
+    named = (w.split("=", 1)[0] for w in rest if w.startswith("--") and w != "--help")  # argparse's own
+    unknown = [o for o in named if f'"{o}"' not in text]
+    assert not unknown, f"{where}: {source.relative_to(ROOT)} takes no {unknown}"
+
+
+@pytest.mark.parametrize("command", INLINE, ids=lambda c: f"{c.id}:{c.text}")
+def test_docs_inline_command_names_what_exists(command: Inline) -> None:
+    line = re.sub(r"\[[^\]]*\]", "", command.text).replace("...", "")  # a synopsis' optional parts
+    words = shlex.split(line)
+    tool, args = words[0], words[1:]
+    if tool == "smx-debug":
+        _check_cli(args, command.id)
+    elif tool == "make":
+        targets = set(re.findall(r"^([\w-]+):", (ROOT / "Makefile").read_text(), re.M))
+        assert set(args) <= targets, f"{command.id}: no make target {sorted(set(args) - targets)}"
+    elif tool == "bash":
+        assert (ROOT / args[0]).is_file(), f"{command.id}: {args[0]} does not exist"
+    elif tool.endswith("pytest"):
+        markers = {m.split(":")[0] for m in load_pyproject()["tool"]["pytest"]["ini_options"]["markers"]}
+        for i, word in enumerate(args):
+            if word == "-m":
+                assert args[i + 1] in markers, f"{command.id}: no pytest marker {args[i + 1]!r}"
+            elif not word.startswith("-") and (i == 0 or args[i - 1] != "-m"):
+                assert (ROOT / word.split("::")[0]).exists(), f"{command.id}: {word} does not exist"
+    else:  # python
+        _check_script(args, command.id)
+
+
+def load_pyproject() -> dict[str, Any]:
+    import tomllib
+
+    return tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
 
 
 @pytest.mark.parametrize("block", [b for b in ALL if b.lang == "python" and b.directive == "no-run"],

@@ -55,6 +55,13 @@ class Deadline:
         """Whether one more call can run to its worst case before the function times out."""
         return self.left() >= self.call_seconds
 
+    def keeping(self, seconds: float) -> Deadline:
+        """This deadline with ``seconds`` kept for what must follow it (a final message, saving state)."""
+        remaining = self.remaining_ms
+        if remaining is None:
+            return self
+        return Deadline(lambda: max(0.0, float(remaining()) - seconds * 1000.0), self.call_seconds)
+
     def require(self, what: str) -> None:
         """Raise :class:`OutOfTimeError` unless one more call fits."""
         left = self.left()

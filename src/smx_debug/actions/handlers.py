@@ -210,6 +210,7 @@ def handle_notify(event: object, runtime: Runtime, context: Any = None) -> dict[
     return _guard("notify", body)
 
 
-def handle_retrain(event: object, runtime: Runtime) -> dict[str, Any]:
-    """Step Functions task ``{"step": "init"|"train"|"monitor"|"end", "state": {...}}`` -> the new state."""
-    return run_step(event, runtime)
+def handle_retrain(event: object, runtime: Runtime, context: Any = None) -> dict[str, Any]:
+    """Step Functions task ``{"step": "init"|"train"|"monitor"|"end", "state": {...}}`` -> the new state, within
+    the invocation's time (``context``: Lambda's; the stop a monitor or end step makes, and its messages)."""
+    return run_step(event, runtime, runtime.deadline(context))

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 from botocore.validate import ParamValidator
 
+from smx_debug.actions.deadline import Deadline, OutOfTimeError
 from smx_debug.actions.events import rule_statuses_from_description
 from smx_debug.actions.notify import shown_values
 from smx_debug.actions.once import ClaimInProgressError
@@ -400,9 +401,13 @@ def build_request(state: Mapping[str, Any]) -> dict[str, Any]:
     return request
 
 
-def _publish(runtime: Runtime, state: Mapping[str, Any], subject: str, message: str) -> None:
+def _publish(runtime: Runtime, state: Mapping[str, Any], subject: str, message: str,
+             deadline: Deadline | None = None) -> None:
     topic = state["run_spec"].get("topic_arn") or runtime.settings.topic_arn
     if not topic:
+        return
+    if deadline is not None and not deadline.fits():  # best effort: never at the cost of the step's answer
+        log_json(logging.WARNING, handler="retrain", progress_not_sent=f"no time left ({deadline.left():.1f} s)")
         return
     from smx_debug.actions.notify import safe_subject
 
@@ -437,8 +442,9 @@ def _with_redacted_values(request: dict[str, Any], spec: Mapping[str, Any], sage
     return filled
 
 
-def train_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
-    """Launch the next run with the current hyperparameters; next_action becomes monitor."""
+def train_step(state: dict[str, Any], runtime: Runtime, deadline: Deadline | None = None) -> dict[str, Any]:
+    """Launch the next run with the current hyperparameters; next_action becomes monitor. The progress message is
+    sent only while it fits ``deadline``."""
     if state.get("next_action") != LAUNCH_NEW:
         return state
     sagemaker = runtime.clients("sagemaker")
@@ -468,12 +474,15 @@ def train_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
         f"Launched training job {request['TrainingJobName']} (run {history['num_retraining']} of at most "
         f"{state['run_spec']['max_retraining']}) with hyperparameters "
         f"{shown_values(request['HyperParameters'], runtime.settings.show_keys)}.\n",
+        deadline,
     )
     return state
 
 
-def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
-    """Look at the latest run: keep monitoring, stop it and plan the next run, or end."""
+def monitor_step(state: dict[str, Any], runtime: Runtime, deadline: Deadline | None = None) -> dict[str, Any]:
+    """Look at the latest run: keep monitoring, stop it and plan the next run, or end. The stop's claim and call
+    start only while they fit ``deadline`` (else ``OutOfTimeError``, nothing claimed: the next poll stops it); the
+    progress message is sent only while it fits."""
     if state.get("next_action") != MONITOR:
         return state
     spec, history = state["run_spec"], state["history"]
@@ -518,6 +527,7 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
                 "source": "retraining workflow",
                 "actor": runtime.settings.actor,
             },
+            deadline,
         )
         stop_outcome = str(done.record.get("outcome", "")) if done.acted else "already stopped by smx-debug"
         status = JOB_STOPPING
@@ -558,6 +568,7 @@ def monitor_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
             for k, (old, new) in changes.items()
         )
         + ".\n",
+        deadline,
     )
     return state
 
@@ -624,7 +635,7 @@ def _abandoned(state: Mapping[str, Any]) -> bool:
     return caught or str(state.get("end_reason") or "").startswith("history budget")
 
 
-def _stop_latest(state: dict[str, Any], runtime: Runtime) -> str | None:
+def _stop_latest(state: dict[str, Any], runtime: Runtime, deadline: Deadline | None) -> str | None:
     history = state.get("history")
     job = history.get("latest_job_name") if isinstance(history, Mapping) else None
     if not isinstance(job, str) or not job:
@@ -633,26 +644,31 @@ def _stop_latest(state: dict[str, Any], runtime: Runtime) -> str | None:
     status = describe_status(sagemaker, job)
     if status != JOB_IN_PROGRESS:
         return None
-    done = stop_once(
-        sagemaker,
-        runtime.ledger,
-        job,
-        {
-            "rule": "(retraining workflow ended)",
-            "source": "retraining workflow",
-            "actor": runtime.settings.actor,
-        },
-    )
+    try:
+        done = stop_once(
+            sagemaker,
+            runtime.ledger,
+            job,
+            {
+                "rule": "(retraining workflow ended)",
+                "source": "retraining workflow",
+                "actor": runtime.settings.actor,
+            },
+            None if deadline is None else deadline.keeping(deadline.call_seconds),  # the final message follows
+        )
+    except OutOfTimeError as exc:  # the final message matters more: it says so, and nothing is left claimed
+        return f"The latest job {job} still runs and nothing monitors it any more: stop it yourself ({exc})."
     state["job_status"] = JOB_STOPPING
     outcome = done.record.get("outcome") if done.acted else "already stopped by smx-debug"
     return f"Stopped the latest job {job}, which nothing would monitor any more ({outcome})."
 
 
-def end_step(state: dict[str, Any], runtime: Runtime) -> dict[str, Any]:
+def end_step(state: dict[str, Any], runtime: Runtime, deadline: Deadline | None = None) -> dict[str, Any]:
     """Publish the final message, whichever way the loop ended; a publish failure raises (Step Functions
     retries the task, then its catch publishes directly). A loop that ends on a failure or on the history
-    budget first stops its latest job if it still runs (once, through the ledger)."""
-    stopped = _stop_latest(state, runtime) if _abandoned(state) else None
+    budget first stops its latest job if it still runs (once, through the ledger, while it fits ``deadline``;
+    else the message says the job still runs)."""
+    stopped = _stop_latest(state, runtime, deadline) if _abandoned(state) else None
     topic = (
         (state.get("run_spec") or {}).get("topic_arn") if isinstance(state.get("run_spec"), Mapping) else None
     )
@@ -710,10 +726,12 @@ def run_spec_from_job(job: VerifiedJob, trigger: Trigger, sagemaker: Any,
 _STEPS = ("init", "train", "monitor", "end")
 
 
-def run_step(event: object, runtime: Runtime) -> dict[str, Any]:
-    """Dispatch ``{"step": "init"|"train"|"monitor"|"end", "state": {...}}``; returns the state document.
+def run_step(event: object, runtime: Runtime, deadline: Deadline | None = None) -> dict[str, Any]:
+    """Dispatch ``{"step": "init"|"train"|"monitor"|"end", "state": {...}}`` within the invocation's ``deadline``
+    (:mod:`smx_debug.actions.deadline`); returns the state document.
 
-    Expected failures land in ``state.error``; an unexpected exception (a bug) propagates.
+    Expected failures land in ``state.error`` (too little time left to start the stop is retryable: the next
+    poll does it); an unexpected exception (a bug) propagates.
     """
     if not isinstance(event, Mapping) or event.get("step") not in _STEPS:
         step = event.get("step") if isinstance(event, Mapping) else None
@@ -728,7 +746,7 @@ def run_step(event: object, runtime: Runtime) -> dict[str, Any]:
     raw = event.get("state")
     base = copy.deepcopy(dict(raw)) if isinstance(raw, Mapping) else {}
     if step == "end":
-        return end_step(base, runtime)
+        return end_step(base, runtime, deadline)
     try:
         if step == "init":
             source = raw if isinstance(raw, Mapping) and "run_spec" in raw else event
@@ -738,11 +756,11 @@ def run_step(event: object, runtime: Runtime) -> dict[str, Any]:
         state = copy.deepcopy(dict(raw))
         state["history"] = _check_history(state["history"])
         state["run_spec"] = _check_spec(state.get("run_spec"))
-        return train_step(state, runtime) if step == "train" else monitor_step(state, runtime)
+        return train_step(state, runtime, deadline) if step == "train" else monitor_step(state, runtime, deadline)
     except (RetrainSpecError, ParamValidationError) as exc:
         return _fail(base, step, exc, retryable=False)
     except ClientError as exc:
         code = exc.response.get("Error", {}).get("Code", "")
         return _fail(base, step, exc, retryable=code not in _NOT_RETRYABLE)
-    except (BotoCoreError, ClaimInProgressError) as exc:
+    except (BotoCoreError, ClaimInProgressError, OutOfTimeError) as exc:
         return _fail(base, step, exc, retryable=True)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
+from smx_debug.actions.deadline import OutOfTimeError
 from smx_debug.contracts import JOB_ERROR_REASONS
 from smx_debug.errors import AccessDeniedError, translate_client_error
 
@@ -28,6 +29,7 @@ __all__ = [
     "AWS_ERROR",
     "BAD_DATA",
     "INTERNAL",
+    "OUT_OF_TIME",
     "THROTTLED",
     "WATCH_SPEC",
     "JobError",
@@ -36,7 +38,7 @@ __all__ = [
     "reason_of",
 ]
 
-ACCESS_DENIED, THROTTLED, AWS_ERROR, WATCH_SPEC, BAD_DATA, INTERNAL = JOB_ERROR_REASONS
+ACCESS_DENIED, THROTTLED, AWS_ERROR, WATCH_SPEC, BAD_DATA, INTERNAL, OUT_OF_TIME = JOB_ERROR_REASONS
 _log = logging.getLogger(__name__)
 _THROTTLING = ThrottledRetryableChecker()  # the error codes botocore's standard retry mode treats as throttling
 
@@ -51,7 +53,10 @@ class JobError:
 
 def reason_of(exc: BaseException, otherwise: str) -> str:
     """The reason an exception is counted under; ``otherwise`` for one that is not an AWS error. A reader's
-    SmxDebugError raised from an AWS error (``AccessDeniedError`` from S3's AccessDenied) counts as that error."""
+    SmxDebugError raised from an AWS error (``AccessDeniedError`` from S3's AccessDenied) counts as that error; the
+    action core refusing a call that would not fit in the invocation (``OutOfTimeError``) counts as ``out-of-time``."""
+    if isinstance(exc, OutOfTimeError):
+        return OUT_OF_TIME
     cause = exc.__cause__
     if not isinstance(exc, ClientError | BotoCoreError) and isinstance(cause, ClientError | BotoCoreError):
         return reason_of(cause, otherwise)

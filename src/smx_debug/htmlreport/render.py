@@ -70,9 +70,15 @@ def _header(m: ReportModel) -> str:
     out.append("<div class='cards'>" + "".join(f"<div class='card'>{k}<b>{val}</b></div>" for k, val in cards)
                + "</div>")
     if m.start_ns is not None and m.end_ns is not None:
+        read = []  # what the report was built from: profiler data, a trial, or both
+        if m.facts.nodes or m.facts.step_count:
+            read.append(f"{len(m.facts.nodes)} node(s); {count('steps-total', m.facts.step_count)} steps")
+        if m.tensors is not None:
+            read.append(f"{m.tensors.tensors:,} tensors at {m.tensors.steps:,} saved steps")
+        if not m.facts.nodes and not m.facts.step_count:
+            read.insert(0, "no profiler data")
         out.append(f"<p class='muted'>From {utc(m.start_ns)} to {utc(m.end_ns)} ({duration((m.end_ns - m.start_ns) / 1e9)})"
-                   f"; {len(m.facts.nodes)} node(s); {count('steps-total', m.facts.step_count)} steps. "
-                   f"Source: {escape(m.facts.source)}.</p>")
+                   f"; {'; '.join(read)}. Source: {escape(m.facts.source)}.</p>")
     return "".join(out)
 
 

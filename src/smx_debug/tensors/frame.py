@@ -113,8 +113,14 @@ def read_batches(catalog: Catalog, plan: Sequence[tuple[EventFile, np.ndarray]],
 
 def _batch(catalog: Catalog, chunk: list[tuple[EventFile, np.ndarray]], fetched: list[tuple[bytes, np.ndarray]],
            verify: bool) -> Batch:
+    # One buffer, each fetched piece copied in and dropped at once: the peak is the batch plus one piece, not two
+    # copies of the batch (b"".join would hold every piece and the joined bytes together).
     bases = np.cumsum([0] + [len(d) for d, _ in fetched[:-1]])
-    buf = np.frombuffer(b"".join(d for d, _ in fetched), np.uint8)
+    buf = np.empty(sum(len(d) for d, _ in fetched), np.uint8)
+    for i, base in enumerate(bases):
+        piece = fetched[i][0]
+        buf[base:base + len(piece)] = np.frombuffer(piece, np.uint8)
+        fetched[i] = (b"", fetched[i][1])
     file_of = np.concatenate([np.full(len(sel), k, np.int32) for k, (_, sel) in enumerate(chunk)])
     ids = np.concatenate([f.ids[sel] for f, sel in chunk])
     length = np.concatenate([f.lengths[sel] for f, sel in chunk]).astype(np.int64)

@@ -41,8 +41,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.contracts import JOB_ENDED_STATUSES, job_lease_key
 from smx_debug.data.cloudwatch_batch import MetricRead, read_metrics
-from smx_debug.data.job_errors import BAD_DATA, JobError, job_error
+from smx_debug.data.job_errors import BAD_DATA, OUT_OF_TIME, JobError, job_error
 from smx_debug.tags import tags_as_dict, watched_actions
+from smx_debug.watch.budget import RunBudget
 from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discovery import SEARCH_PAGE, job_facts
 from smx_debug.watch.fleet_sink import FLEET_COMPLETE, FLEET_THROUGH, append_minutes
@@ -50,6 +51,7 @@ from smx_debug.watch.settings import EvaluatorSettings
 from smx_debug.watch.trigger import JobOutcome
 
 if TYPE_CHECKING:
+    from smx_debug.actions.deadline import Deadline
     from smx_debug.watch.run import Clients, RunReport  # run.py imports this module: the annotations only
 
 __all__ = ["ENDED", "append_ended", "find_ended"]
@@ -92,9 +94,13 @@ def _last_minute(ended: datetime) -> int:
     return -(-int(ended.timestamp()) // 60) - 1
 
 
-def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunReport) -> None:
-    """Append the last minutes of the watched jobs that ended (see the module docstring) into ``report``."""
-    if not settings.fleet_bucket:
+def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunReport, *,
+                 deadline: Deadline | None = None) -> None:
+    """Append the last minutes of the watched jobs that ended (see the module docstring) into ``report``. Each
+    step that calls AWS starts only while one call's worst case fits the invocation (``deadline``,
+    :mod:`smx_debug.watch.budget`); the jobs not started fail ``out-of-time`` and are tried again next run."""
+    budget = RunBudget(deadline)
+    if not settings.fleet_bucket or budget.short_of_call() is not None:  # no time left: the next run looks
         return
     now = report.now
     settled = (int(now) - settings.settle_seconds) // 60  # minutes before this one are complete
@@ -114,6 +120,12 @@ def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunRepor
     pending = [n for n in sorted(lasts) if not (n in known and known[n].info.get(FLEET_COMPLETE))]
     if not pending:
         return
+    late = budget.short_of_call()
+    if late is not None:
+        for name in pending:
+            report.outcomes[name] = JobOutcome(job=name)
+            report.outcomes[name].fail(JobError(OUT_OF_TIME, late))
+        return
     held = store.claim(pending, lease_seconds=settings.lease_seconds, workers=settings.workers)
     mine = [n for n in pending if n in held]
     for name in pending:
@@ -124,7 +136,7 @@ def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunRepor
     try:
         cursors = store.load(mine)  # after the claims: the last holder's writes are all in
         done = _append(settings, clients, report, {n: cursors.get(n) for n in mine},
-                       {n: lasts[n] for n in mine}, ended)
+                       {n: lasts[n] for n in mine}, ended, budget)
     except BaseException:
         with contextlib.suppress(ClientError, BotoCoreError, RuntimeError):  # else they expire after lease_seconds
             store.release(release)
@@ -133,7 +145,8 @@ def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunRepor
 
 
 def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cursors: Mapping[str, Cursor | None],
-            lasts: Mapping[str, int], descriptions: Mapping[str, Mapping[str, Any]]) -> list[Cursor]:
+            lasts: Mapping[str, int], descriptions: Mapping[str, Mapping[str, Any]], budget: RunBudget
+            ) -> list[Cursor]:
     """Each job's minutes from its cursor (or its start) through its last minute, at most
     ``ended_minutes_per_run`` of them; the cursors to save of the jobs whose minutes were appended (marked
     complete when they reached the job's end)."""
@@ -157,6 +170,8 @@ def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cu
         firsts[name] = min(first, lasts[name])
         uptos[name] = min(lasts[name], firsts[name] + settings.ended_minutes_per_run - 1)  # the rest: next run
         tails.append(cursor)
+    if _out_of_time(budget, report, tails):
+        return []
     result = read_metrics(clients.cloudwatch, [
         MetricRead(job=c.job, start=firsts[c.job] * 60, end=(uptos[c.job] + 1) * 60, hosts=int(c.info.get("hosts", 1)))
         for c in tails], workers=settings.workers)
@@ -185,6 +200,8 @@ def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cu
         if outcome.status == ENDED:
             ready.append(cursor.with_changes(data=result.data.get(cursor.job, {}),
                                              info={**cursor.info, FLEET_THROUGH: firsts[cursor.job]}))
+    if _out_of_time(budget, report, ready):
+        return []
     moved = append_minutes(settings, clients.s3, report, ready, profiler, last=uptos)
     done: list[Cursor] = []
     for cursor in ready:
@@ -200,3 +217,14 @@ def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cu
         done.append(final.with_changes(data={}, info={**final.info, FLEET_THROUGH: uptos[cursor.job],
                                                        FLEET_COMPLETE: complete}))
     return done
+
+
+def _out_of_time(budget: RunBudget, report: RunReport, cursors: list[Cursor]) -> bool:
+    """True, each job failed ``out-of-time`` (its cursor unchanged, tried again next run), when one AWS call's
+    worst case no longer fits the invocation."""
+    late = budget.short_of_call()
+    if late is None:
+        return False
+    for cursor in cursors:
+        report.outcomes[cursor.job].fail(JobError(OUT_OF_TIME, late))
+    return True

@@ -14,6 +14,10 @@ isolation, cursors and exactly-once actions of a whole run.
 - **A slow or failing shard costs only its own jobs.** Shards are independent messages; one that is slow holds
   only its jobs' leases; one whose evaluation breaks (its cursors cannot be read) counts its jobs in
   ``EvaluatorJobErrors`` and is reported as a partial batch failure, so SQS redelivers only that message.
+- **Inside the function's timeout.** A shard starts a job only while it fits in what is left of its invocation
+  (:mod:`smx_debug.watch.budget`); a job it cut is counted ``out-of-time`` and keeps its cursor, and the message is
+  not failed: SQS would redeliver it after the visibility timeout, stale by then and dropped, while the next run
+  has already sent the job again (furthest behind, it goes first).
 - **No backlog.** A shard older than the schedule's period (``SentTimestamp``) is dropped: the newer run already
   sent its jobs again. Jobs are shuffled into shards each run, so a queue that cannot keep up delays random jobs,
   never the same ones every run.
@@ -33,6 +37,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from smx_debug.actions.deadline import Deadline
 from smx_debug.data.job_errors import job_error
 from smx_debug.errors import AwsError, SmxDebugError
 from smx_debug.watch.isolation import publish_job_errors
@@ -132,10 +137,11 @@ def queue_sender(sqs: Any, queue_url: str, size: int) -> ShardSender:
 
 def handle_shards(
     event: Mapping[str, Any], settings: EvaluatorSettings, clients: Clients, responder: Responder, *,
-    clock: Callable[[], float] = time.time,
+    clock: Callable[[], float] = time.time, deadline: Deadline | None = None,
 ) -> dict[str, Any]:
-    """Evaluate each shard record of an SQS event (see the module docstring); returns the partial batch
-    failures (``batchItemFailures``) and each shard's summary. Raises only when job errors cannot be put."""
+    """Evaluate each shard record of an SQS event (see the module docstring) within the invocation's
+    ``deadline``; returns the partial batch failures (``batchItemFailures``) and each shard's summary. A job cut
+    for time is the job's (``out-of-time``), not the message's. Raises only when job errors cannot be put."""
     failures: list[str] = []
     shards: list[dict[str, Any]] = []
     for record in event.get("Records") or []:
@@ -154,7 +160,7 @@ def handle_shards(
             continue  # the next run has sent these jobs again: dropped, not failed
         report = RunReport(now=now, running=len(jobs), watched=len(jobs))
         try:
-            evaluate_jobs(settings, clients, responder, report, jobs)
+            evaluate_jobs(settings, clients, responder, report, jobs, deadline=deadline)
         except Exception as exc:  # what breaks this shard (its cursors): its jobs, not the others' shards
             error = job_error(exc, job=f"shard {message}", doing="evaluating the shard (its cursors)")
             for job in jobs:

@@ -28,6 +28,14 @@ its cursor and is tried again next run; the run goes on for the others and the i
 breaks the whole run fails it: the running jobs cannot be listed, the cursors cannot be read or written, the
 job errors cannot be put. A job without data is reported, never stopped.
 
+Each run ends inside its Lambda timeout (:mod:`smx_debug.watch.budget`): given the invocation's deadline, it
+keeps one AWS call's worst case (botocore's retries x timeouts, 24 s by default) for steps 9 and 11, which always
+happen, starts a step that calls AWS for many jobs (4, 5, 6, 8 and 10) only while one call's worst case still fits
+before that margin, a job's own step (7: its rules, tensors and actions) only while the longest job step measured in this run
+still fits, and hands the action core the deadline less the margin, so a trigger found late is left unclaimed. A
+job not started keeps its cursor, is counted under ``out-of-time`` and goes first next run (the jobs furthest
+behind first, equals shuffled by the run); the jobs finished before it are saved, so runs converge.
+
 Overlapping runs (one still going when the next schedule fires, a delayed or manual invoke, a slow shard) would
 evaluate a job twice and act before either saved its cursor. Two leases of the cursor table prevent it, both
 claimed with the action ledger's lease claim (:class:`smx_debug.actions.ledger.Ledger`: a conditional PutItem that
@@ -43,6 +51,8 @@ takes no conditions.
 from __future__ import annotations
 
 import contextlib
+import math
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -53,19 +63,21 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from smx_debug.actions.deadline import Deadline
 from smx_debug.contracts import EVALUATOR_TAG, RuleKind, condition_met_details, job_lease_key
 from smx_debug.data.cloudwatch_batch import MetricRead, ReadResult, read_metrics
-from smx_debug.data.job_errors import AWS_ERROR, BAD_DATA, JobError, job_error, reason_of
+from smx_debug.data.job_errors import AWS_ERROR, BAD_DATA, OUT_OF_TIME, JobError, job_error, reason_of
 from smx_debug.errors import SmxDebugError
 from smx_debug.rules.watch_spec import WatchedRule
 from smx_debug.tags import watched_actions
+from smx_debug.watch.budget import RunBudget
 from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discovery import Refreshed, list_running, refresh, search_opted_in
 from smx_debug.watch.ended import ENDED, append_ended
 from smx_debug.watch.fleet_sink import append_minutes
 from smx_debug.watch.isolation import publish_job_errors
 from smx_debug.watch.settings import EvaluatorSettings
-from smx_debug.watch.tensors import evaluate_tensors
+from smx_debug.watch.tensors import evaluate_tensors, tensor_rules
 from smx_debug.watch.trigger import JobOutcome, Trigger
 
 _DEVICE_WINDOW = 10  # minutes of profiler output read per run: the longest device-rule window
@@ -121,10 +133,12 @@ ShardSender = Callable[[Sequence[WatchedJob], float], int]
 
 
 class Responder(Protocol):
-    """Acts on a job's new triggers through the action path; returns a JSON-able summary. What it raises is
-    recorded for that job, whose triggers are tried again next run."""
+    """Acts on a job's new triggers through the action path, starting no call that would not fit ``deadline``
+    (the invocation's, less the run's margin: :meth:`smx_debug.watch.budget.RunBudget.for_actions`); returns a
+    JSON-able summary. What it raises is recorded for that job, whose triggers are tried again next run."""
 
-    def __call__(self, job: str, triggers: Sequence[Trigger]) -> Mapping[str, Any]: ...
+    def __call__(self, job: str, triggers: Sequence[Trigger], *, deadline: Deadline | None = None
+                 ) -> Mapping[str, Any]: ...
 
 
 @dataclass
@@ -303,10 +317,12 @@ def run_once(
     now: float | None = None,
     clock: Callable[[], float] = time.time,
     shards: ShardSender | None = None,
+    deadline: Deadline | None = None,
 ) -> RunReport:
     """One scheduled run: every watched running job, evaluated here or, with ``shards`` and more than
     ``settings.jobs_per_invocation`` watched jobs, sent in shards to be evaluated in parallel (see the module
-    docstring)."""
+    docstring). ``deadline``: the invocation's (None: unbounded); work starts only while it fits
+    (:mod:`smx_debug.watch.budget`)."""
     from smx_debug.actions.ledger import Ledger
 
     now = clock() if now is None else now
@@ -327,8 +343,8 @@ def run_once(
         if shards is not None and len(jobs) > settings.jobs_per_invocation:
             report.shards = shards(jobs, now)  # evaluated in parallel by the shards' invocations
         else:
-            evaluate_jobs(settings, clients, responder, report, jobs)
-        append_ended(settings, clients, report)  # the watched jobs that ended: their last minutes, once
+            evaluate_jobs(settings, clients, responder, report, jobs, deadline=deadline)
+        append_ended(settings, clients, report, deadline=deadline)  # the watched jobs that ended: their last minutes
     finally:
         try:
             lease.release(RUN_LEASE_KEY)
@@ -341,14 +357,23 @@ def run_once(
 
 def evaluate_jobs(
     settings: EvaluatorSettings, clients: Clients, responder: Responder, report: RunReport,
-    jobs: Sequence[WatchedJob],
+    jobs: Sequence[WatchedJob], *, deadline: Deadline | None = None,
 ) -> None:
     """Evaluate ``jobs`` (the whole run's, or one shard's) into ``report``, each under its job lease.
 
-    A job whose lease another evaluation holds is left to it (status ``held``). What breaks the whole evaluation
-    (the cursors cannot be read or written) raises; the leases then expire after ``lease_seconds``.
+    A job whose lease another evaluation holds is left to it (status ``held``). A job the invocation has no time
+    left for (``deadline``, :mod:`smx_debug.watch.budget`) is not started: it fails ``out-of-time`` and keeps its
+    cursor. What breaks the whole evaluation (the cursors cannot be read or written) raises; the leases then
+    expire after ``lease_seconds``.
     """
     now = report.now
+    budget = RunBudget(deadline)
+    late = budget.short_of_call()
+    if late is not None:  # not even the job leases: nothing claimed, nothing to save
+        for job in jobs:
+            report.outcomes[job.name] = JobOutcome(job=job.name)
+            report.outcomes[job.name].fail(JobError(OUT_OF_TIME, late))
+        return
     store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
     held = store.claim([j.name for j in jobs], lease_seconds=settings.lease_seconds, workers=settings.workers)
     for job in jobs:
@@ -361,7 +386,7 @@ def evaluate_jobs(
     try:
         cursors = store.load([j.name for j in mine])  # after the claims: the last holder's writes are all in
         changed: dict[str, Cursor] = {}
-        _evaluate_all(settings, clients, responder, report, mine, cursors, changed)
+        _evaluate_all(settings, clients, responder, report, mine, cursors, changed, budget)
     except BaseException:
         with contextlib.suppress(ClientError, BotoCoreError, RuntimeError):  # else they expire after lease_seconds
             store.release(release)
@@ -371,7 +396,7 @@ def evaluate_jobs(
 
 def _evaluate_all(
     settings: EvaluatorSettings, clients: Clients, responder: Responder, report: RunReport,
-    jobs: Sequence[WatchedJob], cursors: Mapping[str, Cursor], changed: dict[str, Cursor],
+    jobs: Sequence[WatchedJob], cursors: Mapping[str, Cursor], changed: dict[str, Cursor], budget: RunBudget,
 ) -> None:
     now = report.now
     summaries = {j.name: j.summary for j in jobs}
@@ -379,6 +404,9 @@ def _evaluate_all(
     names = [j.name for j in jobs]
 
     def fresh(name: str) -> Refreshed | JobError:
+        late = budget.short_of_call()
+        if late is not None:
+            return JobError(OUT_OF_TIME, late)
         try:
             return refresh(summaries[name], cursors.get(name), settings, tags=tags_of[name],
                            sagemaker=clients.sagemaker, s3=clients.s3, now=now)
@@ -400,6 +428,11 @@ def _evaluate_all(
         if found.cursor is not cursors.get(name):
             changed[name] = found.cursor  # its facts; its data and ``through`` move once it is evaluated
         watched.append(found.cursor)
+    late = budget.short_of_call()
+    if late is not None:  # no time for the CloudWatch read: every job keeps its cursor (and its new facts)
+        for cursor in watched:
+            report.outcomes[cursor.job].fail(JobError(OUT_OF_TIME, late))
+        return
 
     end = (int(now) - settings.settle_seconds) // 60 * 60  # complete, settled minutes only
     reads = []
@@ -421,6 +454,11 @@ def _evaluate_all(
     with_profiler = [(c.job, str(c.info["profiler_s3"])) for c in watched
                      if c.info.get("profiler_s3") and c.job not in result.failed]
     profiler: dict[str, Any] = {}
+    if with_profiler and budget.short_of_call() is not None:
+        for job, _ in with_profiler:
+            report.outcomes[job].notes.append("profiler output not read (out of time): judged on CloudWatch's host "
+                                              "averages")
+        with_profiler = []
     if with_profiler:
         from smx_debug.watch.profiler import profiler_frames
 
@@ -434,31 +472,57 @@ def _evaluate_all(
                 reasons = ", ".join(f"{reason} {n}" for reason, n in sorted(skipped.items()))
                 report.outcomes[job].notes.append(
                     f"profiler output: {sum(skipped.values())} damaged lines skipped ({reasons})")
-    for cursor in watched:
+    for cursor in _order(watched, seed=int(now)):
         outcome = report.outcomes[cursor.job]
         if cursor.job in result.failed:
             outcome.fail(result.failed[cursor.job])
             continue
-        try:
-            cursor, triggers = _evaluate_job(cursor, settings, outcome, result, profiler.get(cursor.job), end=end,
-                                             now=now)
-            cursor, tensor_triggers = evaluate_tensors(cursor, outcome, s3=clients.s3, now=now)
-            triggers += tensor_triggers
-        except Exception as exc:  # isolation: data that breaks the evaluation fails this job only
-            outcome.fail(job_error(exc, job=cursor.job, doing="evaluating its rules", otherwise=BAD_DATA))
+        late = budget.short_of_job(calls=bool(tensor_rules(cursor)) and bool(cursor.info.get("tensors_s3")))
+        if late is not None:  # keeps its cursor; goes first next run
+            outcome.fail(JobError(OUT_OF_TIME, late))
             continue
-        if triggers:
-            try:
-                outcome.response = responder(cursor.job, triggers)
-            except Exception as exc:  # isolation: acted on again next run (the ledger acts once)
-                outcome.fail(job_error(exc, job=cursor.job, doing=f"acting on {[t.name for t in triggers]}"))
-                continue
-            outcome.triggers = triggers
-            cursor = cursor.with_changes(fired={**cursor.fired, **{t.name: t.step for t in triggers}})
-        changed[cursor.job] = cursor
-    if settings.fleet_bucket:  # the evaluated jobs' new minutes, to the fleet dataset (never in an action's way)
+        with budget.step():
+            _evaluate_one(cursor, settings, clients, responder, outcome, result, profiler, changed, budget,
+                          end=end, now=now)
+    if settings.fleet_bucket and budget.short_of_call() is not None:
+        report.errors.append(JobError(OUT_OF_TIME, "fleet append left to the next run (out of time); the jobs' "
+                                                   "fleet cursors keep the minutes to append"))
+    elif settings.fleet_bucket:  # the evaluated jobs' new minutes, to the fleet dataset (never in an action's way)
         evaluated = [changed[j] for j, o in report.outcomes.items() if o.status == "evaluated" and j in changed]
         changed.update(append_minutes(settings, clients.s3, report, evaluated, profiler, last=end // 60 - 1))
+
+
+def _order(cursors: Sequence[Cursor], *, seed: int) -> list[Cursor]:
+    """The order of the jobs' steps: the furthest behind first (a job cut for time last run keeps its older
+    ``through``), equals shuffled by the run (so a job that keeps running out of time does not starve the others)."""
+    order = list(cursors)
+    random.Random(seed).shuffle(order)
+    return sorted(order, key=lambda c: -math.inf if c.through is None else float(c.through))
+
+
+def _evaluate_one(
+    cursor: Cursor, settings: EvaluatorSettings, clients: Clients, responder: Responder, outcome: JobOutcome,
+    result: ReadResult, profiler: Mapping[str, Any], changed: dict[str, Cursor], budget: RunBudget, *,
+    end: int, now: float,
+) -> None:
+    """One job's step: its rules and tensors, then its new triggers handed to the responder within the budget."""
+    try:
+        cursor, triggers = _evaluate_job(cursor, settings, outcome, result, profiler.get(cursor.job), end=end,
+                                         now=now)
+        cursor, tensor_triggers = evaluate_tensors(cursor, outcome, s3=clients.s3, now=now)
+        triggers += tensor_triggers
+    except Exception as exc:  # isolation: data that breaks the evaluation fails this job only
+        outcome.fail(job_error(exc, job=cursor.job, doing="evaluating its rules", otherwise=BAD_DATA))
+        return
+    if triggers:
+        try:
+            outcome.response = responder(cursor.job, triggers, deadline=budget.for_actions())
+        except Exception as exc:  # isolation: acted on again next run (the ledger acts once)
+            outcome.fail(job_error(exc, job=cursor.job, doing=f"acting on {[t.name for t in triggers]}"))
+            return
+        outcome.triggers = triggers
+        cursor = cursor.with_changes(fired={**cursor.fired, **{t.name: t.step for t in triggers}})
+    changed[cursor.job] = cursor
 
 
 def _evaluate_job(

@@ -8,6 +8,10 @@
   (:func:`smx_debug.watch.fanout.handle_shards`), and the answer lists the records that failed
   (``batchItemFailures``), so SQS redelivers those only.
 
+Both are bounded by the invocation's time: the handler passes Lambda's ``context`` down as a
+:class:`~smx_debug.actions.deadline.Deadline` (one call's worst case with the clients' retries and timeouts), and a
+job, or an action, that would not fit is left to the next run with its cursor kept (:mod:`smx_debug.watch.budget`).
+
 The schedule's event carries nothing the run needs: the run's "now" is the clock. One JSON line is logged with
 the run's summary (jobs evaluated, failed by reason, triggers). A job's failure, an action's included, is that
 job's: counted in ``EvaluatorJobErrors`` (the stack alarms on it) and tried again next run, never the
@@ -32,6 +36,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
+from smx_debug.actions.deadline import Deadline
+from smx_debug.actions.settings import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_READ_TIMEOUT,
+    call_budget_seconds,
+)
 from smx_debug.contracts import SOURCE_EVALUATOR, Env
 from smx_debug.errors import ConfigError
 from smx_debug.watch.run import Clients, Responder, ShardSender, Trigger, run_once
@@ -42,13 +53,15 @@ __all__ = ["EvaluatorRuntime", "action_responder", "handle_invocation"]
 
 @dataclass(frozen=True)
 class EvaluatorRuntime:
-    """What one cold start builds: the evaluator's settings, the AWS clients, the responder and, when the stack
-    has a shard queue, the sender of shards."""
+    """What one cold start builds: the evaluator's settings, the AWS clients, the responder, when the stack has a
+    shard queue the sender of shards, and one AWS call's worst case with the clients' retries and timeouts
+    (``call_seconds``: the unit of the invocation's time bound, :mod:`smx_debug.watch.budget`)."""
 
     settings: EvaluatorSettings
     clients: Clients
     responder: Responder
     shards: ShardSender | None = None
+    call_seconds: float = call_budget_seconds(DEFAULT_MAX_ATTEMPTS, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, context: Any = None) -> EvaluatorRuntime:
@@ -71,6 +84,7 @@ class EvaluatorRuntime:
             ),
             responder=action_responder(actions),
             shards=sender,
+            call_seconds=actions.settings.call_budget,
         )
 
 
@@ -82,20 +96,22 @@ def _is_shard_event(event: object) -> TypeGuard[dict[str, Any]]:
 
 def handle_invocation(event: object, context: Any = None, *, runtime: EvaluatorRuntime | None = None
                       ) -> dict[str, Any]:
-    """One scheduled run, or the shards of an SQS event; returns (and logs) the summary. ``runtime`` is the cold
-    start's (the Lambda module keeps it); without one, it is built from the environment for this invocation."""
+    """One scheduled run, or the shards of an SQS event, within the invocation's time (``context``, Lambda's; None:
+    unbounded); returns (and logs) the summary. ``runtime`` is the cold start's (the Lambda module keeps it);
+    without one, it is built from the environment for this invocation."""
     from smx_debug.actions.runtime import log_json
 
     if runtime is None:
         runtime = EvaluatorRuntime.from_env(context=context)
     started = time.monotonic()
+    deadline = Deadline.of(context, runtime.call_seconds)
     if _is_shard_event(event):
         from smx_debug.watch.fanout import handle_shards
 
-        answer = handle_shards(event, runtime.settings, runtime.clients, runtime.responder)
+        answer = handle_shards(event, runtime.settings, runtime.clients, runtime.responder, deadline=deadline)
         log_json(logging.INFO, handler="evaluator", **answer, seconds=round(time.monotonic() - started, 3))
         return answer
-    report = run_once(runtime.settings, runtime.clients, runtime.responder, shards=runtime.shards)
+    report = run_once(runtime.settings, runtime.clients, runtime.responder, shards=runtime.shards, deadline=deadline)
     summary = {"handler": "evaluator", **report.summary(), "seconds": round(time.monotonic() - started, 3)}
     log_json(logging.INFO, **summary)
     return summary
@@ -115,7 +131,9 @@ def action_responder(runtime: Any) -> Responder:
             value=runtime.settings.account or runtime.settings.region,
         )
 
-    def responder(job: str, triggers: Sequence[Trigger]) -> Mapping[str, Any]:
+    def responder(job: str, triggers: Sequence[Trigger], *, deadline: Deadline | None = None) -> Mapping[str, Any]:
+        if deadline is not None:
+            deadline.require(f"verify {job}")  # nothing started: the next run finds the triggers again
         try:
             verified = verify_job(
                 runtime.clients("sagemaker"),
@@ -131,7 +149,8 @@ def action_responder(runtime: Any) -> Responder:
             for t in triggers
         ]
         result: Mapping[str, Any] = respond(
-            verified, found, settings=runtime.settings, ledger=runtime.ledger, clients=runtime.clients
+            verified, found, settings=runtime.settings, ledger=runtime.ledger, clients=runtime.clients,
+            deadline=deadline,
         )
         return result
 

@@ -24,6 +24,7 @@ from watch_support import (
     with_clients,
 )
 
+from smx_debug.actions.deadline import Deadline
 from smx_debug.contracts import MANAGED_TAG, job_lease_key
 from smx_debug.fleet.s3_boto import stack_root
 from smx_debug.local import LocalAws
@@ -205,5 +206,18 @@ def test_fleet_sink_ended_job_held_by_a_shard_is_left_to_the_next_run(aws: Local
     held = run_once(config, clients(aws), Recorder(), now=at(7) + 5).summary()
     assert (held["held"], held["ended"], _minute_numbers(_minutes(aws), "guarded-a")) == (["guarded-a"], [], [])
     shard.release([job_lease_key("guarded-a")])
+    assert run_once(config, clients(aws), Recorder(), now=at(8) + 5).summary()["ended"] == ["guarded-a"]
+    assert _minute_numbers(_minutes(aws), "guarded-a") == list(range(0, 5))
+
+
+def test_fleet_sink_ended_job_with_no_time_left_is_not_started_and_next_run_appends_it(aws: LocalAws) -> None:
+    create_job(aws, "guarded-a")
+    publish(aws, "guarded-a", 0, 4, CPU)
+    end_job(aws, "guarded-a", 4.5)
+    config = settings(fleet_bucket=BUCKET)
+    late = Deadline(lambda: 30_000.0, 24.0)  # 30 s left, 24 s kept for the finish: no time for one more call
+    report = run_once(config, clients(aws), Recorder(), now=at(7) + 5, deadline=late)
+    assert (report.summary()["ended"], report.error_counts(), _minute_numbers(_minutes(aws), "guarded-a")) == (
+        [], {}, [])
     assert run_once(config, clients(aws), Recorder(), now=at(8) + 5).summary()["ended"] == ["guarded-a"]
     assert _minute_numbers(_minutes(aws), "guarded-a") == list(range(0, 5))

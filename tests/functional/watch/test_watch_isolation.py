@@ -287,7 +287,7 @@ def test_run_overlapping_runs_never_evaluate_or_act_on_a_job_twice(aws: LocalAws
     second: list[RunReport] = []
     started: list[bool] = []
 
-    def responder(job: str, triggers: Any) -> Any:
+    def responder(job: str, triggers: Any, *, deadline: Any = None) -> Any:
         if not started:  # the next run starts while this one is between reading and saving the cursors
             started.append(True)
             second.append(run_once(settings(), clients(aws), responder, now=at(14) + 35))

@@ -96,7 +96,7 @@ class Recorder:
 
     calls: list[tuple[str, list[Trigger]]] = field(default_factory=list)
 
-    def __call__(self, job: str, triggers: Sequence[Trigger]) -> Mapping[str, Any]:
+    def __call__(self, job: str, triggers: Sequence[Trigger], *, deadline: Any = None) -> Mapping[str, Any]:
         self.calls.append((job, list(triggers)))
         return {"job": job, "acted": [t.name for t in triggers]}
 

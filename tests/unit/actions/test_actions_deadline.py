@@ -8,49 +8,21 @@ deployed entry point (``lambdas/actions/handler.py``'s ``rule_metrics``) runs wi
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import Mapping
-from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
 from actions_fakes import ACCOUNT, REGION, SAMPLE, FakeCloudWatch, FakeSageMaker, fake_runtime, settings
+from lambda_support import Clock, Context, Slow, entry_point
 
 from smx_debug.actions import MemoryLedger
 from smx_debug.actions.deadline import Deadline, OutOfTimeError
 from smx_debug.actions.ledger import DONE
 
-ROOT = Path(__file__).resolve().parents[3]
 TIMEOUT = 60.0
 ANSWER = 3.0
 RULES = [f"Rule{i}" for i in range(6)]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_795_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Slow:
-    """Every call of the wrapped client takes ``ANSWER`` seconds of the clock."""
-
-    def __init__(self, target: Any, clock: Clock) -> None:
-        self._target, self._clock = target, clock
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._target, name)
-        if name == "meta" or not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            self._clock.now += ANSWER
-            return attr(*args, **kwargs)
-
-        return call
+ARN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:rule-metrics"
 
 
 class SlowLedger(MemoryLedger):
@@ -77,30 +49,10 @@ class SlowLedger(MemoryLedger):
         return super().get(pk)
 
 
-class Context:
-    """The Lambda context: the function's ARN and the time left of this invocation."""
-
-    invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:rule-metrics"
-
-    def __init__(self, clock: Clock, timeout: float = TIMEOUT) -> None:
-        self.clock, self.ends = clock, clock.now + timeout
-
-    def get_remaining_time_in_millis(self) -> int:
-        return max(0, int((self.ends - self.clock.now) * 1000))
-
-
-def _entry_point() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rule_metrics_entry", ROOT / "lambdas" / "actions" / "handler.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _invoke(module: ModuleType, clock: Clock) -> tuple[float, BaseException | None]:
     started = clock.now
     try:
-        module.rule_metrics(SAMPLE, Context(clock))
+        module.rule_metrics(SAMPLE, Context(clock, TIMEOUT, ARN))
     except Exception as exc:
         return clock.now - started, exc
     return clock.now - started, None
@@ -113,9 +65,10 @@ def setup() -> tuple[ModuleType, Clock, FakeCloudWatch, SlowLedger]:
     cloudwatch = FakeCloudWatch()
     ledger = SlowLedger(clock)
     runtime = fake_runtime(settings(function_timeout=TIMEOUT), ledger,
-                           sagemaker=Slow(FakeSageMaker(tags={"smx-debug:managed": "true"}, rules=rules), clock),
-                           cloudwatch=Slow(cloudwatch, clock))
-    module = _entry_point()
+                           sagemaker=Slow(FakeSageMaker(tags={"smx-debug:managed": "true"}, rules=rules), clock,
+                                          ANSWER),
+                           cloudwatch=Slow(cloudwatch, clock, ANSWER))
+    module = entry_point("actions", "rule_metrics_entry")
     module._runtime = runtime  # the cold start's runtime, with fakes
     return module, clock, cloudwatch, ledger
 
@@ -155,3 +108,10 @@ def test_deadline_fits_only_a_whole_worst_case_call(left_ms: int | None, fits: b
     if not fits:
         with pytest.raises(OutOfTimeError, match="left for the redelivery"):
             deadline.require("claim")
+
+
+@pytest.mark.parametrize(("left_ms", "kept", "left"), [(None, 24.0, float("inf")), (60_000, 24.0, 36.0),
+                                                       (10_000, 24.0, 0.0)])
+def test_deadline_keeping_leaves_that_much_for_what_must_follow(left_ms: int | None, kept: float, left: float) -> None:
+    context = None if left_ms is None else type("C", (), {"get_remaining_time_in_millis": lambda self: left_ms})()
+    assert Deadline.of(context, call_seconds=24.0).keeping(kept).left() == left

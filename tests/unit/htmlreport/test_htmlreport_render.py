@@ -261,6 +261,20 @@ def test_report_tensor_section_charts_each_fired_tensor_rule_with_its_step_time(
     assert "data-tensor-rule='ExplodingTensor'" not in section  # did not fire: no chart
 
 
+def test_report_of_a_trial_alone_says_what_was_read_not_zero_nodes() -> None:
+    from smx_debug.htmlreport import TensorInput
+
+    tensors = TensorInput(path="/trials/run-1", configurations=frozenset(),
+                          step_times={0: T0 * 10**9, 500: (T0 + 50) * 10**9}, steps=2, tensors=4)
+    html = render_report(_input(data=JobData(), results={}, cost=None, tensors=tensors))
+    header = html[:html.index("<h2 id='rules'>")]
+    assert "0 node(s)" not in header and "0 steps" not in header
+    assert "no profiler data" in header and "4 tensors at 2 saved steps" in header
+    both = render_report(_input(tensors=tensors))  # profiler data and a trial: the header names both
+    header = both[:both.index("<h2 id='rules'>")]
+    assert "2 node(s)" in header and "4 tensors at 2 saved steps" in header
+
+
 def test_report_without_tensors_says_how_to_get_them() -> None:
     html = render_report(_input())
     assert "No tensors: the job has no DebugHookConfig" in html
