@@ -51,7 +51,7 @@ from smx_debug.config import DebugPlan, SmxDebugWarning  # noqa: E402
 from smx_debug.contracts import FLEET_TEAM_TAG as TEAM_TAG  # noqa: E402
 from smx_debug.contracts import ISSUES_FOUND  # noqa: E402
 from smx_debug.errors import NotFoundError  # noqa: E402
-from smx_debug.local import LocalAws, deploy_stack  # noqa: E402
+from smx_debug.local import LocalAws, deploy_stack, job_metrics  # noqa: E402
 from smx_debug.local.other_team import start_other_team  # noqa: E402
 
 PLAN = ROOT / "examples" / "plans" / "cpu_bottleneck_guard.yaml"
@@ -252,6 +252,7 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
         nodes=2, cpus=32, gpus=4, interval_ms=500, seed=7,
     )
     sim = Simulation(spec)
+    job_metrics.set_start_time(aws, job, start)  # the simulated job started `minutes` ago, on its own clock
     profiler_prefix = f"debugger/{job}/profiler-output"
     s3 = aws.client("s3")
     reader = SystemMetricsReader(f"s3://{bucket}/{profiler_prefix}/", s3_client=s3, progress=False)
@@ -313,6 +314,8 @@ def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min
             break
         time.sleep(max(0.0, 60.0 / speed - (time.monotonic() - wall)))
     local.tick(aws)
+    if stopped_at_job_s is not None:  # it ended on its clock, not the wall clock's (the fleet counts its minutes)
+        job_metrics.set_end_time(aws, job, start + timedelta(seconds=stopped_at_job_s))
     for t in live.finish():
         say("rule", f"{t.rule}: {t.previous} -> {t.status}")
     local.set_rule_statuses(aws, job, profiler=[

@@ -152,6 +152,8 @@ def guard_second_job(
             break
         time.sleep(max(0.0, 60.0 / speed - (time.monotonic() - wall)))
     local.tick(aws)
+    if result.stopped_min is not None:  # it ended on the simulated clock, not the wall clock's
+        job_metrics.set_end_time(aws, job, start + timedelta(minutes=result.stopped_min))
     result.stop_calls = local.stop_calls(aws, job)
     return result
 

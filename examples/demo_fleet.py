@@ -2,9 +2,12 @@
 
 While the demo ran, the deployed functions filled the fleet dataset in the stack's bucket: the action core logged
 every trigger and action to the verdict log's inbox (the Debugger event handlers for the first job, the scheduled
-evaluator for the second), and the evaluator appended the second job's minutes. Now the schedule ticks the fleet
-collector (the deployed function, in process, every call authorized by the local IAM): it writes every job's
-metadata, the other team's CloudWatch minutes and the verdict log. Then ``idle_gpu_hours``, the same SQL text the
+evaluator for the others), and the evaluator appended the minutes of the watched jobs it evaluated. Now the
+schedule ticks the evaluator and the fleet collector (the deployed functions, in process, every call authorized by
+the local IAM). The evaluator appends the watched jobs' last minutes now that they have ended: the second's after
+its last run, and all of the first's, which Debugger's rules stopped before any evaluator run saw it. The
+collector writes every job's metadata, the other team's CloudWatch minutes and the verdict log. Then
+``idle_gpu_hours``, the same SQL text the
 stack's Athena workgroup runs, answers on DuckDB straight from the local S3: idle GPU hours and their cost by
 job and team, the other team's jobs included. Run alone: part of ``python examples/demo.py``.
 """
@@ -30,6 +33,14 @@ def fleet_table(aws: LocalAws, bucket: str, *, say: Say) -> int:
     from smx_debug.fleet.s3_boto import stack_root
 
     say("9/9 the fleet: SQL over every job of the account")
+    (evaluated,) = local.deliver_schedule(aws, handlers=["evaluator"])
+    if evaluated.error is not None:
+        say("fleet", f"the evaluator failed: {evaluated.error!r}")
+        return 1
+    ended: list[str] = evaluated.result.get("ended", [])
+    say("fleet", f"evaluator ({evaluated.function}): " + (
+        f"the last minutes of {', '.join(ended)} (ended) appended to the fleet dataset" if ended else
+        "no ended watched job owes minutes (its earlier runs appended each one's through its end)"))
     (collected,) = local.deliver_schedule(aws, handlers=["fleet_collector"])
     if collected.error is not None:
         say("fleet", f"the fleet collector failed: {collected.error!r}")
@@ -38,7 +49,7 @@ def fleet_table(aws: LocalAws, bucket: str, *, say: Say) -> int:
     rows = done["rows"]
     say("fleet", f"fleet collector ({collected.function}): {done['jobs']} jobs' metadata, {done['minutes_jobs']} "
         f"unwatched jobs' CloudWatch minutes, {done['inbox_objects']} verdict-log objects compacted into "
-        f"{rows.get('verdicts', 0)} rows; the evaluator appended its watched job's minutes itself")
+        f"{rows.get('verdicts', 0)} rows; the evaluator appends its watched jobs' minutes itself")
     result = fleet.run_query(FLEET_QUERY, since="2d", root=stack_root(bucket, aws.client("s3")))
     if result.empty:
         say("fleet", "idle_gpu_hours: no idle GPU minute in the dataset")

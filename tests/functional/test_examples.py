@@ -141,8 +141,8 @@ def test_demo_stops_the_exploding_pytorch_job_once_with_the_evaluator_alone(demo
 
 def test_demo_fleet_query_prints_idle_gpu_cost_by_job_and_team_including_the_other_team(
         demo_run: tuple[int, str, Path]) -> None:
-    # The last step: the deployed collector runs, then idle_gpu_hours answers from what the stack's functions
-    # wrote into the local S3: the evaluator's job (team from its tag) and the other team's unwatched jobs.
+    # The last step: the deployed evaluator and collector run, then idle_gpu_hours answers from what the stack's
+    # functions wrote into the local S3: the watched jobs (team from their tag) and the other team's unwatched jobs.
     code, text, _ = demo_run
     assert code == 0, text
     collected = re.search(r"\[fleet\] fleet collector \(\S+FleetCollector\S+\): (\d+) jobs' metadata, (\d+) unwatched "
@@ -156,4 +156,8 @@ def test_demo_fleet_query_prints_idle_gpu_cost_by_job_and_team_including_the_oth
     assert any(job.startswith("smx-demo-nodebugger-") and team == "vision" and hours > 0 and cost > 0
                for job, (team, hours, cost) in rows.items()), rows
     assert rows.get("ml-research-opted-out", ("",))[0] == "research", rows
+    # job 1, which Debugger's rules stopped before any evaluator run saw it: its minutes, from its profiler output,
+    # appended by the evaluator once it ended (idle from the onset: 2 nodes x 4 GPUs)
+    assert any(job.startswith("smx-demo-resnet50-") and team == "vision" and hours > 0 and cost > 0
+               for job, (team, hours, cost) in rows.items()), rows
     assert re.search(rf"\[fleet\] {len(rows)} jobs idled GPUs: [\d.]+ GPU hours, \$[\d.]+ at list price", text), text

@@ -12,8 +12,9 @@ A platform team asks about every job, watched or not. The collector (``lambdas/f
 - **verdicts**: Debugger's rule triggers from the jobs' rule statuses, and the verdict log's lines that the action
   core put in the inbox (:mod:`smx_debug.actions.verdict_log`), compacted into the table and then deleted.
 
-Each file of the dataset has one writer: the evaluator writes its watched jobs' system minutes, the collector
-everything else, so no two functions ever rewrite one file. Appends merge by the table's key, so a rerun (a
+Each file of the dataset has one writer: the evaluator writes its watched jobs' system minutes, running or ended
+(through their end: :mod:`smx_debug.watch.ended`), the collector everything else, so no two functions ever rewrite
+one file; an unwatched job that ended has its last minutes read by the run whose Search of changed jobs finds it. Appends merge by the table's key, so a rerun (a
 redelivered schedule, a read overlapping the last one by ``overlap_minutes``) never doubles a row. Each job is
 isolated: what fails for one job (a bad description, a damaged file) is counted by reason and the others go on;
 an inbox object whose rows cannot be appended is kept for the next run. Its state (what it last read, each

@@ -28,7 +28,7 @@ from smx_debug.local.metric_data import put_datapoints
 from smx_debug.local.patching import patch_once
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
-__all__ = ["NAMESPACE", "Scenario", "install", "publish_minutes", "set_start_time"]
+__all__ = ["NAMESPACE", "Scenario", "install", "publish_minutes", "set_end_time", "set_start_time"]
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 Kind = Literal["healthy", "cpu_bottleneck", "loss_plateau"]
@@ -59,6 +59,22 @@ def set_start_time(aws: LocalAws, job: str, when: datetime) -> None:
     if fake is None:
         raise ConfigError(f"set_start_time: no training job {job!r} in the local AWS", field="job", value=job)
     fake.creation_time = fake.training_start_time = when
+
+
+def set_end_time(aws: LocalAws, job: str, when: datetime) -> None:
+    """Set an ended job's TrainingEndTime and LastModifiedTime, as if it had ended at ``when`` (the local AWS
+    stamps a status change with the wall clock; a simulated job runs on its own clock)."""
+    from moto.sagemaker.models import sagemaker_backends
+
+    from smx_debug.contracts import JOB_ENDED_STATUSES
+
+    fake = sagemaker_backends[LOCAL_ACCOUNT_ID][aws.region].training_jobs.get(job)
+    if fake is None:
+        raise ConfigError(f"set_end_time: no training job {job!r} in the local AWS", field="job", value=job)
+    if fake.training_job_status not in JOB_ENDED_STATUSES:
+        raise ConfigError(f"set_end_time: training job {job!r} is {fake.training_job_status}, not ended",
+                          field="job", value=job)
+    fake.training_end_time = fake.last_modified_time = when
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,11 @@ import json
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE
+from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE, job_lease_key
 
 __all__ = ["CURSOR_RETENTION_SECONDS", "Cursor", "CursorStore"]
 
@@ -112,6 +113,20 @@ class CursorStore:
                     if cursor is not None:
                         out[cursor.job] = cursor
         return out
+
+    def claim(self, jobs: Iterable[str], *, lease_seconds: int, workers: int = 8) -> set[str]:
+        """The jobs whose lease (:func:`smx_debug.contracts.job_lease_key`) this evaluation now holds, for
+        ``lease_seconds`` (conditional PutItems, overlapped); the others are held by an evaluation still going
+        (another shard, a slow run). :meth:`save` or :meth:`release` gives them back."""
+        from smx_debug.actions.ledger import Ledger
+
+        now = self.clock()
+        names = list(dict.fromkeys(jobs))
+        leases = Ledger(self.dynamodb, self.table, clock=lambda: now, lease_seconds=lease_seconds,
+                        retention_seconds=86_400)
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            won = list(pool.map(lambda n: leases.claim(job_lease_key(n), {"run_at": now}), names))
+        return {n for n, ok in zip(names, won, strict=True) if ok}
 
     def save(self, cursors: Iterable[Cursor], *, release: Iterable[str] = ()) -> int:
         """Write ``cursors`` and delete the items ``release`` names (the evaluation's job leases) in the same

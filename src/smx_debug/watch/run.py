@@ -17,8 +17,10 @@ and the benchmark call it in process on the local AWS. A run:
    evaluate``, keyed by configuration name) and hands every newly triggered configuration to the responder,
    which acts through the same path as a Debugger rule event (ledger, metric, message, exactly-once stop);
 8. appends each evaluated job's new minutes to the fleet dataset (:mod:`smx_debug.watch.fleet_sink`);
-9. saves the cursors and releases the job leases, releases the run lease and puts the job errors
-   (``EvaluatorJobErrors`` by reason).
+9. saves the cursors and releases the job leases;
+10. with a fleet bucket, appends the last minutes of the watched jobs that ended (:mod:`smx_debug.watch.ended`:
+    those after its last run on them, or all of a job no run saw), once per job, under their job leases;
+11. releases the run lease and puts the job errors (``EvaluatorJobErrors`` by reason).
 
 Each job is isolated (:mod:`smx_debug.watch.isolation`): what fails for one job (access denied, throttling
 past the retries, poisoned data, a bad watch spec, an action that failed) is recorded for that job, which keeps
@@ -27,9 +29,9 @@ breaks the whole run fails it: the running jobs cannot be listed, the cursors ca
 job errors cannot be put. A job without data is reported, never stopped.
 
 Each run ends inside its Lambda timeout (:mod:`smx_debug.watch.budget`): given the invocation's deadline, it
-keeps one AWS call's worst case (botocore's retries x timeouts, 24 s by default) for step 9, which always happens,
-starts a step that calls AWS for many jobs (4, 5, 6 and 8) only while one call's worst case still fits before that
-margin, a job's own step (7: its rules, tensors and actions) only while the longest job step measured in this run
+keeps one AWS call's worst case (botocore's retries x timeouts, 24 s by default) for steps 9 and 11, which always
+happen, starts a step that calls AWS for many jobs (4, 5, 6, 8 and 10) only while one call's worst case still fits
+before that margin, a job's own step (7: its rules, tensors and actions) only while the longest job step measured in this run
 still fits, and hands the action core the deadline less the margin, so a trigger found late is left unclaimed. A
 job not started keeps its cursor, is counted under ``out-of-time`` and goes first next run (the jobs furthest
 behind first, equals shuffled by the run); the jobs finished before it are saved, so runs converge.
@@ -71,6 +73,7 @@ from smx_debug.tags import watched_actions
 from smx_debug.watch.budget import RunBudget
 from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discovery import Refreshed, list_running, refresh, search_opted_in
+from smx_debug.watch.ended import ENDED, append_ended
 from smx_debug.watch.fleet_sink import append_minutes
 from smx_debug.watch.isolation import publish_job_errors
 from smx_debug.watch.settings import EvaluatorSettings
@@ -179,6 +182,7 @@ class RunReport:
             "metrics_requested": self.metrics_requested,
             "get_metric_data_calls": self.get_metric_data_calls,
             "held": sorted(j for j, o in self.outcomes.items() if o.status == "held"),
+            "ended": sorted(j for j, o in self.outcomes.items() if o.status == ENDED),
             "errors": [e.message for e in self.errors],
             "skipped": self.skipped,
             "shards": self.shards,
@@ -340,6 +344,7 @@ def run_once(
             report.shards = shards(jobs, now)  # evaluated in parallel by the shards' invocations
         else:
             evaluate_jobs(settings, clients, responder, report, jobs, deadline=deadline)
+        append_ended(settings, clients, report, deadline=deadline)  # the watched jobs that ended: their last minutes
     finally:
         try:
             lease.release(RUN_LEASE_KEY)
@@ -348,18 +353,6 @@ def run_once(
                                                                       f"expires after {settings.lease_seconds} s"))
     publish_job_errors(clients.cloudwatch, settings.metric_namespace, report.error_counts(), now=now)
     return report
-
-
-def _claim_jobs(settings: EvaluatorSettings, clients: Clients, names: Sequence[str], now: float) -> set[str]:
-    """The jobs whose lease this evaluation now holds (conditional PutItems, overlapped); the others are held by
-    an evaluation still going (another shard, a slow run)."""
-    from smx_debug.actions.ledger import Ledger
-
-    leases = Ledger(clients.dynamodb, settings.cursor_table, clock=lambda: now, lease_seconds=settings.lease_seconds,
-                    retention_seconds=86_400)
-    with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
-        won = list(pool.map(lambda n: leases.claim(job_lease_key(n), {"run_at": now}), names))
-    return {n for n, ok in zip(names, won, strict=True) if ok}
 
 
 def evaluate_jobs(
@@ -382,7 +375,7 @@ def evaluate_jobs(
             report.outcomes[job.name].fail(JobError(OUT_OF_TIME, late))
         return
     store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
-    held = _claim_jobs(settings, clients, [j.name for j in jobs], now)
+    held = store.claim([j.name for j in jobs], lease_seconds=settings.lease_seconds, workers=settings.workers)
     for job in jobs:
         report.outcomes[job.name] = JobOutcome(job=job.name, status="evaluating" if job.name in held else "held")
         if job.name not in held:

@@ -61,6 +61,11 @@ class EvaluatorSettings:
             jobs to ``shard_queue_url`` (:mod:`smx_debug.watch.fanout`) instead of evaluating them itself.
         shard_queue_url: the SQS queue feeding the evaluator with shards; None: the run evaluates every job.
         rate_minutes: the schedule's period; a shard older than that is dropped (a newer run covers its jobs).
+        ended_lookback_minutes: with a fleet bucket, each run appends the last minutes of the watched jobs that
+            ended this long ago at most (:mod:`smx_debug.watch.ended`); a job's tail that fails is tried again
+            until then.
+        ended_minutes_per_run: at most this many of an ended job's minutes are appended per run (a long job no
+            run saw is caught up over several runs).
     """
 
     watch_prefixes: tuple[str, ...] = ()
@@ -82,6 +87,8 @@ class EvaluatorSettings:
     jobs_per_invocation: int = DEFAULT_JOBS_PER_INVOCATION
     shard_queue_url: str | None = None
     rate_minutes: int = 1
+    ended_lookback_minutes: int = 60
+    ended_minutes_per_run: int = 30
 
     def __post_init__(self) -> None:
         if self.lease_seconds <= self.function_timeout:

@@ -1,7 +1,7 @@
 """The deployed stack on the local AWS: the scheduled evaluator fans out through its shard queue (shards in parallel,
 at most the mapping's maximum concurrency), each job evaluated and acted on once; the stack's functions fill the
-fleet dataset (the evaluator its watched jobs' minutes, the collector every job's metadata, the other team's
-minutes and the verdict log), and a fleet query over the bucket answers for every team. No call is denied."""
+fleet dataset (the evaluator its watched jobs' minutes, through their end even for a job no run saw running, the
+collector every job's metadata, the other team's minutes and the verdict log), and a fleet query over the bucket answers for every team. No call is denied."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ STACK = "SmxDebugGuard"
 CONTEXT = {"watch_prefixes": ["guarded-"], "default_actions": ["notify", "stop"], "local": True, "retraining": False,
            "evaluator": {"jobs_per_invocation": 2, "max_concurrency": 2, "default_rules": [{"rule": "CPUBottleneck"}]}}
 WATCHED = [f"guarded-{i}" for i in range(5)]
+SHORT = "guarded-short"  # a watched job that ended before any evaluator run saw it
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,7 @@ def deployed(local_aws: LocalAws, template: Path) -> Iterator[DeployedStack]:
 
 def _start(aws: LocalAws, bucket: str) -> datetime:
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=12)
-    for i, name in enumerate(WATCHED):
+    for i, name in enumerate([*WATCHED, SHORT]):
         aws.client("sagemaker").create_training_job(
             TrainingJobName=name,
             AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
@@ -54,7 +55,10 @@ def _start(aws: LocalAws, bucket: str) -> datetime:
         local.set_training_job_status(aws, name, "InProgress")
         job_metrics.set_start_time(aws, name, start)
         scenario = Scenario(kind="cpu_bottleneck" if i == 0 else "healthy", onset=2, vcpus=8, gpus=1, seed=i)
-        job_metrics.publish_minutes(aws, name, start=start, first=0, last=11, scenario=scenario)
+        job_metrics.publish_minutes(aws, name, start=start, first=0, last=4 if name == SHORT else 11,
+                                    scenario=scenario)
+    local.set_training_job_status(aws, SHORT, "Completed")  # over before the evaluator's first run
+    job_metrics.set_end_time(aws, SHORT, start + timedelta(minutes=4.5))
     return start
 
 
@@ -74,6 +78,7 @@ def test_deployed_evaluator_fans_out_and_the_stack_fills_the_fleet_dataset(local
     team = start_other_team(local_aws, bucket=bucket, start=start, minutes=12)
     (run,) = local.deliver_schedule(local_aws, handlers=["evaluator"])
     assert run.error is None and (run.result["watched"], run.result["shards"], run.result["evaluated"]) == (5, 3, 0)
+    assert run.result["ended"] == [SHORT] and run.result["failed"] == {}  # its minutes, by the run itself
     shards = event_sources.poll(local_aws)
     assert [s.error for s in shards] == [None] * 3 and all(s.failed_ids == () for s in shards)
     assert _most_at_once(shards) == 2  # in parallel, at most the mapping's maximum concurrency
@@ -86,7 +91,12 @@ def test_deployed_evaluator_fans_out_and_the_stack_fills_the_fleet_dataset(local
     assert collected.error is None and collected.result["failed"] == {}, collected.result
     root = stack_root(bucket, local_aws.client("s3"))
     jobs = fleet.run_query("top_wasted_jobs", since="1d", root=root, n=100)
-    assert set(jobs["job"]) == {*WATCHED, *team.jobs}  # watched minutes (evaluator), the others' (collector)
+    assert set(jobs["job"]) == {*WATCHED, SHORT, *team.jobs}  # watched minutes (evaluator), the others' (collector)
+    files = fleet.run_query("dataset_files", since="1d", root=root)
+    short = files[files["file"].str.endswith(f"/{SHORT}.parquet")]
+    naive = start.replace(tzinfo=None)
+    assert (short["first_minute"].min(), short["last_minute"].max(), short["row_count"].sum()) == (
+        naive, naive + timedelta(minutes=4), 5 * 5)  # minutes 0-4 of its one host, 5 metrics each, once
     assert set(jobs["team"].dropna()) == {"vision", "research"}
     stops = fleet.run_query("time_to_stop", since="1d", root=root)
     assert stops["job"].tolist() == ["guarded-0"] and stops["seconds_to_stop"].iloc[0] >= 0

@@ -196,3 +196,10 @@ def tight(aws: LocalAws, service: str) -> Any:
     from botocore.config import Config
 
     return aws.client(service, config=Config(retries={"mode": "standard", "total_max_attempts": 2}))
+
+
+
+def end_job(aws: LocalAws, name: str, minute: float, status: str = "Stopped") -> None:
+    """The job ends ``minute`` minutes after T0 (its status, TrainingEndTime and LastModifiedTime)."""
+    local.set_training_job_status(aws, name, status)
+    job_metrics.set_end_time(aws, name, datetime.fromtimestamp(at(minute), UTC))
