@@ -22,6 +22,8 @@ from types import ModuleType
 
 import pytest
 
+from smx_debug.local import LocalAws
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -109,7 +111,10 @@ def test_demo_report_shows_the_fired_rule_in_headless_chromium(demo_run: tuple[i
     assert shot.stat().st_size > 10_000
 
 
-def test_retraining_workflow_example_reproduces_the_published_run(capsys: pytest.CaptureFixture[str]) -> None:
+def test_retraining_workflow_example_reproduces_the_published_run(capsys: pytest.CaptureFixture[str],
+                                                                   local_aws: LocalAws) -> None:
+    # moto keeps its accounts per process: the example's own LocalAws sees what the session's server holds, so
+    # a stack a previous test left (SmxDebugGuard) made its CreateStack fail. local_aws empties it first.
     assert _example("retraining_workflow").main() == 0
     text = capsys.readouterr().out
     assert text.count("fired: job stopped") == 6 and text.count("quiet: job completed") == 1
