@@ -55,6 +55,9 @@ class _LocalSession(boto3.Session):
 class LocalAws:
     """A moto server bound to 127.0.0.1 and boto3 clients that talk to it.
 
+    moto keeps its accounts per process: two LocalAws started in one process (a notebook cell run twice, a test
+    beside an example) are two endpoints over the same resources. :meth:`reset` empties them.
+
     Example:
         >>> with LocalAws() as aws:  # doctest: +SKIP
         ...     aws.client("s3").create_bucket(Bucket="b", CreateBucketConfiguration={...})
