@@ -41,7 +41,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.contracts import JOB_ENDED_STATUSES, job_lease_key
 from smx_debug.data.cloudwatch_batch import MetricRead, read_metrics
-from smx_debug.data.job_errors import BAD_DATA, OUT_OF_TIME, JobError, job_error
+from smx_debug.data.job_errors import BAD_DATA, JobError, job_error
 from smx_debug.tags import tags_as_dict, watched_actions
 from smx_debug.watch.budget import RunBudget
 from smx_debug.watch.cursor import Cursor, CursorStore
@@ -122,9 +122,7 @@ def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunRepor
         return
     late = budget.short_of_call()
     if late is not None:
-        for name in pending:
-            report.outcomes[name] = JobOutcome(job=name)
-            report.outcomes[name].fail(JobError(OUT_OF_TIME, late))
+        report.out_of_time(pending, late)
         return
     held = store.claim(pending, lease_seconds=settings.lease_seconds, workers=settings.workers)
     mine = [n for n in pending if n in held]
@@ -225,6 +223,5 @@ def _out_of_time(budget: RunBudget, report: RunReport, cursors: list[Cursor]) ->
     late = budget.short_of_call()
     if late is None:
         return False
-    for cursor in cursors:
-        report.outcomes[cursor.job].fail(JobError(OUT_OF_TIME, late))
+    report.out_of_time([c.job for c in cursors], late)
     return True

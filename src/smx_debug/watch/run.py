@@ -55,7 +55,7 @@ import math
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cache
@@ -163,6 +163,12 @@ class RunReport:
     @property
     def triggers(self) -> list[Trigger]:
         return [t for o in self.outcomes.values() for t in o.triggers]
+
+    def out_of_time(self, jobs: Iterable[str], why: str) -> None:
+        """Fail each of ``jobs`` ``out-of-time`` (its outcome made when the run had none yet): not started, so its
+        cursor is kept and it goes first next run (:mod:`smx_debug.watch.budget`)."""
+        for job in jobs:
+            self.outcomes.setdefault(job, JobOutcome(job=job)).fail(JobError(OUT_OF_TIME, why))
 
     def error_counts(self) -> dict[str, int]:
         """This run's errors by reason: each job counted once per reason, plus the run's own."""
@@ -370,9 +376,7 @@ def evaluate_jobs(
     budget = RunBudget(deadline)
     late = budget.short_of_call()
     if late is not None:  # not even the job leases: nothing claimed, nothing to save
-        for job in jobs:
-            report.outcomes[job.name] = JobOutcome(job=job.name)
-            report.outcomes[job.name].fail(JobError(OUT_OF_TIME, late))
+        report.out_of_time([j.name for j in jobs], late)
         return
     store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
     held = store.claim([j.name for j in jobs], lease_seconds=settings.lease_seconds, workers=settings.workers)
@@ -430,8 +434,7 @@ def _evaluate_all(
         watched.append(found.cursor)
     late = budget.short_of_call()
     if late is not None:  # no time for the CloudWatch read: every job keeps its cursor (and its new facts)
-        for cursor in watched:
-            report.outcomes[cursor.job].fail(JobError(OUT_OF_TIME, late))
+        report.out_of_time([c.job for c in watched], late)
         return
 
     end = (int(now) - settings.settle_seconds) // 60 * 60  # complete, settled minutes only
