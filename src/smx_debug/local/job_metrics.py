@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from smx_debug.contracts import JOB_ENDED_STATUSES
 from smx_debug.errors import ConfigError
 from smx_debug.local.metric_data import put_datapoints
 from smx_debug.local.patching import patch_once
@@ -51,26 +52,26 @@ def install() -> None:
     patch_once(FakeTrainingJob, "__init__", wrap)
 
 
-def set_start_time(aws: LocalAws, job: str, when: datetime) -> None:
-    """Set a job's CreationTime and TrainingStartTime, as if SageMaker had started it at ``when``."""
+def _fake_job(aws: LocalAws, job: str, doing: str) -> Any:
+    """moto's job ``job``, read from its backend (a Describe would advance the job's emulated lifecycle)."""
     from moto.sagemaker.models import sagemaker_backends
 
     fake = sagemaker_backends[LOCAL_ACCOUNT_ID][aws.region].training_jobs.get(job)
     if fake is None:
-        raise ConfigError(f"set_start_time: no training job {job!r} in the local AWS", field="job", value=job)
+        raise ConfigError(f"{doing}: no training job {job!r} in the local AWS", field="job", value=job)
+    return fake
+
+
+def set_start_time(aws: LocalAws, job: str, when: datetime) -> None:
+    """Set a job's CreationTime and TrainingStartTime, as if SageMaker had started it at ``when``."""
+    fake = _fake_job(aws, job, "set_start_time")
     fake.creation_time = fake.training_start_time = when
 
 
 def set_end_time(aws: LocalAws, job: str, when: datetime) -> None:
     """Set an ended job's TrainingEndTime and LastModifiedTime, as if it had ended at ``when`` (the local AWS
     stamps a status change with the wall clock; a simulated job runs on its own clock)."""
-    from moto.sagemaker.models import sagemaker_backends
-
-    from smx_debug.contracts import JOB_ENDED_STATUSES
-
-    fake = sagemaker_backends[LOCAL_ACCOUNT_ID][aws.region].training_jobs.get(job)
-    if fake is None:
-        raise ConfigError(f"set_end_time: no training job {job!r} in the local AWS", field="job", value=job)
+    fake = _fake_job(aws, job, "set_end_time")
     if fake.training_job_status not in JOB_ENDED_STATUSES:
         raise ConfigError(f"set_end_time: training job {job!r} is {fake.training_job_status}, not ended",
                           field="job", value=job)

@@ -21,6 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from smx_debug.actions.ledger import Ledger
 from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE, job_lease_key
 
 __all__ = ["CURSOR_RETENTION_SECONDS", "Cursor", "CursorStore"]
@@ -118,8 +119,6 @@ class CursorStore:
         """The jobs whose lease (:func:`smx_debug.contracts.job_lease_key`) this evaluation now holds, for
         ``lease_seconds`` (conditional PutItems, overlapped); the others are held by an evaluation still going
         (another shard, a slow run). :meth:`save` or :meth:`release` gives them back."""
-        from smx_debug.actions.ledger import Ledger
-
         now = self.clock()
         names = list(dict.fromkeys(jobs))
         leases = Ledger(self.dynamodb, self.table, clock=lambda: now, lease_seconds=lease_seconds,
