@@ -30,6 +30,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import warnings
@@ -291,6 +292,30 @@ def _workspace(where: Path) -> None:
     (where / "plan.yaml").symlink_to(ROOT / "examples" / "plans" / "profiling_only.yaml")
 
 
+def _shell_env(workspace: Path) -> dict[str, str]:
+    """The environment of a workspace's shell blocks: the project's python first on PATH, and ``make`` using the
+    linked .venv and node_modules as they are (never reinstalling them from here). GNU make takes ``-o FILE`` only
+    as an argument (it ignores it in MAKEFLAGS), so a ``make`` first on PATH passes it."""
+    real = shutil.which("make")
+    assert real is not None, "make is not installed"
+    shim = workspace / ".docs-bin"
+    shim.mkdir(exist_ok=True)
+    (shim / "make").write_text(f'#!/bin/sh\nexec {shlex.quote(real)} -o .venv/.stamp-install '
+                               f'-o node_modules/.stamp-install "$@"\n')
+    (shim / "make").chmod(0o755)
+    return {**os.environ, "PATH": f"{shim}:{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+
+def test_docs_workspace_make_never_reinstalls_the_linked_venv(tmp_path: Path) -> None:
+    # A reinstall from the workspace runs pip in the repository's own .venv (linked) with the workspace's path,
+    # so its console scripts (.venv/bin/smx-debug) point at a python under tmp_path, gone once the test passes.
+    _workspace(tmp_path)
+    planned = subprocess.run(["make", "-n", "-W", "pyproject.toml", "-W", "package.json", "install"], cwd=tmp_path,
+                             env=_shell_env(tmp_path), capture_output=True, text=True, timeout=60)
+    assert planned.returncode == 0, planned.stderr
+    assert "pip install" not in planned.stdout and "npm ci" not in planned.stdout, planned.stdout
+
+
 @pytest.mark.parametrize("path", _runnable_files(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_docs_runnable_blocks_run_on_the_local_aws(path: Path, local_aws: LocalAws, tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
@@ -311,10 +336,7 @@ def test_docs_runnable_blocks_run_on_the_local_aws(path: Path, local_aws: LocalA
             if block.lang == "python":
                 exec(compile(code, block.id, "exec"), namespace)  # the documentation's own code
             elif block.lang in {"bash", "sh", "shell"}:
-                search = f"{Path(sys.executable).parent}:{os.environ['PATH']}"
-                # `make` uses the linked .venv and node_modules as they are: never reinstalls them from here
-                keep = "-o .venv/.stamp-install -o node_modules/.stamp-install"
-                env = {**os.environ, **local_aws.environ(), "PATH": search, "MAKEFLAGS": keep}
+                env = {**_shell_env(tmp_path), **local_aws.environ()}
                 done = subprocess.run(["bash", "-e", "-c", code], env=env, capture_output=True, text=True, timeout=600)
                 assert done.returncode == 0, f"{block.id}:\n{done.stdout}\n{done.stderr}"
     if path.name == "README.md":  # the notebook code launched a job whose rules settled and were read back
