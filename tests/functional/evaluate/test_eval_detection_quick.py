@@ -36,7 +36,8 @@ def quick_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
 def test_detection_exploding_gradients_caught_by_exploding_tensor_at_next_save(quick_runs):
     run = quick_runs["exploding_gradients-mlp_relu-s0"]
     assert run.fired["ExplodingTensor"][0] == 1500  # learning rate x1000 at step 1000, saved every 500 steps
-    assert 1000 <= run.check_finite_step < 1500  # the per-step loss check sees it first
+    losses = [loss for loss, _ in run.validation]
+    assert losses[3] > 10 * losses[2]  # the run did explode: its validation loss after the jump, against before
 
 
 def test_detection_dead_relu_caught_by_dead_relu_at_step_0(quick_runs):
@@ -50,3 +51,15 @@ def test_detection_healthy_runs_quiet_for_the_fault_specific_rules(quick_runs, n
     fired = set(quick_runs[name].fired)
     assert fired.isdisjoint({"ExplodingTensor", "DeadRelu", "VanishingGradient", "WeightUpdateRatio",
                              "UnchangedTensor", "AllZero", "PoorWeightInitialization"}), fired
+
+
+@pytest.mark.parametrize("name", ["healthy-mlp_relu-s0", "healthy-mlp_tanh-s0"])
+def test_detection_healthy_runs_are_healthy_by_their_own_validation_loss(quick_runs, name):
+    """A healthy run must be healthy by a measure independent of the rules: its validation loss (the mean over the
+    whole pass) ends within 5% of its best and its accuracy rose. A run that memorises its training set ends above
+    its best validation loss: that is overfitting, and a rule that says so is right, not a false positive."""
+    losses = [loss for loss, _ in quick_runs[name].validation]
+    accuracy = [acc for _, acc in quick_runs[name].validation]
+    assert len(losses) == 5  # before steps 0, 500, 1000, 1500 and after the last
+    assert losses[-1] <= 1.05 * min(losses), losses
+    assert accuracy[-1] > accuracy[0] + 0.3, accuracy
