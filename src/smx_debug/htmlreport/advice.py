@@ -19,6 +19,26 @@ DESCRIPTION: dict[str, str] = {
     "Overfit": "Validation loss exceeds training loss by more than ratio_threshold for `patience` evaluations.",
     "Overtraining": "Training or validation loss stopped improving by `delta` for the patience steps.",
     "StalledTrainingRule": "No new output (steps, scalars) for `threshold` seconds.",
+    "VanishingGradient": "The mean absolute value of a gradient fell below `threshold`.",
+    "ExplodingTensor": "A tensor holds NaN or infinity (only NaN with only_nan).",
+    "DeadRelu": "More than threshold_layer percent of a layer's ReLUs were active for less than "
+    "threshold_inactivity percent of the samples.",
+    "PoorWeightInitialization": "In the first `steps` steps: activation-input variances differ across layers by more "
+    "than `threshold`, gradients are too narrow (5th-95th percentile under distribution_range), or the loss stalls.",
+    "SaturatedActivation": "More than threshold_layer percent of a tanh or sigmoid layer's units had their input "
+    "outside the threshold range for all but threshold_inactivity percent of the samples.",
+    "WeightUpdateRatio": "The ratio of a weight's update to the weight is above large_threshold or below "
+    "small_threshold.",
+    "AllZero": "At least `threshold` percent of a tensor's values are zero.",
+    "ClassImbalance": "Once `samples` labels were seen: the largest class outnumbers the smallest more than "
+    "threshold_imbalance times, or a class is mispredicted more often than threshold_misprediction.",
+    "TensorVariance": "A tensor's variance is above max_threshold or below min_threshold.",
+    "UnchangedTensor": "A tensor did not change (within rtol and atol) over num_steps steps.",
+    "CheckInputImages": "A channel mean of the input images differs from 0 by more than threshold_mean: the "
+    "inputs are not normalised.",
+    "NLPSequenceRatio": "The share of a token (padding, unknown) in the input sequences is above its threshold.",
+    "Confusion": "The confusion matrix of labels against predictions: a class's share on the diagonal under "
+    "min_diag, or an off-diagonal share above max_off_diag.",
 }
 
 ADVICE: dict[str, str] = {
@@ -39,4 +59,24 @@ ADVICE: dict[str, str] = {
     "Overfit": "Add regularisation or data augmentation, or stop earlier.",
     "Overtraining": "Stop training earlier (early stopping) or lower the learning rate.",
     "StalledTrainingRule": "Look at the training logs: a hang, a deadlock in distributed training or a slow step.",
+    "VanishingGradient": "Use ReLU-family activations, residual connections or normalisation layers, and an "
+    "initialisation scaled to the layer (He, Xavier); check that the loss is not saturated.",
+    "ExplodingTensor": "Lower the learning rate, clip gradients, and look for a bad operation (log or sqrt of a "
+    "non-positive value, division by zero) or bad input rows at the step that fired.",
+    "DeadRelu": "Lower the learning rate, check the bias initialisation, or use LeakyReLU or ELU.",
+    "PoorWeightInitialization": "Use an initialisation scaled to each layer (He for ReLU, Xavier for tanh) and "
+    "check the input normalisation.",
+    "SaturatedActivation": "Normalise the inputs, scale the initial weights down, or add normalisation layers "
+    "before the tanh or sigmoid.",
+    "WeightUpdateRatio": "Too large: lower the learning rate. Too small: raise it, or check for frozen or "
+    "detached parameters.",
+    "AllZero": "Check that the layer receives input and gradients (a detached graph, a mask, dead units).",
+    "ClassImbalance": "Resample or weight the classes in the loss, and report per-class metrics.",
+    "TensorVariance": "Check the initialisation and normalisation of the layer that owns the tensor.",
+    "UnchangedTensor": "Check that the parameters are in the optimizer and require gradients, and that the "
+    "learning rate is not zero.",
+    "CheckInputImages": "Normalise the images (subtract the per-channel mean, divide by the standard deviation).",
+    "NLPSequenceRatio": "Shorten the padding (bucket sequences by length) or grow the vocabulary.",
+    "Confusion": "Look at the classes that fall off the diagonal: their data, their labels, their weight in "
+    "the loss. Early in training every model falls short of the bar.",
 }
