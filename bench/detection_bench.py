@@ -2,9 +2,10 @@
 
 Each run trains a small PyTorch model on the CPU on data made here (a fixed random "teacher" network labels
 Gaussian inputs in 4 classes), recorded by smx_debug.hook with what a debug plan listing every tensor rule gives
-(its default collections and save interval, 500 steps): 2,500 TRAIN steps of batches of 128, and before every 500th
-a validation pass of 500 EVAL batches (a fixed, unshuffled validation set, so each pass saves its first batch's
-loss). The training script also saves each batch's labels and predicted classes (``hook.save_tensor``), as a user
+(its default collections and save interval, 500 steps): 2,500 TRAIN steps of batches of 128 from a training set of
+as many samples, and before every 500th and after the last a validation pass of 500 EVAL batches (a fixed,
+unshuffled validation set, so each pass saves its first batch's loss; the pass's mean loss and accuracy are kept as
+ground truth measured without the rules). The training script also saves each batch's labels and predicted classes (``hook.save_tensor``), as a user
 of ClassImbalance and Confusion must. Half the runs are healthy (4 architectures x 5 seeds); the other half carry
 one fault each (10 classes x 2 seeds), injected at a known step:
 

@@ -145,7 +145,37 @@ def _mxnet_defaults(plan: DebugPlan) -> list[str]:
     return out
 
 
+# Rules that, at their documented defaults, fired on most runs of bench/detection_bench.py that were healthy by their
+# own validation loss (docs/rules.md, "Detection benchmark"): the threshold that decides, and why. LossNotDecreasing
+# and Overfit judge the hook's saved losses (single batches, every 500 steps) only in Debugger's rule container;
+# the evaluator judges them on the job's training metrics.
+_FLAGS_HEALTHY_RUNS = {
+    "Confusion": ("min_diag", "its 90% per-class bar fails at the first saved step of any model trained from scratch",
+                  False),
+    "LossNotDecreasing": ("diff_percent", "a 0.1% decrease between single batches 500 steps apart is noise", True),
+    "Overfit": ("ratio_threshold", "a 10% gap between single validation and training batches is noise", True),
+}
+_STOPPING = ("stop_training", "stop_job", "retrain")
+
+
+def _stops_healthy_runs(plan: DebugPlan) -> list[str]:
+    out: list[str] = []
+    for i, rule in enumerate(plan.rules):
+        if rule.spec.name not in _FLAGS_HEALTHY_RUNS:
+            continue
+        param, why, on_tensors_only = _FLAGS_HEALTHY_RUNS[rule.spec.name]
+        stops = [a.kind for a in rule.actions if a.kind in _STOPPING]
+        if not stops or param in rule.parameters or (on_tensors_only and plan.guard == "evaluator"):
+            continue
+        out.append(
+            f"rules[{i}] ({rule.rule_configuration_name}): {stops[0]} at the default {param}: {why}, so it fired on "
+            f"most healthy runs of bench/detection_bench.py and would stop healthy jobs; set parameters.{param} for "
+            "this model, or notify instead (docs/rules.md, 'Detection benchmark')"
+        )
+    return out
+
+
 def plan_warnings(plan: DebugPlan, *, job_name: str | None = None, sdk: bool = False) -> list[str]:
     """Every warning for ``plan``; ``sdk`` means the SDK fills the job name in at ``fit()``."""
     return (_starvation(plan) + _profiling(plan) + _actions(plan, job_name, sdk) + _frameworks(plan)
-            + _mxnet_defaults(plan))
+            + _mxnet_defaults(plan) + _stops_healthy_runs(plan))

@@ -258,7 +258,8 @@ def test_collections_hook_interval_smaller_than_rule_default_applies() -> None:
 def test_action_json_equals_smdebug_rulesconfig_serialize(actions: list[Any], sdk_actions: list[Any]) -> None:
     expected = ActionList(*sdk_actions)
     expected.update_training_job_prefix_if_not_specified("job-1")
-    params = plan(rules=[{"name": "overfit", "actions": actions}]).to_request_dict(job_name="job-1")
+    params = plan(rules=[{"name": "overfit", "parameters": {"ratio_threshold": 0.5}, "actions": actions}]
+                  ).to_request_dict(job_name="job-1")
     assert params["DebugRuleConfigurations"][0]["RuleParameters"]["action_json"] == expected.serialize()
 
 
@@ -270,7 +271,8 @@ def test_action_json_over_256_characters_raises_config_error() -> None:
 
 def test_custom_actions_rendered_as_tags() -> None:
     arn = "arn:aws:sns:us-west-2:123456789012:alerts"
-    p = plan(rules=[{"name": "overfit", "actions": ["stop_job", {"notify": arn}, {"retrain": None}]},
+    p = plan(rules=[{"name": "overfit", "parameters": {"ratio_threshold": 0.5},
+                     "actions": ["stop_job", {"notify": arn}, {"retrain": None}]},
                     {"name": "StepOutlier", "actions": [{"notify": {}}]}], tags={"team": "ml"})
     assert p.to_request_dict(job_name="j")["Tags"] == [
         {"Key": "team", "Value": "ml"},
@@ -281,7 +283,8 @@ def test_custom_actions_rendered_as_tags() -> None:
 
 
 def test_to_request_dict_stop_training_without_job_name_warns() -> None:
-    p = plan(job_name_prefix="resnet", rules=[{"name": "overfit", "actions": [{"stop_training": {}}]}])
+    p = plan(job_name_prefix="resnet", rules=[{"name": "overfit", "parameters": {"ratio_threshold": 0.5},
+                                               "actions": [{"stop_training": {}}]}])
     with pytest.warns(SmxDebugWarning, match="job name is not known"):
         out = p.to_request_dict()
     assert out["DebugRuleConfigurations"][0]["RuleParameters"]["action_json"] == '[{\\"name\\": \\"stoptraining\\"}]'
@@ -298,7 +301,8 @@ def test_to_request_dict_stop_training_without_job_name_warns() -> None:
         ({"profiler": {"framework": {"detailed": {"num_steps": 10}}}}, "detailed profiling over 10 steps"),
         ({"framework": "pytorch", "rules": [{"name": "tree_depth"}]}, "works with xgboost only"),
         ({"rules": [{"name": "overtraining"}]}, "cannot fire before step 2500"),
-        ({"rules": [{"name": "overfit", "actions": [{"stop_training": {}}]}]}, "lower-cases the action"),
+        ({"rules": [{"name": "overfit", "parameters": {"ratio_threshold": 0.5}, "actions": [{"stop_training": {}}]}]},
+         "lower-cases the action"),
     ],
 )
 def test_validate_questionable_plan_returns_warning(fields: dict[str, Any], fragment: str) -> None:

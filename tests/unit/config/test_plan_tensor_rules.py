@@ -90,3 +90,27 @@ def test_plan_reductions_are_exactly_what_the_hook_computes() -> None:
 
     plain = (*REDUCTIONS, *NORMS)
     assert get_args(Reduction) == (*plain, *(f"abs_{r}" for r in plain))
+
+
+@pytest.mark.parametrize(("rule", "param"), [("Confusion", "min_diag"), ("LossNotDecreasing", "diff_percent"),
+                                             ("Overfit", "ratio_threshold")])
+@pytest.mark.parametrize("action", ["stop_training", "stop_job"])
+def test_plan_stopping_on_a_rule_that_flags_healthy_runs_at_its_defaults_warns(rule: str, param: str,
+                                                                               action: str) -> None:
+    """bench/detection_bench.py: at their defaults, on single batches saved every 500 steps, these rules fired on
+    most runs that were healthy by their own validation loss; stopping on them stops healthy jobs."""
+    plan = _plan(framework="pytorch", rules=[{"name": rule, "actions": [action]}])
+    found = [w for w in plan.validate(job_name="j") if "healthy" in w]
+    assert len(found) == 1, plan.validate(job_name="j")
+    assert f"rules[0] ({rule})" in found[0] and f"parameters.{param}" in found[0]
+    assert "docs/rules.md" in found[0]
+
+
+@pytest.mark.parametrize("rules", [
+    [{"name": "Confusion", "actions": ["notify"]}],  # told, not stopped
+    [{"name": "LossNotDecreasing", "actions": ["stop_job"], "parameters": {"diff_percent": 5.0}}],  # the user's bar
+    [{"name": "Overfit", "actions": ["stop_job"], "parameters": {"ratio_threshold": 0.5}}],
+    [{"name": "ExplodingTensor", "actions": ["stop_job"]}],  # quiet on healthy runs at its defaults
+])
+def test_plan_stopping_warning_only_for_defaults_that_flag_healthy_runs(rules: list[dict[str, Any]]) -> None:
+    assert not [w for w in _plan(framework="pytorch", rules=rules).validate(job_name="j") if "healthy" in w]
