@@ -39,7 +39,7 @@ _PACKAGE = "smx_debug.tfevent"
 def _message(name: str, *fields: tuple[str, int, int, int, str]) -> descriptor_pb2.DescriptorProto:
     msg = descriptor_pb2.DescriptorProto(name=name)
     for fname, number, label, ftype, type_name in fields:
-        f = msg.field.add(name=fname, number=number, label=label, type=ftype)  # type: ignore[arg-type]
+        f = msg.field.add(name=fname, number=number, label=label, type=ftype)
         if type_name:
             f.type_name = f".{_PACKAGE}.{type_name}"
     return msg
