@@ -6,9 +6,9 @@ do) needs only boto3 and the standard library, never pydantic, pandas or the Sag
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from smx_debug._lazy import lazy_getattr
 from smx_debug.errors import (
     AccessDeniedError,
     AwsError,
@@ -54,10 +54,4 @@ if TYPE_CHECKING:
     from smx_debug.config import DebugPlan, SmxDebugWarning
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'smx_debug' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

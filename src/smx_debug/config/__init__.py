@@ -6,8 +6,9 @@ reader's collections model, which the scheduled evaluator's Lambda imports) does
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from smx_debug._lazy import lazy_getattr
 
 __all__ = [
     "MAX_RULES_PER_KIND",
@@ -59,10 +60,4 @@ if TYPE_CHECKING:
     from smx_debug.config.warnings import SmxDebugWarning
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'smx_debug.config' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -13,8 +13,7 @@ The writing side imports pandas, pyarrow and pydantic only (the stack's function
 
 from __future__ import annotations
 
-from typing import Any
-
+from smx_debug._lazy import lazy_getattr
 from smx_debug.fleet.append import (
     ACTION_EVENT,
     TRIGGER_EVENT,
@@ -67,17 +66,11 @@ __all__ = [
     "verdicts_from_lines",
 ]
 
-_LAZY = {
+_LAZY = {name: f"smx_debug.fleet.{module}" for name, module in {
     "AthenaEngine": "engines", "DuckDBEngine": "engines", "QueryResult": "engines", "athena_price": "engines",
     "ENGINES": "run", "execute": "run", "run_query": "run",
     "Params": "sql", "Query": "sql", "get_query": "sql", "list_queries": "sql", "parse_since": "sql",
     "to_athena": "sql",
-}
+}.items()}
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(f"smx_debug.fleet.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'smx_debug.fleet' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -23,8 +23,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - the test environment ha
         "smx_debug.hook needs PyTorch: pip install 'smx-debug[torch]' (or install the torch build for your "
         "machine first)", name="torch") from exc
 
-from typing import Any
-
+from smx_debug._lazy import lazy_getattr
 from smx_debug.hook.collection import Collection, CollectionKeys
 from smx_debug.hook.hook import Hook, get_hook
 from smx_debug.hook.json_config import HookSettings, parse_hook_config, read_hook_config
@@ -59,10 +58,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # smd.create_trial as in smdebug.pytorch, loaded on first use: the reader (pandas) stays out of training
-    if name == "create_trial":
-        from smx_debug.tensors.trial import create_trial
-
-        return create_trial
-    raise AttributeError(f"module 'smx_debug.hook' has no attribute {name!r}")
+# smd.create_trial as in smdebug.pytorch, loaded on first use: the reader (pandas) stays out of training
+__getattr__ = lazy_getattr(__name__, {"create_trial": "smx_debug.tensors.trial"})

@@ -7,8 +7,9 @@ the reader side adds pandas. docs/tensors.md describes the format, both APIs and
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from smx_debug._lazy import lazy_getattr
 
 __all__ = [
     "END_OF_JOB",
@@ -90,10 +91,4 @@ if TYPE_CHECKING:
     from smx_debug.tensors.writer import TrialWriter
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'smx_debug.tensors' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)

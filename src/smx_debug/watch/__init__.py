@@ -9,8 +9,7 @@ evaluation); the run and its data sources, which need numpy and pandas, load on 
 
 from __future__ import annotations
 
-from typing import Any
-
+from smx_debug._lazy import lazy_getattr
 from smx_debug.rules.watch_spec import (
     EVALUATOR_RULES,
     MINUTE_DEFAULTS,
@@ -35,13 +34,7 @@ __all__ = [
     "run_once",
 ]
 
-_LAZY = {"Clients", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once"}
+# Lazy: run.py needs numpy and pandas; a debug plan imports smx_debug.watch for the spec alone.
+_LAZY = dict.fromkeys(("Clients", "JobOutcome", "Responder", "RunReport", "Trigger", "run_once"), "smx_debug.watch.run")
 
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        # Lazy: run.py needs numpy and pandas; a debug plan imports smx_debug.watch for the spec alone.
-        from smx_debug.watch import run
-
-        return getattr(run, name)
-    raise AttributeError(f"module 'smx_debug.watch' has no attribute {name!r}")
+__getattr__ = lazy_getattr(__name__, _LAZY)
