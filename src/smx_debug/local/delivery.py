@@ -7,7 +7,8 @@ set by the infrastructure): ``lambdas/<dir>/handler.py`` and the function in it,
 
 - :func:`invoke_handler` runs one handler as Lambda would: the function's environment, clients pointed at the
   local server, a warm module reused while the environment is unchanged (:func:`reset_handlers` forgets them),
-  an exception captured in the :class:`Delivery`.
+  an exception captured in the :class:`Delivery`; a deployed function's handler gets Lambda's context and fails
+  past its Timeout (:mod:`smx_debug.local.lambda_context`).
 - :func:`deliver_event` matches an event against the default bus's enabled rules (with moto's own pattern
   matcher, ``moto.events.models.EventPattern``) and runs each tagged Lambda target, in the order rule_metrics,
   stop_training, notify, retrain.
@@ -47,6 +48,7 @@ from smx_debug.contracts import ACTION_HANDLERS, HANDLER_TAG, handler_entry
 from smx_debug.errors import NotFoundError
 from smx_debug.local import iam
 from smx_debug.local.clients import client
+from smx_debug.local.lambda_context import FunctionLimits, function_limits, timed_out
 from smx_debug.local.server import LocalAws
 
 __all__ = [
@@ -200,13 +202,25 @@ def _invocation_env(aws: LocalAws, handler: str, environment: Mapping[str, str] 
     return env, json.dumps([handler, function_name, sorted(env.items())])
 
 
-def _call(module: ModuleType, handler: str, function_name: str | None, event: Any) -> Delivery:
+def _call(module: ModuleType, handler: str, function_name: str | None, event: Any,
+          limits: FunctionLimits | None) -> Delivery:
+    context = limits.context() if limits else None
     try:
         entry = getattr(module, handler_entry(handler)[1].partition(".")[2])  # the function's Handler setting
-        result = entry(copy.deepcopy(event), None)
+        result = entry(copy.deepcopy(event), context)
     except Exception as exc:
-        return Delivery(function=function_name or handler, handler=handler, error=exc)
-    return Delivery(function=function_name or handler, handler=handler, result=result)
+        error: BaseException | None = exc
+        result = None
+    else:
+        error = None
+    late = timed_out(context, limits) if context and limits else None
+    if late is not None:  # AWS would have ended it at the Timeout: whatever it returned or raised is lost
+        return Delivery(function=function_name or handler, handler=handler, error=late)
+    return Delivery(function=function_name or handler, handler=handler, result=result, error=error)
+
+
+def _limits(aws: LocalAws, function_name: str | None) -> FunctionLimits | None:
+    return function_limits(client(aws, "lambda"), function_name) if function_name else None
 
 
 def invoke_handler(
@@ -231,7 +245,7 @@ def invoke_handler(
             module = _load(_lambdas_dir(lambdas_dir) / handler_entry(handler)[0], key)
         except Exception as exc:
             return Delivery(function=function_name or handler, handler=handler, error=exc)
-        return _call(module, handler, function_name, event)
+        return _call(module, handler, function_name, event, _limits(aws, function_name))
 
 
 @contextlib.contextmanager
@@ -250,7 +264,8 @@ def concurrent_invocations(
     env, key = _invocation_env(aws, handler, environment, function_name)
     with _env_lock, _environment(env):
         module = _load(_lambdas_dir(lambdas_dir) / handler_entry(handler)[0], key)
-        yield lambda event: _call(module, handler, function_name, event)
+        limits = _limits(aws, function_name)
+        yield lambda event: _call(module, handler, function_name, event, limits)
 
 
 def _function(aws: LocalAws, arn: str) -> tuple[str, str | None, dict[str, str]]:

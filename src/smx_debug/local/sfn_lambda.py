@@ -94,7 +94,7 @@ def install(aws: LocalAws) -> None:
                 _invocations.append(ran)
             if ran.error is not None:
                 response_headers["x-amz-function-error"] = "Unhandled"
-                payload = json.dumps({"errorType": type(ran.error).__name__,
+                payload = json.dumps({"errorType": getattr(ran.error, "error_type", type(ran.error).__name__),
                                       "errorMessage": str(ran.error)[:1000]})
             else:
                 payload = json.dumps(ran.result, default=str)

@@ -107,6 +107,7 @@ def deploy_function(stack: Stack, name: str, handler: str, env: Mapping[str, str
     arn = str(lam.create_function(
         FunctionName=name, Runtime="python3.12", Role=role, Handler=handler_entry(handler)[1],
         Code={"ZipFile": buf.getvalue()}, Environment={"Variables": dict(env)}, Tags={HANDLER_TAG: handler},
+        Timeout=60,  # infra/components/functions.py's default (Lambda's own, 3 s, leaves no time for a call)
     )["FunctionArn"])
     if invoked_by is not None:
         principal, source = invoked_by

@@ -40,7 +40,8 @@ def _function(aws: LocalAws, name: str, statements: list[dict[str, Any]], handle
         zf.writestr("handler.py", "def handler(event, context):\n    return None\n")
     return str(client(aws, "lambda").create_function(
         FunctionName=name, Runtime="python3.12", Role=_role(aws, f"{name}-role", statements),
-        Handler="handler.handler", Code={"ZipFile": buf.getvalue()}, Tags={HANDLER_TAG: handler})["FunctionArn"])
+        Handler="handler.handler", Code={"ZipFile": buf.getvalue()}, Tags={HANDLER_TAG: handler},
+        Timeout=60)["FunctionArn"])
 
 
 @pytest.fixture
