@@ -240,12 +240,13 @@ def invoke_handler(
     When ``function_name`` is deployed on ``aws``, its code runs as the function's role: every call its
     clients make is authorized by :mod:`smx_debug.local.iam` against the role's policies first."""
     env, key = _invocation_env(aws, handler, environment, function_name)
+    limits = _limits(aws, function_name)  # read as the local account, before the function's credentials apply
     with _env_lock, _environment(env):
         try:
             module = _load(_lambdas_dir(lambdas_dir) / handler_entry(handler)[0], key)
         except Exception as exc:
             return Delivery(function=function_name or handler, handler=handler, error=exc)
-        return _call(module, handler, function_name, event, _limits(aws, function_name))
+        return _call(module, handler, function_name, event, limits)
 
 
 @contextlib.contextmanager
@@ -262,9 +263,9 @@ def concurrent_invocations(
     mapping's). The process environment is the function's for the whole block (other invocations wait), and
     the warm module is shared, as one container's would be by its requests."""
     env, key = _invocation_env(aws, handler, environment, function_name)
+    limits = _limits(aws, function_name)
     with _env_lock, _environment(env):
         module = _load(_lambdas_dir(lambdas_dir) / handler_entry(handler)[0], key)
-        limits = _limits(aws, function_name)
         yield lambda event: _call(module, handler, function_name, event, limits)
 
 
