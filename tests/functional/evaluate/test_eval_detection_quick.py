@@ -4,6 +4,7 @@ by smx_debug.hook with a plan's default collections and save interval, judged by
 from __future__ import annotations
 
 import importlib.util
+import math
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -63,3 +64,14 @@ def test_detection_healthy_runs_are_healthy_by_their_own_validation_loss(quick_r
     assert len(losses) == 5  # before steps 0, 500, 1000, 1500 and after the last
     assert losses[-1] <= 1.05 * min(losses), losses
     assert accuracy[-1] > accuracy[0] + 0.3, accuracy
+
+
+@pytest.mark.parametrize("name", ["healthy-mlp_relu-s0", "healthy-mlp_tanh-s0"])
+def test_detection_loss_rules_on_smoothed_losses_stay_quiet_on_healthy_runs(quick_runs, name):
+    """docs/rules.md: at its default threshold Overfit fires on healthy runs when it judges single batches (as the
+    hook's defaults save them); on the means of each validation pass and training window it does not."""
+    run = quick_runs[name]
+    assert len(run.train_windows) == len(run.validation)
+    assert all(math.isfinite(w) for w in run.train_windows[1:])
+    assert "Overfit" in run.fired  # single batches
+    assert run.smoothed == {}, run.smoothed  # pass and window means
