@@ -75,3 +75,8 @@ def test_detection_loss_rules_on_smoothed_losses_stay_quiet_on_healthy_runs(quic
     assert all(math.isfinite(w) for w in run.train_windows[1:])
     assert "Overfit" in run.fired  # single batches
     assert run.smoothed == {}, run.smoothed  # pass and window means
+
+
+def test_detection_loss_rules_on_smoothed_losses_see_the_explosion(quick_runs):
+    """The smoothed trial holds data the rules judge: the exploding run's validation mean rises after step 1000."""
+    assert quick_runs["exploding_gradients-mlp_relu-s0"].smoothed.get("LossNotDecreasing", [None])[0] == 1500
