@@ -141,8 +141,8 @@ def _model(arch: str, init: str, torch: Any) -> Any:
 def _data(seed: int, fault: Fault | None, torch: Any) -> tuple[Any, Any, Any, Any]:
     """Training and validation sets labelled by a fixed random teacher (plus 5% label noise). The training set holds
     as many samples as a run draws (STEPS x BATCH), so a healthy run sees each about once and cannot memorise it:
-    with 8,192 samples (39 passes) every healthy MLP overfitted, its validation loss rising 11-22% above its best
-    while its training loss fell, and the rules that said so were right."""
+    with 8,192 samples (39 passes) the ReLU and tanh MLPs and the CNN overfitted, their validation loss rising 7-22%
+    above its best while the training loss fell, and the rules that said so were right."""
     g = torch.Generator().manual_seed(seed)
     teacher = [torch.randn(16, 32, generator=g), torch.randn(32, 4, generator=g)]
 
