@@ -88,6 +88,7 @@ class TensorBatch:
         collections: collection name -> predicate on a tensor name, as the trial's collections files say.
         ended: the trial's end marker was seen and this batch holds its last steps.
         now: "now" (epoch seconds) for a live evaluation; None when judging a finished trial.
+        waiting: why saved steps were not read yet (empty when they were, or when there are none).
     """
 
     arrays: Mapping[str, TensorValues] = field(default_factory=dict)
@@ -97,6 +98,7 @@ class TensorBatch:
     collections: Mapping[str, Callable[[str], bool]] = field(default_factory=dict)
     ended: bool = False
     now: float | None = None
+    waiting: str = ""
     _by_tensor: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def _saved(self, tensor: str) -> pd.DataFrame:

@@ -83,6 +83,7 @@ class TensorEvaluator:
         self._states = {c.name: TENSOR_REGISTRY[c.rule].start(c.parameters) for c in self.configs}
         self._selections: dict[str, Selection] = {}
         self.wall_times: dict[int, float] = {}  # global step -> wall time (epoch s) of the steps read
+        self.waiting = ""  # why the last refresh read none of the trial's saved steps (TensorBatch.waiting)
 
     def snapshot(self, *, budget: int, names: Iterable[str] | None = None) -> bytes:
         """The state of configurations ``names`` (default all) and the cursor, in at most ``budget`` bytes, for
@@ -139,6 +140,7 @@ class TensorEvaluator:
         finished trial step by step), fold them into every rule, and return the verdicts."""
         self._selections = {}
         batch = self.feed.read(self._select, now=self.clock() if self.clock else None, until=until)
+        self.waiting = batch.waiting
         self.wall_times.update(batch.wall_times)
         self.update(batch)
         return self.results()
@@ -161,7 +163,10 @@ class TensorEvaluator:
         out = {}
         for c in self.configs:
             result = TENSOR_REGISTRY[c.rule].result(self._states[c.name], c.parameters)
-            out[c.name] = result.model_copy(update={"configuration_name": c.name, "parameters": dict(c.parameters)})
+            update: dict[str, Any] = {"configuration_name": c.name, "parameters": dict(c.parameters)}
+            if self.waiting and result.datapoints == 0:
+                update["message"] = f"no data: {self.waiting}"
+            out[c.name] = result.model_copy(update=update)
         return out
 
 

@@ -66,8 +66,13 @@ class TrialFeed:
         ended = bool(self.trial.loaded_all_steps)
         names, collections = self.names(), self.collections()
         empty = TensorBatch(names=names, collections=collections, ended=ended, now=now)
-        if not collections and not ended:
-            return empty
+        if not collections and not ended:  # a live hook writes its collections file with the first step
+            saved = len(self.trial.steps())
+            if not saved:
+                return empty
+            return TensorBatch(names=names, collections=collections, ended=ended, now=now, waiting=(
+                f"the trial has {saved} saved steps but no collections file and no training_job_end.ts yet; its "
+                "steps are read once either exists (a hook writes the collections file with its first step)"))
         complete = [s for s in self.trial.steps() if s >= self.cursor and (until is None or s < until)]
         if not complete:
             return empty
