@@ -44,6 +44,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from botocore.exceptions import ClientError
+
 from smx_debug.contracts import ACTION_HANDLERS, HANDLER_TAG, handler_entry
 from smx_debug.errors import NotFoundError
 from smx_debug.local import iam
@@ -193,13 +195,24 @@ def _load(handler_dir: Path, cache_key: str) -> ModuleType:
 
 
 def _invocation_env(aws: LocalAws, handler: str, environment: Mapping[str, str] | None,
-                    function_name: str | None) -> tuple[dict[str, str], str]:
-    # A deployed function runs as its role: its own key and the local IAM's client plugin (smx_debug.local.iam).
+                    function_name: str | None) -> tuple[dict[str, str], str, FunctionLimits | None]:
+    """The invocation's environment, its warm-module key, and the limits of the function when it is deployed.
+    A deployed function runs as its role: its own key and the local IAM's client plugin (smx_debug.local.iam).
+    Its GetFunction answer is read once, as the local account, before the function's credentials apply."""
     iam.install()
-    role = iam.function_environment(aws, function_name) if function_name else None
+    described = _described(aws, function_name) if function_name else None
+    role = iam.environment_of(aws, described) if described else None
     env = {**dict(environment or {}), **aws.environ(), **(role or {}),
            "AWS_LAMBDA_FUNCTION_NAME": function_name or handler}
-    return env, json.dumps([handler, function_name, sorted(env.items())])
+    limits = function_limits(described["Configuration"]) if described else None
+    return env, json.dumps([handler, function_name, sorted(env.items())]), limits
+
+
+def _described(aws: LocalAws, function_name: str) -> dict[str, Any] | None:
+    try:
+        return dict(client(aws, "lambda").get_function(FunctionName=function_name))
+    except ClientError:
+        return None  # not deployed: nothing to enforce, no context
 
 
 def _call(module: ModuleType, handler: str, function_name: str | None, event: Any,
@@ -219,10 +232,6 @@ def _call(module: ModuleType, handler: str, function_name: str | None, event: An
     return Delivery(function=function_name or handler, handler=handler, result=result, error=error)
 
 
-def _limits(aws: LocalAws, function_name: str | None) -> FunctionLimits | None:
-    return function_limits(client(aws, "lambda"), function_name) if function_name else None
-
-
 def invoke_handler(
     aws: LocalAws,
     handler: str,
@@ -239,8 +248,7 @@ def invoke_handler(
 
     When ``function_name`` is deployed on ``aws``, its code runs as the function's role: every call its
     clients make is authorized by :mod:`smx_debug.local.iam` against the role's policies first."""
-    env, key = _invocation_env(aws, handler, environment, function_name)
-    limits = _limits(aws, function_name)  # read as the local account, before the function's credentials apply
+    env, key, limits = _invocation_env(aws, handler, environment, function_name)
     with _env_lock, _environment(env):
         try:
             module = _load(_lambdas_dir(lambdas_dir) / handler_entry(handler)[0], key)
@@ -262,8 +270,7 @@ def concurrent_invocations(
     be called from several threads at once (concurrent executions of one function, e.g. an event source
     mapping's). The process environment is the function's for the whole block (other invocations wait), and
     the warm module is shared, as one container's would be by its requests."""
-    env, key = _invocation_env(aws, handler, environment, function_name)
-    limits = _limits(aws, function_name)
+    env, key, limits = _invocation_env(aws, handler, environment, function_name)
     with _env_lock, _environment(env):
         module = _load(_lambdas_dir(lambdas_dir) / handler_entry(handler)[0], key)
         yield lambda event: _call(module, handler, function_name, event, limits)

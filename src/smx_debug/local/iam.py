@@ -867,18 +867,22 @@ def function_environment(aws: Any, function: str) -> dict[str, str] | None:
     """
     from botocore.exceptions import ClientError
 
-    lam = _admin(aws, "lambda")
     try:
-        response = lam.get_function(FunctionName=function)
+        response = _admin(aws, "lambda").get_function(FunctionName=function)
     except ClientError:
         return None
-    config = response["Configuration"]
+    return environment_of(aws, response)
+
+
+def environment_of(aws: Any, described: Mapping[str, Any]) -> dict[str, str]:
+    """:func:`function_environment` from the function's GetFunction answer, for a caller that has it."""
+    config = described["Configuration"]
     role_arn = str(config["Role"])
     role = _admin(aws, "iam").get_role(RoleName=role_arn.rsplit("/", 1)[-1])["Role"]
     from smx_debug.contracts import HANDLER_TAG
 
     caller = Caller(aws=aws, function=str(config["FunctionName"]),
-                    handler=(response.get("Tags") or {}).get(HANDLER_TAG, str(config["FunctionName"])),
+                    handler=(described.get("Tags") or {}).get(HANDLER_TAG, str(config["FunctionName"])),
                     role_arn=role_arn, role_id=str(role["RoleId"]), region=aws.region,
                     account=str(config["FunctionArn"]).split(":")[4])
     key = "ASIA" + hashlib.sha1(f"{aws.endpoint_url}|{config['FunctionArn']}".encode()).hexdigest()[:16].upper()

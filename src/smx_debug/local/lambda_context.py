@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-
-from botocore.exceptions import ClientError
 
 __all__ = ["FunctionLimits", "LambdaContext", "LambdaTimeout", "function_limits", "timed_out"]
 
@@ -67,12 +66,8 @@ class LambdaContext:
         return max(0, int((self.deadline - time.monotonic()) * 1000))
 
 
-def function_limits(lambda_client: Any, function_name: str) -> FunctionLimits | None:
-    """The deployed function's limits, or None when ``function_name`` is not deployed."""
-    try:
-        config = lambda_client.get_function(FunctionName=function_name)["Configuration"]
-    except ClientError:
-        return None
+def function_limits(config: Mapping[str, Any]) -> FunctionLimits:
+    """A deployed function's limits, from its configuration (GetFunction's ``Configuration``)."""
     return FunctionLimits(name=str(config["FunctionName"]), arn=str(config["FunctionArn"]),
                           version=str(config.get("Version") or "$LATEST"), timeout_s=int(config.get("Timeout") or 3),
                           memory_mb=int(config.get("MemorySize") or 128))
