@@ -2,8 +2,8 @@
 
 Each asset is a directory holding ``handler.py`` (from ``lambdas/<dir>/``, :func:`smx_debug.contracts.handler_entry`;
 the four action functions share ``lambdas/actions``) and ``smx_debug/__init__.py``, ``smx_debug/_lazy.py``,
-``smx_debug/errors.py``, ``smx_debug/actions/**``: modules that import only boto3 and the standard
-library, which the Lambda Python runtime provides. The directory is staged under the system temp folder,
+``smx_debug/_json.py``, ``smx_debug/errors.py``, ``smx_debug/actions/**``: modules that import only boto3 and the
+standard library, which the Lambda Python runtime provides. The directory is staged under the system temp folder,
 keyed by a hash of its contents, so repeated synths reuse it and the CDK asset hash is stable.
 """
 
@@ -25,7 +25,7 @@ LAMBDAS_DIR = ROOT / "lambdas"
 PACKAGE_DIR = ROOT / "src" / "smx_debug"
 
 # What the Lambda runtime may import from the package: the standard-library-only subset.
-_PACKAGE_FILES = ("__init__.py", "_lazy.py", "errors.py", "contracts.py", "tags.py", "py.typed")
+_PACKAGE_FILES = ("__init__.py", "_lazy.py", "_json.py", "errors.py", "contracts.py", "tags.py", "py.typed")
 _PACKAGE_TREES = ("actions",)
 
 

@@ -16,7 +16,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "src" / "smx_debug"
 
 # Lowest first. A top-level module (smx_debug/<name>.py) is its own room.
 FLOORS: tuple[frozenset[str], ...] = (
-    frozenset({"errors", "contracts", "quiet", "permissions", "_lazy"}),  # standard library only
+    frozenset({"errors", "contracts", "quiet", "permissions", "_lazy", "_json"}),  # standard library only
     frozenset({"tags", "pricing", "instances"}),
     frozenset({"rules"}),
     frozenset({"config", "actions"}),
