@@ -2,8 +2,8 @@
 
 DuckDB reads the dataset's Parquet files itself; S3 goes through pyarrow's S3 filesystem (wrapped for DuckDB
 by fsspec), never DuckDB's httpfs extension, which downloads itself at run time. The engine lists the files
-of the hour partitions the query can need, reads their footers (rows scanned; a file cut mid-write is skipped
-and counted) and gives DuckDB exactly those files. Athena runs the transpiled SQL in the stack's workgroup and
+of the hour partitions the query can need, reads their footers (rows scanned; a file cut mid-write, or a
+readable Parquet file whose columns are not the table's, is skipped and counted by reason) and gives DuckDB exactly those files. Athena runs the transpiled SQL in the stack's workgroup and
 reports the bytes it scanned and what that cost.
 """
 
@@ -16,17 +16,19 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from smx_debug.errors import AwsError, NotFoundError, translate_client_error
 from smx_debug.fleet.root import FleetRoot
-from smx_debug.fleet.schema import fleet_table
+from smx_debug.fleet.schema import arrow_schema, fleet_table
 from smx_debug.fleet.sql import Query, athena_literal, to_athena
 
 __all__ = [
     "ATHENA_MIN_BYTES",
     "ATHENA_USD_PER_TB",
     "DAMAGED_FILE",
+    "OTHER_SCHEMA",
     "AthenaEngine",
     "DuckDBEngine",
     "QueryResult",
@@ -36,6 +38,7 @@ __all__ = [
 ATHENA_USD_PER_TB: Final = 5.0
 ATHENA_MIN_BYTES: Final = 10_000_000  # Athena bills at least 10 MB per query
 DAMAGED_FILE = "damaged Parquet files skipped"
+OTHER_SCHEMA = "Parquet files of another schema skipped"
 
 
 def athena_price(bytes_scanned: int) -> float:
@@ -73,6 +76,11 @@ class QueryResult:
         if self.skipped:
             parts.append("skipped: " + ", ".join(f"{n} {reason}" for reason, n in self.skipped.items()))
         return "; ".join(parts)
+
+
+def _columns(schema: pa.Schema) -> dict[str, pa.DataType]:
+    """A file's columns and their types (what the writer wrote for the table, or something else)."""
+    return {f.name: f.type for f in schema}
 
 
 def _progress_bar(label: str, enabled: bool | None) -> Any:
@@ -132,11 +140,16 @@ class DuckDBEngine:
                 "(smx_debug.fleet.collect, or the scheduled evaluator)"
             )
         urls, rows = [], 0
+        expected = _columns(arrow_schema(table))
         for info in infos:
             try:
                 meta = pq.read_metadata(info.path, filesystem=self.root.filesystem)
+                columns = _columns(meta.schema.to_arrow_schema())
             except (OSError, ValueError):
                 skipped[DAMAGED_FILE] = skipped.get(DAMAGED_FILE, 0) + 1
+                continue
+            if columns != expected:  # readable, but not this table's: DuckDB would fail the whole query on it
+                skipped[OTHER_SCHEMA] = skipped.get(OTHER_SCHEMA, 0) + 1
                 continue
             rows += meta.num_rows
             urls.append(self.root.url(info.path))
@@ -146,8 +159,6 @@ class DuckDBEngine:
     def _view(con: Any, table: str, urls: list[str]) -> None:
         spec = fleet_table(table)
         if not urls:  # no file in the partitions asked for: an empty table of the right columns
-            from smx_debug.fleet.schema import arrow_schema
-
             empty = arrow_schema(table).empty_table()
             rel = con.from_arrow(empty)
             rel = rel.project("*, CAST(NULL AS VARCHAR) AS filename" + (

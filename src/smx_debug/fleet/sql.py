@@ -75,7 +75,14 @@ class Params:
 
 def parse_since(text: str | datetime | timedelta, *, now: datetime | None = None) -> datetime:
     """``30d``, ``12h``, ``90m``, an ISO date/time (UTC when naive), a datetime or a timedelta -> UTC datetime."""
-    now = now or datetime.now(UTC)
+    try:
+        return _since(text, now or datetime.now(UTC))
+    except OverflowError:  # past timedelta's 999,999,999 days, or outside years 1-9999 once in UTC
+        raise ConfigError(f"since {text!r} falls outside the calendar (years 1-9999 UTC); give a shorter duration "
+                          "or a later date", field="since", value=text) from None
+
+
+def _since(text: str | datetime | timedelta, now: datetime) -> datetime:
     if isinstance(text, timedelta):
         return now - text
     if isinstance(text, datetime):

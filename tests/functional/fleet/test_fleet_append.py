@@ -13,7 +13,7 @@ from botocore.exceptions import ClientError
 
 from smx_debug import fleet
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.fleet.engines import DAMAGED_FILE
+from smx_debug.fleet.engines import DAMAGED_FILE, OTHER_SCHEMA
 from smx_debug.fleet.write import DAMAGED_FILE as DAMAGED_ON_WRITE
 from smx_debug.simulate.fleet import FleetSimulation, FleetSpec
 
@@ -90,6 +90,30 @@ def test_damaged_dataset_file_is_skipped_by_queries_and_replaced_by_appends(sim_
     report = fleet.append_profiler(root, sim.jobs[0].name, raw / sim.jobs[0].name, start=SPEC.start)
     assert report.skipped == {DAMAGED_ON_WRITE: 1}
     assert fleet.execute("dataset_files", root=root, since="2026-11-01").skipped == {}
+
+
+@pytest.mark.parametrize(("table", "name"), [
+    ("system_minutes", "0-first.parquet"),  # DuckDB binds the first file's columns: a BinderException
+    ("system_minutes", "zz-last.parquet"),  # a later file: "schema mismatch in glob"
+    ("training_jobs", "0-first.parquet"),
+])
+def test_parquet_file_of_another_schema_is_skipped_and_counted_by_queries(sim_raw, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                          table: str, name: str) -> None:
+    import pyarrow as pa
+
+    sim, raw = sim_raw
+    root = tmp_path / "ds"
+    for job in sim.jobs:
+        fleet.append_profiler(root, job.name, raw / job.name)
+        fleet.append_job(root, sim.describe(job), sim.tags(job))
+    before = fleet.execute("top_wasted_jobs", root=root, since="2026-11-01")
+    folder = sorted(p.parent for p in (root / table).rglob("*.parquet"))[0]
+    stranger = folder / name  # readable Parquet, but not this table's columns
+    pq.write_table(pa.table({"job": ["x"], "answer": [42]}), stranger)
+    result = fleet.execute("top_wasted_jobs", root=root, since="2026-11-01")
+    assert result.skipped == {OTHER_SCHEMA: 1}
+    pd.testing.assert_frame_equal(result.frame, before.frame)
+    assert result.files == before.files and result.rows_scanned == before.rows_scanned
 
 
 def test_append_verdicts_rerun_is_one_row_per_job_rule_event_action_and_time(tmp_path: Path) -> None:

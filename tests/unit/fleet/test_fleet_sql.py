@@ -3,6 +3,7 @@ as typed literals, never as formatted user text."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -95,3 +96,10 @@ def test_params_bad_value_names_the_field(kwargs: dict[str, object], field: str)
 def test_get_query_unknown_suggests_the_closest() -> None:
     with pytest.raises(UnknownNameError, match="idle_gpu_hours"):
         get_query("idle_gpu_hour")
+
+
+@pytest.mark.parametrize("text", ["99999999999d", "999999d", "99999999999h", "9" * 30 + "m", "0001-01-01T00:00:00+01:00"])
+def test_parse_since_duration_past_the_calendar_names_since(text: str) -> None:
+    # was an OverflowError traceback from timedelta (issue 29, item 16)
+    with pytest.raises(ConfigError, match=re.escape(f"since '{text}'")):
+        parse_since(text, now=datetime(2026, 11, 3, 12, tzinfo=UTC))
