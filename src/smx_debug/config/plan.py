@@ -38,6 +38,7 @@ __all__ = ["MAX_RULES_PER_KIND", "DebugPlan"]
 
 MAX_RULES_PER_KIND = 20
 MAX_COLLECTIONS = 20
+PLAN_SUFFIXES = (".yaml", ".yml", ".json")  # what from_file reads: YAML, or JSON for .json
 Framework = Literal["pytorch", "tensorflow", "mxnet", "xgboost", "other"]
 Guard = Literal["debugger", "evaluator", "both"]
 
@@ -173,8 +174,11 @@ class DebugPlan(FrozenModel):
 
     @classmethod
     def from_file(cls, path: str | Path) -> DebugPlan:
-        """Load a plan from YAML (``.yaml``/``.yml``) or JSON (``.json``); other suffixes as YAML."""
+        """Load a plan from YAML (``.yaml``/``.yml``) or JSON (``.json``); any other suffix is a ConfigError."""
         path = Path(path)
+        if path.suffix.lower() not in PLAN_SUFFIXES:
+            raise ConfigError(f"plan file {str(path)!r} must end in {', '.join(PLAN_SUFFIXES)} (a YAML or JSON plan), "
+                              f"not {path.suffix or 'no extension'!r}", field="path", value=str(path))
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
