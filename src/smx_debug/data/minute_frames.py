@@ -8,21 +8,57 @@ hides one idle GPU among busy ones) and step timings; Debugger's profiler output
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pandas as pd
 
 from smx_debug.data.cloudwatch import INSTANCE_METRICS, training_metric
 from smx_debug.data.frames import empty_scalars, empty_system
-from smx_debug.instances import instance_row
+from smx_debug.instances import instance_row, vcpus_from_size
 
-__all__ = ["DEVICE_RULES", "device_counts", "scalar_frame", "system_frame"]
+__all__ = ["DEVICE_RULES", "device_counts", "job_devices", "scalar_frame", "system_frame"]
 
 # Rules whose thresholds are per device: they need the instance type's vCPU and GPU counts.
 DEVICE_RULES = frozenset({"CPUBottleneck", "LowGPUUtilization", "GPUMemoryIncrease"})
+
+
 def device_counts(instance_type: str | None) -> tuple[int, int] | None:
     """(vCPUs, GPUs) of a SageMaker instance type, or None if the table does not know it."""
     entry = instance_row(instance_type)
     return (int(entry["vcpus"]), int(entry["gpus"])) if entry else None
+
+
+def _fewest_devices(data: dict[str, dict[str, dict[int, float]]], metrics: tuple[str, ...]) -> tuple[int, float]:
+    """The fewest devices the host sums of ``metrics`` can come from (each device at most 100%), and the largest
+    sum: a sum of 700% needs at least 7 devices."""
+    most = max((v for series, ms in data.items() if series.startswith("host:")
+                for m in metrics for v in ms.get(m, {}).values()), default=0.0)
+    return max(0, math.ceil(most / 100.0 - 1e-9)), most
+
+
+def job_devices(
+    instance_type: str | None, data: dict[str, dict[str, dict[int, float]]]
+) -> tuple[tuple[int, int], str | None]:
+    """(vCPUs, GPUs) to divide a job's host sums by, and a note when they are not the table's.
+
+    A type the table does not know (newer than it) is judged on what is known without it, never skipped: vCPUs
+    from the size in its name (``48xlarge``: 192), else the fewest the CPU sums need; GPUs the fewest the GPU sums
+    need (a sum of 700% needs 7). Fewer GPUs than there are overstate each GPU's share, so LowGPUUtilization and
+    CPUBottleneck fire later than with the true count, never sooner; GPUMemoryIncrease sees the increase
+    overstated by the same ratio. Debugger's profiler output, where the job writes it, shows every device.
+    """
+    known = device_counts(instance_type)
+    if known is not None:
+        return known, None
+    gpus, most_gpu = _fewest_devices(data, ("GPUUtilization", "GPUMemoryUtilization"))
+    named = vcpus_from_size(instance_type)
+    vcpus = named if named is not None else max(1, _fewest_devices(data, ("CPUUtilization",))[0])
+    cpu_basis = "its size name" if named is not None else "the fewest its CPU sums need"
+    return (vcpus, gpus), (
+        f"instance type {instance_type!r} is not in the instance table: its host sums are divided by {vcpus} vCPUs "
+        f"({cpu_basis}) and at least {gpus} GPUs (its GPU sums reach {most_gpu:.0f}%), so a GPU's share may be "
+        "overstated; Debugger's profiler output would show every device")
 
 
 def system_frame(

@@ -277,7 +277,8 @@ def job_row(desc: Mapping[str, Any], tags: Mapping[str, str], *, now: datetime |
 
     instance_type, count = _instance(desc)
     known = instance_row(instance_type)
-    gpus, price = (int(known["gpus"]), float(known["price"])) if known else (None, None)
+    gpus = int(known["gpus"]) if known else None
+    price = float(known["price"]) if known and known["price"] is not None else None  # None: no source priced it
     billable = desc.get("BillableTimeInSeconds")
     return {
         "job": str(desc["TrainingJobName"]), "instance_type": instance_type, "instance_count": count,

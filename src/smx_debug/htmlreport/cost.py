@@ -32,15 +32,16 @@ TARGET_GPU_UTILIZATION = 0.8
 
 
 class InstanceSpec(BaseModel):
-    """One instance type of the price table."""
+    """One instance type of the price table (``price`` None: no source gave one)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     instance_type: str
-    price: float
+    price: float | None
     vcpus: int
     gpus: int
     gpu_model: str | None
+    gpu_memory_gib: float | None = None
 
 
 class RightSizing(BaseModel):
@@ -63,10 +64,10 @@ class CostEstimate(BaseModel):
 
     instance_type: str
     instance_count: int
-    price_per_hour: float
+    price_per_hour: float | None  # None: the table has no price for the type and none was passed
     price_source: str
     duration_s: float
-    cost: float
+    cost: float | None
     gpu_utilization_mean: float | None
     idle_gpu_cost: float | None
     suggestion: RightSizing | None
@@ -89,31 +90,39 @@ def instance_spec(instance_type: str) -> InstanceSpec:
         hint = f"; did you mean {close[0]!r}?" if close else "; pass --price"
         raise UnknownNameError(f"instance type {instance_type!r} is not in the price table{hint}",
                                name=instance_type, suggestion=close[0] if close else None)
-    return InstanceSpec(instance_type=key, **row)
+    return InstanceSpec(instance_type=key, price=row["price"], vcpus=row["vcpus"], gpus=row["gpus"],
+                        gpu_model=row["gpu_model"], gpu_memory_gib=row.get("gpu_memory_gib"))
+
+
+def _per_gpu_memory(spec: InstanceSpec) -> float | None:
+    return spec.gpu_memory_gib / spec.gpus if spec.gpu_memory_gib is not None and spec.gpus else None
 
 
 def right_size(
     instance_type: str, instance_count: int, gpu_p95: Sequence[float], duration_s: float,
     *, price_per_hour: float | None = None, target: float = TARGET_GPU_UTILIZATION,
 ) -> RightSizing | None:
-    """The cheapest configuration of the same GPU model whose GPUs carry the observed p95 load.
+    """The cheapest configuration of the same GPU (model and memory) whose GPUs carry the observed p95 load.
 
     The load is the sum over all GPUs of their p95 utilization; the suggestion has enough GPUs to run
-    it at ``target`` utilization. None when nothing cheaper fits (or the job has no GPUs).
+    it at ``target`` utilization. None when nothing cheaper fits, the job has no GPUs or its price is unknown;
+    types without a known price are never suggested.
     """
     spec = instance_spec(instance_type)
-    if not spec.gpus or not gpu_p95:
+    price = price_per_hour if price_per_hour is not None else spec.price
+    if not spec.gpus or not gpu_p95 or price is None:
         return None
     load = sum(max(0.0, float(u)) for u in gpu_p95) / 100.0
     needed = max(1, math.ceil(load / target - 1e-9))
-    current = training_cost(instance_count, price_per_hour if price_per_hour is not None else spec.price, duration_s)
+    current = training_cost(instance_count, price, duration_s)
     best: tuple[float, int, InstanceSpec] | None = None
     for name in price_table()["instances"]:
         cand = instance_spec(name)
-        if cand.gpu_model != spec.gpu_model or not cand.gpus:
+        if (cand.gpu_model != spec.gpu_model or not cand.gpus or cand.price is None
+                or _per_gpu_memory(cand) != _per_gpu_memory(spec)):
             continue
         count = math.ceil(needed / cand.gpus)
-        cost = training_cost(count, cand.price, duration_s)
+        cost = training_cost(count, cand.price, duration_s)  # cand.price checked above
         if best is None or (cost, count) < (best[0], best[1]):
             best = (cost, count, cand)
     if best is None or best[0] >= current - 1e-9:
@@ -131,7 +140,11 @@ def estimate_cost(
     instance_type: str, instance_count: int, duration_s: float, gpu_utilization: Sequence[float] = (),
     gpu_p95: Sequence[float] = (), *, price_per_hour: float | None = None,
 ) -> CostEstimate:
-    """Job cost, idle-GPU cost (cost x share of GPU time unused) and a right-sizing suggestion."""
+    """Job cost, idle-GPU cost (cost x share of GPU time unused) and a right-sizing suggestion.
+
+    A type the table knows without a price (no source gave one) and no ``price_per_hour``: the costs are None and
+    ``price_source`` says the price is unknown. A type the table does not know needs ``price_per_hour``.
+    """
     table = price_table()
     try:
         spec: InstanceSpec | None = instance_spec(instance_type)
@@ -139,11 +152,18 @@ def estimate_cost(
         if price_per_hour is None:
             raise
         spec = None
-    price = price_per_hour if price_per_hour is not None else spec.price if spec else 0.0
-    source = "--price" if price_per_hour is not None else f"{table['source']} (as of {table['as_of']})"
-    cost = training_cost(instance_count, price, duration_s)
+    price = price_per_hour if price_per_hour is not None else spec.price if spec else None
+    if price_per_hour is not None:
+        source = "--price"
+    elif price is None:
+        source = (f"unknown: the bundled table (as of {table['as_of']}) has no price for {instance_type}; "
+                  "pass --price")
+    else:
+        source = f"{table['source']} (as of {table['as_of']})"
+    cost = training_cost(instance_count, price, duration_s) if price is not None else None
     mean = float(sum(gpu_utilization) / len(gpu_utilization)) if gpu_utilization else None
-    idle = cost * (1 - mean / 100.0) if mean is not None and spec is not None and spec.gpus else None
+    idle = (cost * (1 - mean / 100.0) if cost is not None and mean is not None and spec is not None and spec.gpus
+            else None)
     suggestion = (
         right_size(instance_type, instance_count, gpu_p95, duration_s, price_per_hour=price_per_hour)
         if spec is not None else None

@@ -348,7 +348,7 @@ def _verdict(inp: ReportInput, rows: tuple[RuleRow, ...], start: int | None, end
     cost = inp.cost
     so_far = after = saved = None
     basis = ""
-    if cost is not None and start is not None and end is not None:
+    if cost is not None and cost.price_per_hour is not None and start is not None and end is not None:
         rate = cost.instance_count * cost.price_per_hour / 3600.0
         so_far = rate * max(end - start, 0) / 1e9
         if fired and fired[0].first_trigger_ns is not None:

@@ -386,7 +386,8 @@ def _cost(m: ReportModel) -> str:
         return "".join([*out, "<p class='na'>Pass --instance-type (and --instance-count, --price) to see costs.</p>"])
     v = m.verdict
     rows = [("Instances", f"{c.instance_count} x {escape(c.instance_type)}"),
-            ("Price", f"{money(c.price_per_hour)} per instance-hour")]
+            ("Price", f"{money(c.price_per_hour)} per instance-hour" if c.price_per_hour is not None
+             else "unknown (pass --price)")]
     if v.cost_so_far is not None:
         rows.append(("Cost so far", money(v.cost_so_far)))
     if v.cost_after_trigger is not None:

@@ -63,7 +63,15 @@ def test_job_cost_bad_input_raises_config_error(count, price, duration):
 def test_price_table_carries_source_and_date():
     table = price_table()
     assert {"source", "as_of", "instances"} <= set(table)
-    assert all({"price", "vcpus", "gpus", "gpu_model"} == set(v) for v in table["instances"].values())
+    assert all({"price", "vcpus", "gpus", "gpu_model", "trainium"} <= set(v) for v in table["instances"].values())
+
+
+def test_estimate_cost_type_without_known_price_says_unknown_and_suggests_only_priced_types():
+    c = estimate_cost("ml.p5.48xlarge", 2, 3600, gpu_utilization=[10.0] * 16, gpu_p95=[12.0] * 16)
+    assert (c.price_per_hour, c.cost, c.idle_gpu_cost, c.suggestion) == (None, None, None, None)
+    assert c.price_source.startswith("unknown") and "--price" in c.price_source
+    # p4de (A100 80 GB) is never right-sized to p4d (A100 40 GB), whatever their prices
+    assert right_size("ml.p4de.24xlarge", 1, [5.0] * 8, 3600, price_per_hour=40.0) is None
 
 
 def _two_nodes() -> JobData:
