@@ -39,6 +39,7 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     (base / "inf_duration.yaml").write_text(
         "profiler:\n  framework:\n    start_step: 5\n    duration: .inf\nrules:\n  - name: CPUBottleneck\n")
     (base / "big.yaml").write_text("rules:\n  - name: CPUBottleneck\n" + "# padding\n" * 200_000)
+    (base / "plan.txt").write_text(Path(PLAN).read_text())  # a sound plan, but not a .yaml/.yml/.json file
     return {"data": str(data), "base": str(base)}
 
 
@@ -129,6 +130,20 @@ CASES: list[tuple[str, list[str], list[str]]] = [
      ["--ledger-table", "bad table!"]),
     ("report-ledger-table-too-short", ["report", "{data}", "--out", "{base}/r5.html", "--ledger-table", "ab"],
      ["--ledger-table", "ab"]),
+    # issue 29, item 16
+    ("fleet-since-past-the-calendar", ["fleet", "rules_fired", "--root", "{base}", "--since", "99999999999d"],
+     ["since", "99999999999d"]),
+    ("plan-validate-txt", ["plan", "validate", "{base}/plan.txt"], ["plan.txt", ".yaml", ".yml", ".json"]),
+    ("evaluate-plan-txt", ["rules", "evaluate", "{data}", "--plan", "{base}/plan.txt"], ["plan.txt", ".yaml"]),
+    ("plan-validate-two-files", ["plan", "validate", PLAN, PLAN], ["unrecognized", "cpu_bottleneck_guard.yaml"]),
+    ("report-same-path-twice", ["report", "{data}", "{data}", "--out", "{base}/r6.html"],
+     ["JOB_OR_PATH", "{data}", "twice"]),
+    ("report-same-folder-spelled-twice", ["report", "{data}", "{data}/", "--out", "{base}/r6.html"],
+     ["JOB_OR_PATH", "{data}/", "twice"]),
+    ("report-plan-twice", ["report", "{data}", "--plan", PLAN, "--plan", PLAN, "--out", "{base}/r7.html"],
+     ["--plan", "cpu_bottleneck_guard.yaml", "once"]),
+    ("evaluate-plan-twice", ["rules", "evaluate", "{data}", "--plan", PLAN, "--plan", "{base}/nan.yaml"],
+     ["--plan", "nan.yaml", "once"]),
 ]
 
 
@@ -149,13 +164,14 @@ def test_cli_bad_input_is_one_line_exit_2(paths: dict[str, str], argv: list[str]
     assert len(lines) == 1 or ("problems:" in lines[0] and all(li.startswith("  ") for li in lines[1:])), text
     assert lines[0].startswith("error: ")
     for word in words:
-        assert word in text, (word, text)
+        assert word.format(**paths) in text, (word, text)
 
 
 def test_cli_bad_inputs_leave_nothing_half_written(paths: dict[str, str]) -> None:
     base = Path(paths["base"])
     assert not (base / "r.html").exists() and not (base / "nope").exists()
     assert not (base / "t.json").exists() and not (base / "r4.html").exists()
+    assert not (base / "r6.html").exists() and not (base / "r7.html").exists()
 
 
 def test_cli_plan_validate_yaml_alias_bomb_is_refused_quickly(tmp_path: Path) -> None:

@@ -26,14 +26,42 @@ if TYPE_CHECKING:
 __all__ = ["add_rule_options", "register", "rule_selection"]
 
 
+class _Distinct(argparse.Action):
+    """JOB_OR_PATH given several times: each once (the same run twice would be compared with itself)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        seen: set[str] = set()
+        for value in values:
+            local = Path(value).expanduser()
+            same = str(local.resolve()) if local.exists() else value.rstrip("/")  # ./job, job/ and job are one
+            if same in seen:
+                parser.error(f"JOB_OR_PATH {value!r} is given twice; give each job or path once")
+            seen.add(same)
+        setattr(namespace, self.dest, values)
+
+
+class _Once(argparse.Action):
+    """An option that takes one value: a second one is a usage error, not silently the one used."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(f"{option_string} is given twice ({getattr(namespace, self.dest)!r} and {values!r}); "
+                         f"give it once")
+        setattr(namespace, self.dest, values)
+
+
 def add_rule_options(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
     """Options shared with `smx-debug report`: which rules, with which parameters, from which source.
 
-    ``many``: JOB_OR_PATH may be given several times (``args.job_or_path`` is then a list).
+    ``many``: JOB_OR_PATH may be given several times (``args.job_or_path`` is then a list), each once.
     """
     parser.add_argument("job_or_path", metavar="JOB_OR_PATH", nargs="+" if many else None,
+                        action=_Distinct if many else "store",
                         help="training job name, s3:// profiler-output prefix, or local folder/file")
-    parser.add_argument("--plan", metavar="FILE", help="debug plan whose rules and parameters to evaluate")
+    parser.add_argument("--plan", metavar="FILE", action=_Once,
+                        help="debug plan whose rules and parameters to evaluate (once)")
     parser.add_argument("--rule", action="append", default=[], metavar="NAME", help="evaluate only this rule (repeatable)")
     parser.add_argument("--set", action="append", default=[], metavar="Rule.param=value", dest="sets",
                         help="override a parameter (repeatable): what-if thresholds without re-running the job")
