@@ -237,25 +237,22 @@ def _keep_minutes(cursor: Cursor, settings: EvaluatorSettings) -> int:
 def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tuple[list[Trigger], list[str]]:
     """Evaluate the job's rules on its window; returns new triggers and notes."""
     from smx_debug.data.frames import JobData
-    from smx_debug.data.minute_frames import DEVICE_RULES, device_counts, scalar_frame, system_frame
+    from smx_debug.data.minute_frames import DEVICE_RULES, job_devices, scalar_frame, system_frame
     from smx_debug.evaluate.registry import REGISTRY
     from smx_debug.rules.params import resolve_params
 
     info = cursor.info
-    devices = device_counts(info.get("instance_type"))
     start_minute = int(info.get("start") or now) // 60
     triggers: list[Trigger] = []
     notes: list[str] = []
     frames: dict[tuple[bool, int], Any] = {}
+    # profiler output shows every device; else the table's counts, or for a type it lacks what the sums need
+    devices, device_note = job_devices(info.get("instance_type"), cursor.data)
+    if device_note and profiler is None and any(item["rule"] in DEVICE_RULES for item in info.get("rules", [])):
+        notes.append(device_note)
     for item in info.get("rules", []):
         rule = WatchedRule(name=item["name"], rule=item["rule"], parameters=item.get("parameters", {}))
         if rule.name in cursor.fired or rule.reads_tensors:  # tensor rules: smx_debug.watch.tensors
-            continue
-        if rule.rule in DEVICE_RULES and devices is None and profiler is None:
-            notes.append(
-                f"{rule.name}: instance type {info.get('instance_type')!r} has no vCPU/GPU counts in the table, "
-                "so per-device utilization is unknown; rule skipped"
-            )
             continue
         lo = last - rule.window_minutes + 1
         if (rule.rule in DEVICE_RULES, lo) not in frames:  # one frame per kind and window, shared by rules
