@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from smx_debug.actions.retrain import STRATEGY_KEYS
+from smx_debug.actions.retrain import MAX_RETRAINING, RETRAIN_PREFIX_MAX, STRATEGY_KEYS
 from smx_debug.contracts import DEFAULT_NAMESPACE, MANAGED_TAG, SFN_HISTORY_LIMIT, retrain_history_events
 from smx_debug.errors import ConfigError, UnknownNameError
 from smx_debug.watch.settings import DEFAULT_JOBS_PER_INVOCATION, MAX_JOBS_PER_INVOCATION
@@ -116,7 +116,7 @@ class RetrainingConfig(BaseModel):
     enabled: bool = True
     wait_seconds: int = Field(default=300, ge=10, le=86_400)
     max_runtime_seconds: int = Field(default=86_400, ge=60, le=2_419_200)
-    max_retraining: int = Field(default=10, ge=1, le=100)
+    max_retraining: int = Field(default=10, ge=1, le=MAX_RETRAINING)
     instance_types: tuple[str, ...] = DEFAULT_RETRAIN_INSTANCE_TYPES
     redact_keys: tuple[str, ...] = ()
 
@@ -356,6 +356,7 @@ class GuardConfig(BaseModel):
     @model_validator(mode="after")
     def _check(self) -> GuardConfig:
         _each(self.watch_prefixes, _JOB_PREFIX, "watch_prefixes", "a training-job name prefix")
+        self._check_retrained_names()
         _each(self.notification_emails, _EMAIL, "notification_emails", "an email address")
         _each(self.notification_sms, _E164, "notification_sms", "an E.164 phone number like +15555550123")
         _each(self.show_keys, _SHOW_KEY, "show_keys", "a hyperparameter or environment variable name")
@@ -423,6 +424,18 @@ class GuardConfig(BaseModel):
             raise ConfigError(f"metric_namespace: {self.metric_namespace!r} is not a custom CloudWatch namespace",
                               field="metric_namespace", value=self.metric_namespace)
         return self
+
+    def _check_retrained_names(self) -> None:
+        """A retrained run is named ``<the flagged job's name, cut to RETRAIN_PREFIX_MAX>-<run id>-<run>``
+        (SageMaker allows 63 characters): a longer prefix would be cut, and the run would fall outside the policies
+        and the event pattern built from it."""
+        long = [p for p in self.watch_prefixes if len(p) > RETRAIN_PREFIX_MAX]
+        if self.retraining.enabled and long:
+            raise ConfigError(
+                f"watch_prefixes: {long[0]!r} is {len(long[0])} characters; with retraining on, a prefix may have at "
+                f"most {RETRAIN_PREFIX_MAX} characters, so that each retrained run's name (at most 63 characters) "
+                "keeps it whole and a run id after it (or retraining: false)",
+                field="watch_prefixes", value=long[0])
 
     def _check_lifecycle(self) -> None:
         expire, to_ia = self.output_expiration_days, self.output_transition_to_ia_days

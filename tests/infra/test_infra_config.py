@@ -52,6 +52,8 @@ def test_config_ignores_cdk_feature_flags() -> None:
     [
         ({"watch_prefixes": "exp_1"}, "watch_prefixes", "exp_1", "training-job name prefix"),
         ({"watch_prefixes": ["a", "a"]}, "watch_prefixes", ["a", "a"], "twice"),
+        # With retraining on, a retrained run's name must keep the prefix whole (docs/infra.md, "Retraining").
+        ({"watch_prefixes": ["exp-", "p" * 49]}, "watch_prefixes", "p" * 49, "at most 48 characters"),
         ({"notification_emails": "not-an-email"}, "notification_emails", "not-an-email", "email"),
         ({"notification_sms": "5555550123"}, "notification_sms", "5555550123", "E.164"),
         ({"alarm_rules": "Bad Rule"}, "alarm_rules", "Bad Rule", "RuleConfigurationName"),
@@ -110,6 +112,11 @@ def test_config_stack_name_too_long_for_the_state_machine_is_refused_naming_stac
         config_from_context({"stack_name": name})
     assert (caught.value.field, caught.value.value) == ("stack_name", name)
     assert "stack_name" in str(caught.value) and "80" in str(caught.value) and "69" in str(caught.value)
+
+
+def test_config_longest_watch_prefix_is_accepted_with_retraining_and_63_characters_without() -> None:
+    assert config_from_context({"watch_prefixes": ["p" * 48]}).watch_prefixes == ("p" * 48,)
+    assert config_from_context({"watch_prefixes": ["p" * 63], "retraining": False}).watch_prefixes == ("p" * 63,)
 
 
 def test_config_long_stack_name_is_accepted_without_retraining() -> None:

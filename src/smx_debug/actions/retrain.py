@@ -71,6 +71,7 @@ __all__ = [
     "LAUNCH_NEW",
     "MONITOR",
     "REDACTED",
+    "RETRAIN_PREFIX_MAX",
     "STRATEGY_KEYS",
     "RetrainSpecError",
     "end_step",
@@ -101,7 +102,15 @@ _COUNTERS = {
     "scale_learning_rate": "num_learning_rate_adjustments",
 }
 DEFAULT_MAX_RETRAINING = 10
+MAX_RETRAINING = 100  # the deployment's retraining.max_retraining allows 1-100: a run number has at most 3 digits
 MAX_ERRORS = 3
+JOB_NAME_MAX = 63  # SageMaker's TrainingJobName
+_RUN_ID_LENGTH = 10  # init's run id: mmddHHMMSS
+# A run is named <job_name_prefix>-<run id>-<run number>: the suffix takes at most 1 + 10 + 1 + 3 = 15 characters,
+# which leaves 48 for the prefix, kept whole. The retrain action's prefix is the flagged job's name cut to this
+# length, so a watched name prefix of at most this many characters survives in every run's name (the IAM policies
+# and the EventBridge pattern are built from it); the deployment's config refuses longer ones with retraining on.
+RETRAIN_PREFIX_MAX = JOB_NAME_MAX - len(f"-{'0' * _RUN_ID_LENGTH}-{MAX_RETRAINING}")
 _NOT_NAME = re.compile(r"[^A-Za-z0-9-]+")
 _QUOTED_VALUE = re.compile(r"(value: ).*?(, type: )", re.DOTALL)
 _NOT_RETRYABLE = {"ValidationException", "ResourceLimitExceeded", "AccessDeniedException"}
@@ -155,7 +164,8 @@ def _check_spec(run_spec: object) -> dict[str, Any]:
     prefix = spec.get("job_name_prefix") or spec["request"].get("TrainingJobName") or "smx-retrain"
     if not isinstance(prefix, str):
         raise RetrainSpecError(f"run_spec.job_name_prefix: {prefix!r} is not a string")
-    spec["job_name_prefix"] = _NOT_NAME.sub("-", prefix).strip("-")[:40] or "smx-retrain"
+    # Only leading dashes go: a trailing one may belong to a watched prefix ("team--"), and a suffix follows it.
+    spec["job_name_prefix"] = _NOT_NAME.sub("-", prefix).lstrip("-")[:RETRAIN_PREFIX_MAX] or "smx-retrain"
     hyper = spec.get("hyperparameters", {})
     if not isinstance(hyper, Mapping):
         raise RetrainSpecError(f"run_spec.hyperparameters: expected an object, got {type(hyper).__name__}")
@@ -183,8 +193,8 @@ def _check_spec(run_spec: object) -> dict[str, Any]:
                     )
     spec["strategies"] = [dict(s) for s in strategies]
     budget = spec.get("max_retraining", DEFAULT_MAX_RETRAINING)
-    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
-        raise RetrainSpecError(f"run_spec.max_retraining: {budget!r} must be an integer >= 1")
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 1 <= budget <= MAX_RETRAINING:
+        raise RetrainSpecError(f"run_spec.max_retraining: {budget!r} must be an integer from 1 to {MAX_RETRAINING}")
     spec["max_retraining"] = budget
     rules = spec.get("rules")
     if rules is not None and not (isinstance(rules, list) and all(isinstance(r, str) for r in rules)):
@@ -389,7 +399,13 @@ def build_request(state: Mapping[str, Any]) -> dict[str, Any]:
     request = copy.deepcopy(dict(spec["request"]))
     _within_limits(request, spec)
     run = history["num_retraining"] + 1
-    request["TrainingJobName"] = f"{spec['job_name_prefix']}-{history['run_id']}-{run}"[:63].strip("-")
+    name = f"{spec['job_name_prefix']}-{history['run_id']}-{run}"
+    if len(name) > JOB_NAME_MAX:  # never cut: the prefix must stay whole (only a state init did not write gets here)
+        raise RetrainSpecError(
+            f"state.history: the next run's name {name!r} would be {len(name)} characters, over SageMaker's "
+            f"{JOB_NAME_MAX} (run_id {history['run_id']!r}, run {run})"
+        )
+    request["TrainingJobName"] = name
     _retarget_rules(request, request["TrainingJobName"])
     request["Tags"] = _owned_tags(request.get("Tags"), f"{spec['job_name_prefix']}-{history['run_id']}")
     given = request.get("HyperParameters") or {}
@@ -711,7 +727,7 @@ def run_spec_from_job(job: VerifiedJob, trigger: Trigger, sagemaker: Any,
     hyper = request.get("HyperParameters") or {}
     return {
         "request": request,
-        "job_name_prefix": job.name[:40],
+        "job_name_prefix": job.name[:RETRAIN_PREFIX_MAX],
         "hyperparameters": {k: hyper[k] for k in STRATEGY_KEYS if k in hyper},
         "rules": [trigger.rule],
         "after_job": {

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from helpers_infra_deploy import create_job
 
 from smx_debug import local
@@ -96,3 +97,65 @@ def test_retrain_rule_starts_one_execution_that_launches_the_next_job_and_notifi
     assert [d.error for d in again] == [None, None, None]
     assert len(sfn.list_executions(stateMachineArn=machine)["executions"]) == 1
     assert len(local_aws.client("sagemaker").list_training_jobs()["TrainingJobSummaries"]) == 2
+
+
+# Watch prefixes at the limit: 45 characters (room for the run suffix) and 63 (SageMaker's whole name: none).
+PREFIX_45 = "team-vision-segmentation-resnet-elu-sweep-42-"
+PREFIX_63 = "team-vision-segmentation-resnet-elu-sweep-42-very-long-prefix-x"
+
+
+def test_retrain_with_a_45_character_watch_prefix_launches_the_next_run_under_that_prefix(
+    local_aws: LocalAws, tmp_path: Path
+) -> None:
+    """IAM is enforced: the retrain role may create and tag only jobs under the watched prefix (or opted in by tag,
+    which this job is not), and EventBridge delivers only that prefix's events; the next run must keep it whole."""
+    from infra.cdk_app import build_app
+
+    assert len(PREFIX_45) == 45
+    context = {**CONTEXT, "watch_prefixes": [PREFIX_45]}
+    build_app(context, outdir=str(tmp_path), nag=False).synth()
+    deployed = deploy_stack(local_aws, tmp_path / f"{STACK}.template.json", stack_name=STACK)
+    sfn_lambda.install(local_aws)
+    job = f"{PREFIX_45}run-0001-a"  # 55 characters
+    _create_job(local_aws, deployed.output("OutputBucketName"), job)
+    local.deliver_event(local_aws, local.state_change_event(local_aws, job))
+    sfn = local_aws.client("stepfunctions")
+    (execution,) = sfn.list_executions(stateMachineArn=deployed.output("RetrainingStateMachineArn"))["executions"]
+
+    launched: list[str] = []
+    deadline = time.monotonic() + 60
+    while not launched and time.monotonic() < deadline:
+        launched = [j["TrainingJobName"] for j in local_aws.client("sagemaker").list_training_jobs()[
+            "TrainingJobSummaries"] if j["TrainingJobName"] != job]
+        if sfn.describe_execution(executionArn=execution["executionArn"])["status"] != "RUNNING":
+            break
+        time.sleep(0.5)
+    errors = [d.result.get("error") for d in sfn_lambda.invocations() if isinstance(d.result, dict)]
+    assert len(launched) == 1, errors
+    (name,) = launched
+    assert name.startswith(PREFIX_45) and len(name) <= 63, name
+    # The run is watched by its name: its state-change events reach the guard's handlers.
+    local.set_rule_statuses(local_aws, name, debug={RULE: "NoIssuesFound"})
+    local.set_training_job_status(local_aws, name, "Completed")
+    delivered = local.deliver_event(local_aws, local.state_change_event(local_aws, name))
+    assert delivered and [d.error for d in delivered] == [None] * len(delivered)
+    assert _wait_for(local_aws, execution["executionArn"])["status"] == "SUCCEEDED"
+
+
+def test_retrain_config_with_a_63_character_watch_prefix_is_refused_naming_the_prefix_and_the_maximum(
+    tmp_path: Path,
+) -> None:
+    """A 63-character prefix leaves no room for a run suffix: no retrained run could be named under it."""
+    from infra.cdk_app import build_app
+    from smx_debug.actions.retrain import RETRAIN_PREFIX_MAX
+    from smx_debug.errors import ConfigError
+
+    assert len(PREFIX_63) == 63
+    with pytest.raises(ConfigError) as caught:
+        build_app({**CONTEXT, "watch_prefixes": ["guarded-", PREFIX_63]}, outdir=str(tmp_path), nag=False)
+    message = str(caught.value)
+    assert caught.value.field == "watch_prefixes" and caught.value.value == PREFIX_63
+    assert PREFIX_63 in message and f"at most {RETRAIN_PREFIX_MAX} characters" in message
+    assert "retraining: false" in message
+    # Without retraining the same prefix deploys: no run is ever named after it.
+    build_app({**CONTEXT, "watch_prefixes": [PREFIX_63], "retraining": False}, outdir=str(tmp_path), nag=False)

@@ -11,6 +11,7 @@ from botocore.exceptions import ParamValidationError
 
 from smx_debug.actions import DEFAULT_STRATEGIES, handle_retrain
 from smx_debug.actions.retrain import (
+    RETRAIN_PREFIX_MAX,
     RetrainSpecError,
     build_request,
     init_state,
@@ -89,6 +90,8 @@ def test_build_request_owns_the_run_once_and_refuses_a_request_without_room_for_
         (lambda s: s["hyperparameters"].update(warmup_learning_rate="fast"), "warmup_learning_rate: 'fast'"),
         (lambda s: s.update(strategies=[{"name": "pray"}]), "run_spec.strategies"),
         (lambda s: s.update(max_retraining=0), "run_spec.max_retraining: 0"),
+        # A run number has at most 3 digits, so that a run's name keeps its prefix whole.
+        (lambda s: s.update(max_retraining=5000), "run_spec.max_retraining: 5000 must be an integer from 1 to 100"),
         (lambda s: s.update(rules="ExplodingTensor"), "run_spec.rules"),
     ],
 )
@@ -186,7 +189,6 @@ def test_build_request_from_a_real_debug_plan_retargets_the_builtin_stop_action(
     [
         ({"wait_seconds": 10, "max_runtime_seconds": 86_400}, "run_spec.wait_seconds: polling every 10 s"),
         ({"max_polls": 10_000}, "run_spec.max_polls: 10000 polls would outrun"),
-        ({"max_retraining": 5000}, "run_spec.max_retraining: 5000 runs leave no room"),
         ({"wait_seconds": "10"}, "run_spec.wait_seconds"),
     ],
 )
@@ -297,3 +299,30 @@ def test_train_step_launches_only_the_deployments_instance_types(types: list[str
     assert sagemaker.created == [] and state["next_action"] == "end"
     assert state["error"]["code"] == "RetrainSpecError" and "ml.p3.2xlarge" in state["error"]["message"]
     assert "retraining.instance_types" in state["error"]["message"]
+
+
+@pytest.mark.parametrize("name_length", [40, 45, RETRAIN_PREFIX_MAX, 63])
+def test_build_request_for_a_long_flagged_name_keeps_its_first_48_characters_whole_up_to_the_100th_run(
+    name_length: int,
+) -> None:
+    """The IAM policies and the event pattern are built from the watch prefixes (at most 48 characters with
+    retraining on): every run's name starts with the flagged job's first 48 characters and fits SageMaker's 63."""
+    flagged = ("team-vision-segmentation-resnet-elu-sweep-42-" + "x" * 63)[:name_length - 1] + "1"
+    state = init_state({**copy.deepcopy(SPEC), "job_name_prefix": flagged, "max_retraining": 100},
+                       clock=lambda: 1795363200.0)
+    for run in (1, 9, 10, 99, 100):
+        state["history"]["num_retraining"] = run - 1
+        name = build_request(state)["TrainingJobName"]
+        assert name == f"{flagged[:RETRAIN_PREFIX_MAX]}-1122160000-{run}" and len(name) <= 63, name
+
+
+def test_build_request_keeps_a_prefix_that_ends_in_dashes() -> None:
+    state = init_state({**copy.deepcopy(SPEC), "job_name_prefix": "team--"}, clock=lambda: 1795363200.0)
+    assert build_request(state)["TrainingJobName"] == "team---1122160000-1"
+
+
+def test_build_request_with_a_run_id_init_did_not_write_refuses_rather_than_cutting_the_prefix() -> None:
+    state = init_state({**copy.deepcopy(SPEC), "job_name_prefix": "p" * RETRAIN_PREFIX_MAX}, clock=lambda: 0.0)
+    state["history"]["run_id"] = "r" * 20
+    with pytest.raises(RetrainSpecError, match=r"state\.history: the next run's name .* would be 71 characters"):
+        build_request(state)
