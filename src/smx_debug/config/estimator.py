@@ -12,12 +12,13 @@ from smx_debug.errors import ConfigError
 if TYPE_CHECKING:
     from smx_debug.config.plan import DebugPlan
 
-__all__ = ["estimator_kwargs", "merge_estimator_kwargs"]
+__all__ = ["estimator_kwargs", "join_tags", "merge_estimator_kwargs"]
 
 
 def _debugger_module() -> ModuleType:
     import importlib
     import logging
+    import warnings
 
     # The SDK announces at import where it looked for its config file (INFO, on stdout): quiet unless the
     # user configured that logger.
@@ -25,17 +26,37 @@ def _debugger_module() -> ModuleType:
     if config_logger.level == logging.NOTSET:
         config_logger.setLevel(logging.WARNING)
 
-    # v2 is what we target; v3 moved the same classes to sagemaker.core.debugger
-    for name in ("sagemaker.debugger", "sagemaker.core.debugger"):
-        try:
-            return importlib.import_module(name)
-        except ImportError:
-            continue
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # v3 announces the removal before raising
+            return importlib.import_module("sagemaker.debugger")
+    except ImportError:
+        pass
+    try:
+        importlib.import_module("sagemaker.core.resources")
+    except ImportError:
+        raise ConfigError(
+            "to_estimator_kwargs needs the SageMaker Python SDK v2: pip install 'smx-debug[sagemaker]'",
+            field="sagemaker",
+            value=None,
+        ) from None
     raise ConfigError(
-        "to_estimator_kwargs needs the SageMaker Python SDK: pip install 'smx-debug[sagemaker]'",
+        f"to_estimator_kwargs renders SDK v2 Estimator arguments, and this is the SageMaker Python SDK v3 "
+        f"(sagemaker {_sdk_version()}), which has no Estimator: use plan.to_model_trainer_kwargs(...) for "
+        "sagemaker.train.ModelTrainer (the stack's evaluator guards the job), or plan.to_training_job_kwargs(...) "
+        "for sagemaker.core.resources.TrainingJob.create (Debugger's fields); docs/plan.md, 'SDK v3'",
         field="sagemaker",
-        value=None,
+        value=_sdk_version(),
     )
+
+
+def _sdk_version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sagemaker")
+    except PackageNotFoundError:
+        return None
 
 
 class _ProfilerBaseConfig:
@@ -92,18 +113,41 @@ def _framework_profile(dbg: ModuleType, fw: FrameworkProfiling) -> Any:
     return dbg.FrameworkProfile(**kwargs)
 
 
+def _tag_pair(tag: Any) -> dict[str, str] | None:
+    """One tag as ``{"Key", "Value"}``: the API's dict, v3's ``{"key", "value"}`` dict, or a v3 ``Tag`` object."""
+    if isinstance(tag, dict):
+        key, value = (tag.get("Key"), tag.get("Value")) if "Key" in tag else (tag.get("key"), tag.get("value"))
+    else:
+        key, value = getattr(tag, "key", None), getattr(tag, "value", None)
+    return {"Key": key, "Value": value} if isinstance(key, str) and isinstance(value, str) else None
+
+
 def _tag_pairs(tags: Any, field: str) -> list[dict[str, str]]:
-    """The user's ``tags``: the SDK's list of ``{"Key", "Value"}`` dicts, or a plain ``{key: value}`` mapping."""
+    """The user's ``tags``: a list of ``{"Key", "Value"}`` dicts (or v3's ``Tag`` shapes), or a ``{key: value}`` dict."""
     if tags is None:
         return []
     if isinstance(tags, dict):
         tags = [{"Key": k, "Value": v} for k, v in tags.items()]
-    if not isinstance(tags, list | tuple) or not all(
-        isinstance(t, dict) and isinstance(t.get("Key"), str) and isinstance(t.get("Value"), str) for t in tags
-    ):
+    pairs = [_tag_pair(t) for t in tags] if isinstance(tags, list | tuple) else [None]
+    if any(p is None for p in pairs):
         raise ConfigError(f"{field} must be a list of {{'Key': str, 'Value': str}} or a dict of str, got {tags!r}",
                           field=field, value=tags)
-    return [{"Key": t["Key"], "Value": t["Value"]} for t in tags]
+    return [p for p in pairs if p is not None]
+
+
+def join_tags(plan_tags: list[dict[str, str]], user_tags: Any) -> list[dict[str, str]]:
+    """The plan's tags, then the user's (a list of tags or a dict); one key with two values is a ConfigError."""
+    merged = {t["Key"]: t["Value"] for t in plan_tags}
+    for tag in _tag_pairs(user_tags, "tags"):
+        old = merged.get(tag["Key"])
+        if old is not None and old != tag["Value"]:
+            raise ConfigError(
+                f"tags: {tag['Key']!r} is {tag['Value']!r} in your tags but {old!r} in the plan; drop one "
+                "(the plan's tags come from its `tags:` and its actions)",
+                field=f"tags.{tag['Key']}", value=tag["Value"],
+            )
+        merged[tag["Key"]] = tag["Value"]
+    return [{"Key": k, "Value": v} for k, v in merged.items()]
 
 
 def _rule_name(rule: Any) -> str:
@@ -126,17 +170,7 @@ def merge_estimator_kwargs(plan_kwargs: dict[str, Any], user: dict[str, Any]) ->
     out = dict(plan_kwargs)
     for key, value in user.items():
         if key == "tags":
-            merged = {t["Key"]: t["Value"] for t in plan_kwargs.get("tags", [])}
-            for tag in _tag_pairs(value, "tags"):
-                old = merged.get(tag["Key"])
-                if old is not None and old != tag["Value"]:
-                    raise ConfigError(
-                        f"tags: {tag['Key']!r} is {tag['Value']!r} in your tags but {old!r} in the plan; drop one "
-                        "(the plan's tags come from its `tags:` and its actions)",
-                        field=f"tags.{tag['Key']}", value=tag["Value"],
-                    )
-                merged[tag["Key"]] = tag["Value"]
-            out["tags"] = [{"Key": k, "Value": v} for k, v in merged.items()]
+            out["tags"] = join_tags(plan_kwargs.get("tags", []), value)
         elif key == "rules":
             mine = list(value or [])
             names = {_rule_name(r) for r in plan_kwargs.get("rules", [])}
