@@ -311,11 +311,14 @@ def run_one(spec: RunSpec, root: Path, *, steps: int, baselines: bool) -> RunRes
 SMOOTHED_RULES = ("LossNotDecreasing", "Overfit")
 
 
-def judge_smoothed(validation: Sequence[tuple[float, float]], windows: Sequence[float], out_dir: Path) -> dict[str, list[int]]:
-    """What if the job had saved smoothed losses: LossNotDecreasing and Overfit, at their default thresholds, on a
-    trial holding each validation pass's mean loss (EVAL) and the mean training loss of the 500 steps before it
-    (TRAIN), as a training script can save them with ``hook.save_scalar``. Returns the training steps at which each
-    fired. Not part of the targets: the hook's defaults save single batches (the main table)."""
+def judge_smoothed(validation: Sequence[tuple[float, float]], windows: Sequence[float], out_dir: Path, *,
+                   rules: Sequence[str] = SMOOTHED_RULES) -> dict[str, list[int]]:
+    """What if the job had saved smoothed losses: LossNotDecreasing and Overfit (or ``rules``), at their default
+    thresholds, on a trial holding each validation pass's mean loss (EVAL) and the mean training loss of the 500
+    steps before it (TRAIN), as a training script can save them with ``hook.save_scalar``. Returns the training
+    steps at which each fired. Not part of the targets: the hook's defaults save single batches (the main table).
+    A loss that became NaN never fires LossNotDecreasing (a comparison with NaN is false: the loss "decreased by
+    NaN percent"); ExplodingTensor is the rule that flags it."""
     import numpy as np
 
     from smx_debug.evaluate.tensor_eval import TensorEvaluator
@@ -335,7 +338,7 @@ def judge_smoothed(validation: Sequence[tuple[float, float]], windows: Sequence[
                               tensors={"loss": np.float32(val)})
         writer.training_end()
     trial = create_trial(str(out_dir))
-    ev = TensorEvaluator(trial, [configured_rule(r) for r in SMOOTHED_RULES])  # their defaults
+    ev = TensorEvaluator(trial, [configured_rule(r) for r in rules])  # their defaults
     fired: dict[str, list[int]] = {}
     counts: dict[str, int] = {}
     for step in trial.steps():
