@@ -88,6 +88,38 @@ def test_wildcard_match_follows_iam_star_and_question_mark(pattern: str, value: 
     assert wildcard_match(pattern, value, ignore_case=ignore_case) is matches
 
 
+LOGS = f"arn:aws:logs:us-west-2:{ACCOUNT}"
+
+
+@pytest.mark.parametrize(("resource", "arn", "allowed"), [
+    # a "*" inside a segment stays inside it: it never spans a colon
+    (f"{LOGS}:log-group:a*z", f"{LOGS}:log-group:abc:log-stream:xyz", False),
+    (f"{LOGS}:log-group:*-prod", f"{LOGS}:log-group:a:b-prod", False),
+    (f"{LOGS}:log-group:a?c", f"{LOGS}:log-group:a:c", False),  # nor does "?"
+    (f"arn:aws:logs:*-2:{ACCOUNT}:log-group:x", f"arn:aws:logs:us-west:x-2:{ACCOUNT}:log-group:x", False),
+    (f"{LOGS}:log-group:a*z", f"{LOGS}:log-group:abz", True),
+    (f"{LOGS}:log-group:a?z", f"{LOGS}:log-group:abz", True),
+    # a "*" that ends a segment may expand past the colon boundaries
+    (f"{LOGS}:log-group:a*", f"{LOGS}:log-group:abc:log-stream:xyz", True),
+    (f"{LOGS}:log-group:*", f"{LOGS}:log-group:abc:log-stream:xyz", True),
+    (f"arn:aws:logs:*:{ACCOUNT}:log-group:x", f"{LOGS}:log-group:x", True),
+    (f"{LOGS}:*:log-stream:xyz", f"{LOGS}:log-group:abc:log-stream:xyz", True),
+    ("*", f"{LOGS}:log-group:abc:log-stream:xyz", True),
+    # the page's own S3 example: "*" also spans "/", which is no delimiter in an ARN
+    (f"{BUCKET}/*/test/*", f"{BUCKET}/1/2/test/3/object.jpg", True),
+    (f"{BUCKET}/*/test/*", f"{BUCKET}/1-test/object.jpg", False),
+])
+def test_evaluate_resource_wildcard_spans_colons_only_at_a_segments_end(resource: str, arn: str,
+                                                                         allowed: bool) -> None:
+    """reference_policies_elements_resource.html, "Using wildcards in resource ARNs": wildcards are used "within the
+    individual segments of an ARN (the parts separated by colons)"; "If the * wildcard is the last character of a
+    resource ARN segment, it can expand to match beyond the colon boundaries". NotResource reads ARNs alike."""
+    assert evaluate([allow("logs:GetLogEvents", resource)], request("logs:GetLogEvents", arn)).allowed is allowed
+    others = evaluate([{"Effect": "Allow", "Action": "logs:GetLogEvents", "NotResource": resource}],
+                      request("logs:GetLogEvents", arn))
+    assert others.allowed is not allowed
+
+
 def test_evaluate_action_names_match_case_insensitively() -> None:
     """reference_policies_elements_action.html: "Action names are not case-sensitive"."""
     assert evaluate([allow("SAGEMAKER:listtags")], request("sagemaker:ListTags")).allowed

@@ -71,6 +71,7 @@ __all__ = [
     "Request",
     "UnsupportedPolicyError",
     "action_resource_types",
+    "arn_match",
     "as_function",
     "as_principal",
     "authorize_call",
@@ -165,6 +166,29 @@ def _pattern(pattern: str, ignore_case: bool) -> re.Pattern[str]:
 def wildcard_match(pattern: str, value: str, *, ignore_case: bool = False) -> bool:
     """IAM's ``*`` (any run of characters, also none) and ``?`` (one character) matching of a whole value."""
     return _pattern(pattern, ignore_case).fullmatch(value) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _arn_pattern(pattern: str) -> re.Pattern[str]:
+    parts = []
+    for segment in pattern.split(":"):
+        parts.append("".join(
+            (".*" if i == len(segment) - 1 else "[^:]*") if c == "*" else "[^:]" if c == "?" else re.escape(c)
+            for i, c in enumerate(segment)))
+    return re.compile(":".join(parts), re.DOTALL)
+
+
+def arn_match(pattern: str, value: str) -> bool:
+    """A ``Resource`` or ``NotResource`` ARN ``pattern`` matched against a whole resource ARN, case-sensitively.
+
+    IAM User Guide, "IAM JSON policy elements: Resource", *Using wildcards in resource ARNs*
+    (docs.aws.amazon.com/IAM/latest/UserGuide/reference_policies_elements_resource.html): wildcards are used
+    "within the individual segments of an ARN (the parts separated by colons)", ``*`` any run of characters and
+    ``?`` one character, and "If the * wildcard is the last character of a resource ARN segment, it can expand to
+    match beyond the colon boundaries". So ``log-group:a*z`` matches ``log-group:abz`` but not
+    ``log-group:abc:log-stream:xyz``, which ``log-group:a*`` matches; ``?`` and any other ``*`` never match a colon.
+    """
+    return _arn_pattern(pattern).fullmatch(value) is not None
 
 
 def _arn_like(pattern: str, value: str) -> bool:
@@ -368,11 +392,10 @@ def _statement_applies(statement: Statement, request: Request, *, resource_polic
         raise UnsupportedPolicyError("a statement needs Action or NotAction")
     if "Resource" in statement:
         resources = [str(r) for r in _listify(statement["Resource"])]
-        if not (key_policy and "*" in resources) and not any(wildcard_match(r, request.resource)
-                                                              for r in resources):
+        if not (key_policy and "*" in resources) and not any(arn_match(r, request.resource) for r in resources):
             return False, False
     elif "NotResource" in statement:
-        if any(wildcard_match(str(r), request.resource) for r in _listify(statement["NotResource"])):
+        if any(arn_match(str(r), request.resource) for r in _listify(statement["NotResource"])):
             return False, False
     elif not resource_policy:
         raise UnsupportedPolicyError("an identity-based policy statement needs Resource or NotResource")
