@@ -59,6 +59,7 @@ __all__ = [
     "PROFILER_OUTPUT",
     "REASON_DIMENSION",
     "RETRAIN_RUN_TAG",
+    "RULE_CONFIGURATION_NAME_MAX_LENGTH",
     "RULE_ERROR",
     "RULE_FIELDS",
     "RULE_IN_PROGRESS",
@@ -72,6 +73,7 @@ __all__ = [
     "SYSTEM_MINUTES_TABLE",
     "TAG_PREFIX",
     "TRAINING_JOBS_TABLE",
+    "TRAINING_JOB_NAME_PATTERN",
     "TRIGGER_SOURCES",
     "UNREPORTED_EXECUTION_STATUSES",
     "VERDICTS_TABLE",
@@ -87,6 +89,8 @@ __all__ = [
     "fleet_workgroup_name",
     "handler_entry",
     "is_opted_in",
+    "is_rule_configuration_name",
+    "is_training_job_name",
     "is_watched",
     "job_lease_key",
     "ledger_key",
@@ -214,6 +218,34 @@ RULE_FIELDS: Final[Mapping[RuleKind, tuple[str, str]]] = {
 SOURCE_DEBUGGER: Final = "SageMaker Debugger"
 SOURCE_EVALUATOR: Final = "smx-debug evaluator"
 TRIGGER_SOURCES: Final = (SOURCE_DEBUGGER, SOURCE_EVALUATOR)
+
+# SageMaker's own name rules, as botocore's service model states them (CreateTrainingJob; a test compares):
+# TrainingJobName is 1-63 letters, digits and inner hyphens (so never a path segment like '..', never a '/' or
+# a NUL); RuleConfigurationName is 1-256 characters matching '.*', i.e. one line of text.
+TRAINING_JOB_NAME_PATTERN: Final = r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}"
+RULE_CONFIGURATION_NAME_MAX_LENGTH: Final = 256
+_TRAINING_JOB_NAME: Final = re.compile(TRAINING_JOB_NAME_PATTERN)
+_LINE_BREAKS: Final = re.compile("[\n\r\x85\u2028\u2029]")  # what '.' never matches in AWS's (Java's) regexes
+
+
+def _utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (JSON's "\udc80" decodes to one): no service takes it
+        return False
+    return True
+
+
+def is_training_job_name(name: object) -> bool:
+    """``name`` is a SageMaker training job name (the whole string, no trailing newline)."""
+    return isinstance(name, str) and _TRAINING_JOB_NAME.fullmatch(name) is not None
+
+
+def is_rule_configuration_name(name: object) -> bool:
+    """``name`` is a SageMaker RuleConfigurationName: 1-256 characters of one line of UTF-8 text."""
+    return (isinstance(name, str) and 1 <= len(name) <= RULE_CONFIGURATION_NAME_MAX_LENGTH
+            and _LINE_BREAKS.search(name) is None and _utf8(name))
+
 
 # ------------------------------------------------------------------------------------------- ledger
 LEDGER_KEY_ATTRIBUTE: Final = "pk"  # the table's partition key (string)

@@ -27,6 +27,7 @@ from smx_debug.contracts import (
     ISSUES_FOUND,
     RULE_FIELDS,
     RULE_KINDS,
+    TRAINING_JOB_NAME_PATTERN,
     RuleKind,
     details_step,
 )
@@ -52,7 +53,7 @@ _EXECUTION_ARN = re.compile(
 )
 _MAX_NAME = 256  # rule configuration names are at most 256 characters; longer is junk, not data
 # SageMaker's TrainingJobName pattern (CreateTrainingJob): anything else cannot name a real job.
-_JOB_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}")
+_JOB_NAME = re.compile(TRAINING_JOB_NAME_PATTERN)
 _JOB_ARN = re.compile(
     r"arn:(aws[a-z-]*):sagemaker:([a-z0-9-]{1,32}):(\d{12}):training-job/([a-z0-9](-*[a-z0-9]){0,62})"
 )
