@@ -436,3 +436,36 @@ class DebugPlan(FrozenModel):
         return estimator_kwargs(self, kwargs)
 
 
+
+    def to_model_trainer_kwargs(self, **kwargs: Any) -> dict[str, Any]:
+        """``tags`` and ``environment`` for SDK v3's ``sagemaker.train.ModelTrainer``, for a job the stack's
+        evaluator and smx-debug's hook guard (``guard: evaluator``; ModelTrainer has no Debugger fields).
+
+        Pass your own ModelTrainer keyword arguments here: your ``tags`` (``Tag`` shapes, dicts, or a dict) and
+        ``environment`` are joined with the plan's, the rest passed through; one key with two values is a
+        ConfigError naming it::
+
+            ModelTrainer(**plan.to_model_trainer_kwargs(training_image=..., role=..., tags={"team": "a"}))
+        """
+
+        from smx_debug.config.sdk_v3 import model_trainer_kwargs
+
+        out = model_trainer_kwargs(self, kwargs)  # a plan ModelTrainer cannot carry raises before any warning
+        self._warn(job_name=None, sdk=True)
+        return out
+
+    def to_training_job_kwargs(self, **kwargs: Any) -> dict[str, Any]:
+        """The debugger fields, ``tags`` and ``environment`` as ``sagemaker.core`` objects for SDK v3's
+        ``sagemaker.core.resources.TrainingJob.create`` (Debugger's customers on v3).
+
+        Pass your own ``TrainingJob.create`` keyword arguments here: ``training_job_name`` is the job the built-in
+        stop_training action stops, your ``tags`` and ``environment`` are joined with the plan's::
+
+            TrainingJob.create(**plan.to_training_job_kwargs(training_job_name="job-1", role_arn=..., ...))
+        """
+
+        from smx_debug.config.sdk_v3 import training_job_kwargs
+
+        name = kwargs.get("training_job_name")
+        self._warn(job_name=name if isinstance(name, str) else None)
+        return training_job_kwargs(self, kwargs)

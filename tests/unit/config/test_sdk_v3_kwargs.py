@@ -41,3 +41,132 @@ def test_estimator_kwargs_under_sdk_v3_raises_naming_the_v3_methods(sdk_v3: None
     assert "to_model_trainer_kwargs" in message
     assert "to_training_job_kwargs" in message
     assert info.value.field == "sagemaker"
+
+
+class _Shape(types.SimpleNamespace):
+    """A stand-in for a ``sagemaker.core`` shape: its keyword arguments, compared by value."""
+
+
+class _ResourceTag(_Shape):
+    """``sagemaker.core.resources.Tag`` (``TrainingJob.create`` rejects the shapes' ``Tag``)."""
+
+
+@pytest.fixture
+def fake_core(sdk_v3: None, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    shapes = types.ModuleType("sagemaker.core.shapes")
+    for name in ("Tag", "DebugHookConfig", "CollectionConfiguration", "DebugRuleConfiguration", "ProfilerConfig",
+                 "ProfilerRuleConfiguration", "TensorBoardOutputConfig"):
+        setattr(shapes, name, type(name, (_Shape,), {}))
+    resources = sys.modules["sagemaker.core.resources"]
+    monkeypatch.setattr(resources, "Tag", _ResourceTag, raising=False)
+    monkeypatch.setitem(sys.modules, "sagemaker.core.shapes", shapes)
+    return shapes
+
+
+def _evaluator_plan(**changes: object) -> DebugPlan:
+    return _plan(guard="evaluator", name="guard", rules=[{"name": "LossNotDecreasing", "actions": [{"stop_job": {}}]}],
+                 **changes)
+
+
+def _pairs(tags: list[object]) -> list[tuple[str, str]]:
+    return [(t.key, t.value) for t in tags]  # type: ignore[attr-defined]
+
+
+def test_model_trainer_kwargs_without_sdk_v3_says_install_the_extra() -> None:
+    with pytest.raises(ConfigError, match=r"smx-debug\[sagemaker-v3\]"):
+        _evaluator_plan().to_model_trainer_kwargs()
+
+
+def test_training_job_kwargs_without_sdk_v3_says_install_the_extra() -> None:
+    with pytest.raises(ConfigError, match=r"smx-debug\[sagemaker-v3\]"):
+        _evaluator_plan().to_training_job_kwargs()
+
+
+@pytest.mark.parametrize("guard", ["debugger", "both"])
+def test_model_trainer_kwargs_guard_with_debugger_raises_naming_guard(fake_core: types.ModuleType, guard: str) -> None:
+    with pytest.raises(ConfigError, match="to_training_job_kwargs") as info:
+        _plan(guard=guard, rules=[{"name": "LossNotDecreasing"}]).to_model_trainer_kwargs()
+    assert (info.value.field, info.value.value) == ("guard", guard)
+
+
+def test_model_trainer_kwargs_tensorboard_path_raises_naming_the_trainer_method(fake_core: types.ModuleType) -> None:
+    with pytest.raises(ConfigError, match="with_tensorboard_output_config") as info:
+        _evaluator_plan(tensorboard_output_path="s3://bucket/tb").to_model_trainer_kwargs()
+    assert info.value.field == "tensorboard_output_path"
+
+
+def test_model_trainer_kwargs_tags_are_shapes_tags_of_the_plan_joined_with_yours(fake_core: types.ModuleType) -> None:
+    plan = _evaluator_plan()
+    kwargs = plan.to_model_trainer_kwargs(tags={"team": "a"}, training_image="img", role="arn:role")
+    assert all(type(t) is fake_core.Tag for t in kwargs["tags"])
+    expected = [(t["Key"], t["Value"]) for t in plan.tags_list()] + [("team", "a")]
+    assert _pairs(kwargs["tags"]) == expected
+    assert (kwargs["training_image"], kwargs["role"]) == ("img", "arn:role")
+    assert "environment" not in kwargs  # nothing to join: omitted, ModelTrainer's default stays
+    # the same tags as dicts (either spelling) or as v3's Tag objects
+    for tags in ([{"Key": "team", "Value": "a"}], [{"key": "team", "value": "a"}], [fake_core.Tag(key="team", value="a")]):
+        assert _pairs(plan.to_model_trainer_kwargs(tags=tags)["tags"]) == expected
+
+
+def test_model_trainer_kwargs_tag_with_two_values_raises_naming_it(fake_core: types.ModuleType) -> None:
+    with pytest.raises(ConfigError, match="smx-debug:plan") as info:
+        _evaluator_plan().to_model_trainer_kwargs(tags={"smx-debug:plan": "other"})
+    assert info.value.field == "tags.smx-debug:plan"
+
+
+def test_model_trainer_kwargs_empty_tag_value_raises_naming_it(fake_core: types.ModuleType) -> None:
+    with pytest.raises(ConfigError, match="empty value") as info:
+        _evaluator_plan().to_model_trainer_kwargs(tags={"team": ""})
+    assert info.value.field == "tags.team"
+
+
+def test_model_trainer_kwargs_your_environment_is_kept(fake_core: types.ModuleType) -> None:
+    kwargs = _evaluator_plan().to_model_trainer_kwargs(environment={"EPOCHS": "3"})
+    assert kwargs["environment"] == {"EPOCHS": "3"}
+    with pytest.raises(ConfigError, match="environment") as info:
+        _evaluator_plan().to_model_trainer_kwargs(environment=[("EPOCHS", "3")])
+    assert info.value.field == "environment"
+
+
+def test_model_trainer_kwargs_tensor_rules_warn_the_hook_has_no_settings(fake_core: types.ModuleType) -> None:
+    plan = _plan(guard="evaluator", rules=[{"name": "exploding_tensor"}])
+    with pytest.warns(SmxDebugWarning, match="ExplodingTensor.*no DebugHookConfig"):
+        plan.to_model_trainer_kwargs()
+
+
+def test_training_job_kwargs_are_the_request_fields_as_shapes(fake_core: types.ModuleType) -> None:
+    plan = DebugPlan.from_file(ROOT / "examples" / "plans" / "exploding_gradient_guard.yaml")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SmxDebugWarning)
+        kwargs = plan.to_training_job_kwargs(training_job_name="job-1", tags={"team": "a"})
+        request = plan.to_request_dict(job_name="job-1")
+    hook = request["DebugHookConfig"]
+    assert kwargs["debug_hook_config"] == fake_core.DebugHookConfig(
+        s3_output_path=hook["S3OutputPath"], hook_parameters=hook["HookParameters"],
+        collection_configurations=[
+            fake_core.CollectionConfiguration(collection_name=c["CollectionName"],
+                                              collection_parameters=c["CollectionParameters"])
+            for c in hook["CollectionConfigurations"]])
+    assert [vars(r) for r in kwargs["debug_rule_configurations"]] == [
+        {"rule_configuration_name": r["RuleConfigurationName"], "rule_evaluator_image": r["RuleEvaluatorImage"],
+         "rule_parameters": r["RuleParameters"]} for r in request["DebugRuleConfigurations"]]
+    assert all(type(t) is _ResourceTag for t in kwargs["tags"])
+    assert _pairs(kwargs["tags"]) == [(t["Key"], t["Value"]) for t in request["Tags"]] + [("team", "a")]
+    assert kwargs["training_job_name"] == "job-1"
+
+
+def test_training_job_kwargs_job_name_is_the_stop_training_target(fake_core: types.ModuleType) -> None:
+    plan = _plan(rules=[{"name": "exploding_tensor", "actions": [{"stop_training": {}}]}])
+    rule = plan.to_training_job_kwargs(training_job_name="job-1")["debug_rule_configurations"][0]
+    assert rule.rule_parameters["action_json"] == plan.to_request_dict(job_name="job-1")[
+        "DebugRuleConfigurations"][0]["RuleParameters"]["action_json"]
+    assert r'\"training_job_prefix\": \"job-1\"' in rule.rule_parameters["action_json"]
+
+
+def test_training_job_kwargs_a_different_debug_field_of_yours_raises(fake_core: types.ModuleType) -> None:
+    plan = _plan(rules=[{"name": "exploding_tensor"}])
+    same = plan.to_training_job_kwargs()["debug_hook_config"]
+    assert plan.to_training_job_kwargs(debug_hook_config=same)["debug_hook_config"] == same
+    with pytest.raises(ConfigError, match="debug_hook_config") as info:
+        plan.to_training_job_kwargs(debug_hook_config=fake_core.DebugHookConfig(s3_output_path="s3://other/x"))
+    assert info.value.field == "debug_hook_config"
