@@ -21,25 +21,35 @@ isolation, cursors and exactly-once actions of a whole run.
 - **No backlog.** A shard older than the schedule's period (``SentTimestamp``) is dropped: the newer run already
   sent its jobs again. Jobs are shuffled into shards each run, so a queue that cannot keep up delays random jobs,
   never the same ones every run.
-- A message that is not a shard is a partial batch failure too: after the queue's ``maxReceiveCount`` it lands
-  in the stack's dead-letter queue, whose alarm tells people.
+- **Only watched jobs.** Before reading a job or writing its cursor, a shard decides again whether the deployment
+  watches each job it names, with the run's own decision (:func:`smx_debug.watch.run.watched_jobs`, on the name
+  and the tags the message carries); a job it does not watch (its opt-in tag removed since the run, a message the
+  run never sent) is left alone and listed in the shard's ``unwatched``.
+- A message that is not a shard (not JSON, nested too deep, a ``run`` that is not a finite number, a job named
+  twice) is a partial batch failure too: after the queue's ``maxReceiveCount`` it lands in the stack's
+  dead-letter queue, whose alarm tells people.
 
 Shard message (JSON, at most SQS's 256 KiB): ``{"v": 1, "run": <the run's epoch seconds>, "jobs": [{"n": name,
-"a": arn, "t": {evaluator tag: value} or null}]}``; ``t`` is what Search told the run (null: unknown).
+"a": arn, "t": {evaluator tag: value, opt-in tag: value} or null}]}``; ``t`` is what Search told the run (null:
+unknown).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from smx_debug import _json as bounded_json
 from smx_debug.actions.deadline import Deadline
 from smx_debug.data.job_errors import job_error
 from smx_debug.errors import AwsError, SmxDebugError
+from smx_debug.watch.cursor import CursorStore
 from smx_debug.watch.isolation import publish_job_errors
 from smx_debug.watch.run import (
     Clients,
@@ -49,6 +59,7 @@ from smx_debug.watch.run import (
     ShardSender,
     WatchedJob,
     evaluate_jobs,
+    watched_jobs,
 )
 from smx_debug.watch.settings import EvaluatorSettings
 
@@ -79,18 +90,30 @@ def encode_shard(jobs: Sequence[WatchedJob], run_at: float) -> str:
                                 for j in jobs]}, separators=(",", ":"))
 
 
+def _run_time(run: object) -> float | None:
+    """The shard's ``run`` as finite epoch seconds, else None (not a number, NaN, infinite, or past a float)."""
+    if isinstance(run, bool) or not isinstance(run, int | float):
+        return None
+    try:
+        value = float(run)
+    except OverflowError:  # an integer of 400 digits
+        return None
+    return value if math.isfinite(value) else None
+
+
 def decode_shard(body: str) -> tuple[float, list[WatchedJob]]:
     """The run's time and the jobs of one shard message; MalformedShardError says what is wrong."""
     try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, TypeError) as exc:
+        data = bounded_json.loads(body)
+    except (ValueError, TypeError) as exc:  # ValueError: also nested too deep (smx_debug._json)
         raise MalformedShardError(f"shard message is not JSON: {str(body)[:80]!r}") from exc
     if not isinstance(data, dict) or data.get("v") != SHARD_VERSION:
         raise MalformedShardError(f"shard message version {data.get('v') if isinstance(data, dict) else None!r} "
                                   f"is not {SHARD_VERSION}")
-    run, items = data.get("run"), data.get("jobs")
-    if isinstance(run, bool) or not isinstance(run, int | float) or not isinstance(items, list) or not items:
-        raise MalformedShardError(f"shard message needs a numeric run and a non-empty jobs list: {str(body)[:120]!r}")
+    run, items = _run_time(data.get("run")), data.get("jobs")
+    if run is None or not isinstance(items, list) or not items:
+        raise MalformedShardError(f"shard message needs a finite numeric run and a non-empty jobs list: "
+                                  f"run {str(data.get('run'))[:40]!r}, {str(body)[:120]!r}")
     jobs: list[WatchedJob] = []
     for item in items:
         tags = item.get("t") if isinstance(item, dict) else None
@@ -98,7 +121,10 @@ def decode_shard(body: str) -> tuple[float, list[WatchedJob]]:
                 or not (tags is None or (isinstance(tags, dict) and all(isinstance(v, str) for v in tags.values())))):
             raise MalformedShardError(f"shard message job {str(item)[:120]!r} is not {{n, a, t}}")
         jobs.append(WatchedJob(name=item["n"], arn=item["a"], tags=tags))
-    return float(run), jobs
+    twice = sorted(n for n, count in Counter(j.name for j in jobs).items() if count > 1)
+    if twice:
+        raise MalformedShardError(f"shard message names job(s) twice: {twice[:5]!r}")
+    return run, jobs
 
 
 def queue_sender(sqs: Any, queue_url: str, size: int) -> ShardSender:
@@ -158,9 +184,21 @@ def handle_shards(
         if now - sent > settings.rate_minutes * 60:
             shards.append({"message": message, "jobs": len(jobs), "stale": round(now - sent, 1)})
             continue  # the next run has sent these jobs again: dropped, not failed
-        report = RunReport(now=now, running=len(jobs), watched=len(jobs))
+        report = RunReport(now=now, running=len(jobs))
+        unwatched: list[str] = []
         try:
-            evaluate_jobs(settings, clients, responder, report, jobs, deadline=deadline)
+            # The run's own decision, before any read of a job or write of its cursor: a job the deployment does
+            # not watch (its opt-in tag removed since the run, or a message the run never sent) is left alone.
+            store = CursorStore(settings.cursor_table, clients.dynamodb, clock=clock)  # reads only
+            watched = set(watched_jobs(settings, store, {j.name: j.tags for j in jobs}, now=now))
+            unwatched = [j.name for j in jobs if j.name not in watched]
+            if unwatched:
+                _log.warning("evaluator: shard message %s names %d job(s) this deployment does not watch, left "
+                             "alone: %s", message, len(unwatched), unwatched[:10])
+            jobs = [j for j in jobs if j.name in watched]
+            report.watched = len(jobs)
+            if jobs:
+                evaluate_jobs(settings, clients, responder, report, jobs, deadline=deadline)
         except Exception as exc:  # what breaks this shard (its cursors): its jobs, not the others' shards
             error = job_error(exc, job=f"shard {message}", doing="evaluating the shard (its cursors)")
             for job in jobs:
@@ -169,5 +207,5 @@ def handle_shards(
                     outcome.fail(error)
             failures.append(message)
         publish_job_errors(clients.cloudwatch, settings.metric_namespace, report.error_counts(), now=now)
-        shards.append({"message": message, **report.summary()})
+        shards.append({"message": message, **report.summary(), "unwatched": unwatched})
     return {"batchItemFailures": [{"itemIdentifier": m} for m in failures], "shards": shards}

@@ -93,6 +93,7 @@ __all__ = [
     "WatchedJob",
     "evaluate_jobs",
     "run_once",
+    "watched_jobs",
 ]
 
 RUN_LEASE_KEY = "#evaluator-run"  # the run lease's item in the cursor table
@@ -118,9 +119,12 @@ class WatchedJob:
     tags: Mapping[str, str] | None = None
 
     @classmethod
-    def of(cls, summary: Mapping[str, Any], tags: Mapping[str, str] | None) -> WatchedJob:
-        """From a ListTrainingJobs summary; only the tag the evaluation reads is kept (its watch spec's key)."""
-        kept = None if tags is None else {k: v for k, v in tags.items() if k == EVALUATOR_TAG}
+    def of(cls, summary: Mapping[str, Any], tags: Mapping[str, str] | None, *,
+           opt_in_tag: str | None = None) -> WatchedJob:
+        """From a ListTrainingJobs summary; only the tags the evaluation reads are kept: its watch spec's key, and
+        the opt-in tag ``opt_in_tag`` (a shard decides again with :func:`watched_jobs` whether the job is watched)."""
+        keep = {EVALUATOR_TAG, opt_in_tag}
+        kept = None if tags is None else {k: v for k, v in tags.items() if k in keep}
         return cls(name=str(summary["TrainingJobName"]), arn=str(summary["TrainingJobArn"]), tags=kept)
 
     @property
@@ -196,9 +200,9 @@ class RunReport:
 
 
 def _kind(rule: str) -> RuleKind:
-    from smx_debug.rules.params import PROFILER_RULES
+    from smx_debug.rules.catalog import get_rule
 
-    return "profiler" if rule in PROFILER_RULES else "debugger"
+    return get_rule(rule).kind
 
 
 def _merge(cursor: Cursor, new: Mapping[str, Mapping[str, Mapping[int, float]]], keep_from: int) -> Cursor:
@@ -298,14 +302,24 @@ def _watched(
                                                         f"in, at most {2 * settings.retag_minutes} minutes ago, "
                                                         "stay watched"))
             opted = None
-    if opted is not None:
-        return [n for n in names if _is_watched(settings, n, opted.get(n, {}))], opted
-    # Search failed: the prefixes decide, and a job whose tags were last read opted in stays watched if that read is
-    # recent (a watched job's tags are read again every retag_minutes, so its cursor is never older than that + 1).
-    cursors = store.load(names)
+    tags = {n: None if opted is None else opted.get(n, {}) for n in names}
+    return watched_jobs(settings, store, tags, now=report.now), opted
+
+
+def watched_jobs(
+    settings: EvaluatorSettings, store: CursorStore, tags: Mapping[str, Mapping[str, str] | None], *, now: float,
+) -> list[str]:
+    """Which of the jobs ``tags`` names (job -> its tags as Search read them, None: unknown) the deployment
+    watches: the watch rule (:func:`smx_debug.tags.watched_actions`) on the name and tags, for a run and a shard
+    alike. A job whose tags are unknown (Search failed) and whose name no prefix watches stays watched while its
+    tags were last read opted in recently: a watched job's tags are read again every ``retag_minutes``, so its
+    cursor (read from ``store`` for those jobs only) is never older than that + 1.
+    """
+    unknown = [n for n, t in tags.items() if t is None and not _is_watched(settings, n, {})]
+    cursors = store.load(unknown) if unknown else {}
     recent = 2 * settings.retag_minutes * 60
-    return [n for n in names if _is_watched(settings, n, {})
-            or (n in cursors and report.now - cursors[n].checked_at < recent)], None
+    return [n for n, t in tags.items() if _is_watched(settings, n, t or {})
+            or (n in cursors and now - cursors[n].checked_at < recent)]
 
 
 def _is_watched(settings: EvaluatorSettings, job: str, tags: Mapping[str, str]) -> bool:
@@ -342,7 +356,8 @@ def run_once(
         report.running = len(running)
         names, opted = _watched(settings, clients, store, list(running), report)
         report.watched = len(names)
-        jobs = [WatchedJob.of(running[n], opted.get(n) if opted is not None else None) for n in names]
+        jobs = [WatchedJob.of(running[n], opted.get(n) if opted is not None else None, opt_in_tag=settings.opt_in_tag)
+                for n in names]
         if shards is not None and len(jobs) > settings.jobs_per_invocation:
             report.shards = shards(jobs, now)  # evaluated in parallel by the shards' invocations
         else:

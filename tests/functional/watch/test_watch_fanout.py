@@ -7,13 +7,16 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pytest
 from botocore.exceptions import ClientError
-from watch_support import TABLE, Recorder, at, clients, create_job, publish, settings, with_clients
+from test_watch_fleet_sink import _minutes
+from watch_support import BUCKET, TABLE, Recorder, at, clients, create_job, publish, settings, with_clients
 
 from smx_debug.actions.ledger import Ledger
-from smx_debug.contracts import JOB_ERRORS_METRIC, REASON_DIMENSION, job_lease_key
+from smx_debug.contracts import JOB_ERRORS_METRIC, MANAGED_TAG, REASON_DIMENSION, job_lease_key
 from smx_debug.local import LocalAws
 from smx_debug.local.job_metrics import Scenario
+from smx_debug.local.other_team import PREFIX
 from smx_debug.watch import run_once
 from smx_debug.watch.fanout import decode_shard, encode_shard, handle_shards, queue_sender
 from smx_debug.watch.run import WatchedJob
@@ -171,3 +174,81 @@ def test_fanout_stale_shard_is_dropped_and_a_malformed_one_fails(aws: LocalAws) 
     answer = handle_shards({"Records": [stale, bad]}, config, clients(aws), Recorder(), clock=_clock(9))
     assert answer["batchItemFailures"] == [{"itemIdentifier": "bad"}]  # its maxReceiveCount -> the DLQ
     assert answer["shards"][0]["stale"] == 120.0 and "version 9" in answer["shards"][1]["rejected"]
+
+
+def _record(message: str, body: str, minute: float = 9) -> dict[str, Any]:
+    return {"messageId": message, "body": body, "eventSource": "aws:sqs",
+            "attributes": {"SentTimestamp": str(int(at(minute) * 1000))}}
+
+
+def _job(aws: LocalAws, name: str, tags: Mapping[str, str] | None = None) -> WatchedJob:
+    arn = aws.client("sagemaker").describe_training_job(TrainingJobName=name)["TrainingJobArn"]
+    return WatchedJob(name, arn, tags)
+
+
+def _items(aws: LocalAws) -> list[str]:
+    return sorted(i["pk"]["S"] for i in aws.client("dynamodb").scan(TableName=TABLE)["Items"])
+
+
+def test_fanout_shard_naming_an_unwatched_job_reads_and_writes_nothing_of_it(aws: LocalAws) -> None:
+    _jobs(aws, HEALTHY)
+    other = f"{PREFIX}untagged"  # another team's running job with metrics: no watched prefix, not opted in
+    config = settings(jobs_per_invocation=2, fleet_bucket=BUCKET)
+    for tags in (None, {}):  # tags unknown (as for a job watched by prefix), or read by Search without the opt-in
+        shard = [_job(aws, "guarded-a", tags), _job(aws, other, tags)]
+        answer = handle_shards({"Records": [_record("m", encode_shard(shard, at(9)))]}, config, clients(aws),
+                               Recorder(), clock=_clock(9.1))
+        assert answer["batchItemFailures"] == []  # the watched job's evaluation stands
+        (summary,) = answer["shards"]
+        assert (summary["evaluated"], summary["unwatched"]) == (1, [other])
+    assert _items(aws) == ["guarded-a"]  # no cursor, no lease for the unwatched job
+    minutes = _minutes(aws)
+    assert set(minutes["job"]) == {"guarded-a"}  # its fleet minutes: none
+
+
+def test_fanout_shard_of_an_opted_in_job_is_evaluated(aws: LocalAws) -> None:
+    create_job(aws, "team-x", tags={MANAGED_TAG: "TRUE"})  # watched by its opt-in tag only
+    publish(aws, "team-x", 0, 30, HEALTHY)
+    _jobs(aws, HEALTHY)
+    url = _queue(aws)
+    config = settings(jobs_per_invocation=2)
+    report = run_once(config, clients(aws), Recorder(), now=at(9), shards=queue_sender(aws.client("sqs"), url, 2))
+    assert (report.watched, report.shards) == (6, 3)
+    answer = handle_shards(_event(aws, url), config, clients(aws), Recorder(), clock=_clock(9.1))
+    assert answer["batchItemFailures"] == []
+    assert sum(s["evaluated"] for s in answer["shards"]) == 6
+    assert [s["unwatched"] for s in answer["shards"]] == [[], [], []]
+
+
+@pytest.mark.parametrize("run", ["NaN", "Infinity", "-Infinity", "1e400", "1" + "0" * 400])
+def test_fanout_shard_with_a_run_not_finite_is_that_records_failure(aws: LocalAws, run: str) -> None:
+    _jobs(aws, HEALTHY)
+    config = settings(jobs_per_invocation=2)
+    good = encode_shard([_job(aws, "guarded-a")], at(9))
+    bad = good.replace(f'"run":{at(9)!r}', f'"run":{run}')
+    assert bad != good
+    answer = handle_shards({"Records": [_record("bad", bad), _record("good", good)]}, config, clients(aws),
+                           Recorder(), clock=_clock(9.1))
+    assert answer["batchItemFailures"] == [{"itemIdentifier": "bad"}]
+    assert "run" in answer["shards"][0]["rejected"] and answer["shards"][1]["evaluated"] == 1
+    assert _items(aws) == ["guarded-a"]
+
+
+def test_fanout_shard_nested_100000_deep_is_that_records_failure(aws: LocalAws) -> None:
+    _jobs(aws, HEALTHY)
+    config = settings(jobs_per_invocation=2)
+    good = encode_shard([_job(aws, "guarded-a")], at(9))
+    deep = "[" * 100_000 + "]" * 100_000
+    answer = handle_shards({"Records": [_record("deep", deep), _record("good", good)]}, config, clients(aws),
+                           Recorder(), clock=_clock(9.1))
+    assert answer["batchItemFailures"] == [{"itemIdentifier": "deep"}]
+    assert "not JSON" in answer["shards"][0]["rejected"] and answer["shards"][1]["evaluated"] == 1
+
+
+def test_fanout_shard_naming_a_job_twice_is_that_records_failure(aws: LocalAws) -> None:
+    _jobs(aws, HEALTHY)
+    body = encode_shard([_job(aws, "guarded-a")] * 2, at(9))
+    answer = handle_shards({"Records": [_record("twice", body)]}, settings(jobs_per_invocation=2), clients(aws),
+                           Recorder(), clock=_clock(9.1))
+    assert answer["batchItemFailures"] == [{"itemIdentifier": "twice"}]
+    assert "twice" in answer["shards"][0]["rejected"] and _items(aws) == []
