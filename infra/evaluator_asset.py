@@ -7,7 +7,8 @@ manylinux wheels from PyPI with ``pip download --only-binary=:all: --platform ..
 versions pinned in ``constraints.txt``, unpack them into a layer (``python/`` at its root, as Lambda expects),
 drop what a running program never imports (test suites, C headers, Cython sources) and zip it once. Wheels and
 the zip are cached under ``~/.cache/smx-debug`` (``SMX_DEBUG_CACHE``), keyed by their content, so a synth after
-the first needs no network. Lambda allows 250 MB unzipped for a function and its layers: the build fails with
+the first needs no network (the fleet collector runs on the same layer: only ``evaluator=false`` *and*
+``fleet=false``, or ``local=true``, synthesize without it). Lambda allows 250 MB unzipped for a function and its layers: the build fails with
 a ConfigError if the layer would not fit.
 
 Why not the AWS SDK for pandas managed layer: its ARN differs per region and partition (the stack targets aws-cn
@@ -119,7 +120,9 @@ def _download(target: Target, pins: list[str]) -> list[Path]:
         if done.returncode != 0:
             raise ConfigError(
                 f"evaluator layer: pip could not fetch the {target.key} wheels ({done.stderr.strip()[-500:]}); "
-                "needs PyPI once (then cached), or set the cdk.json key evaluator.enabled to false",
+                "the scheduled evaluator and the fleet collector need PyPI once (then cached; "
+                "python -m infra.evaluator_asset fills the cache ahead), or synthesize without both: "
+                "-c evaluator=false -c fleet=false (or -c local=true, for the local AWS)",
                 field="evaluator.enabled",
                 value=True,
             )

@@ -170,3 +170,22 @@ def test_evaluator_bad_default_rules_name_the_field(synth: Synth) -> None:
         synth(evaluator={"default_rules": [{"rule": "StepOutlier"}]})  # needs Debugger's step timings
     with pytest.raises(ConfigError, match="evaluator"):
         synth(evaluator={"rate_minutes": 0})
+
+
+def test_evaluator_bucket_reads_are_exactly_the_prefixes_docs_infra_names(synth_cached: Synth) -> None:
+    """docs/infra.md ("Permissions") says where the evaluator may read the stack's bucket; the template decides."""
+    import re
+    from pathlib import Path
+
+    template, _ = synth_cached(watch_prefixes=["exp-"])
+    _, props = _evaluator(template)
+    statements = _statements(template, {"Ref": props["Role"]["Fn::GetAtt"][0]})
+    listings = [s for s in statements if "s3:ListBucket" in _actions(s)]
+    granted = {p.removesuffix("*") for s in listings for p in s["Condition"]["StringLike"]["s3:prefix"]}
+    gets = json.dumps([s["Resource"] for s in statements if "s3:GetObject" in _actions(s)])
+    assert all(f"/{p}*" in gets for p in granted), gets  # GetObject on the same prefixes
+    doc = " ".join((Path(__file__).resolve().parents[2] / "docs" / "infra.md").read_text().split())
+    sentence = re.search(r"the evaluator reads the stack's bucket only under (.*?)\. ", doc)
+    assert sentence, "docs/infra.md no longer says where the evaluator reads"
+    assert set(re.findall(r"`([^`]+)`", sentence.group(1).split("never")[0])) == granted, sentence.group(1)
+    assert "tensor" not in sentence.group(1).split("never")[-1], sentence.group(1)
