@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import StrictBool, StrictStr
 
+from smx_debug import _json as bounded_json
 from smx_debug.config._base import FrozenModel
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.hook.collection import DEFAULT_COLLECTIONS
@@ -103,7 +104,7 @@ def read_hook_config(json_config_path: str | os.PathLike[str] | None = None) -> 
     except OSError as exc:
         raise ConfigError(f"hook config {str(path)!r}: {exc.strerror}", field="path", value=str(path)) from None
     try:
-        data = json.loads(text)
+        data = bounded_json.loads(text)  # nested too deep: a JSONDecodeError too
     except json.JSONDecodeError as exc:
         raise ConfigError(f"hook config {str(path)!r}: line {exc.lineno}, column {exc.colno}: invalid JSON "
                           f"({exc.msg})", field="(file)", value=str(path)) from None

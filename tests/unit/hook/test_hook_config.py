@@ -185,3 +185,11 @@ def test_read_hook_config_missing_or_broken_file_raises_naming_path(tmp_path: Pa
     broken.write_text("{")
     with pytest.raises(ConfigError, match=r"broken\.json': line 1"):
         read_hook_config(broken)
+
+
+def test_read_hook_config_nested_100000_deep_raises_config_error_naming_path(tmp_path: Path) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ConfigError, match=r"deep\.json'.*nested too deep") as info:
+        read_hook_config(deep)
+    assert info.value.value == str(deep)
