@@ -1,16 +1,25 @@
-"""Benchmark: reading tensors from disk, ours (create_trial + frame) against smdebug 1.0.34's create_trial.
+"""Benchmark: reading tensors from disk, ours against smdebug 1.0.34's create_trial, side by side in one run.
 
-Writes a trial of --steps steps x 50 tensors (10 scalars, 10 tensors x 4 saved reductions; our writer, which
-smdebug reads) and times, side by side in one run:
+1. frame: writes a trial of --steps steps x 50 tensors (10 scalars, 10 tensors x 4 saved reductions; our writer,
+   which smdebug reads) and times
 
-- ours: ``create_trial(path).frame()`` (every scalar and reduction of every step into one tidy DataFrame), in a
-  fresh subprocess that also reports tracemalloc's peak against the frame's own size (target < 3x, judged from
-  an 8 MB frame: below it the reader's bounded batch, about 5 MB at its peak, outweighs the frame);
-- smdebug: ``create_trial(path)`` then every value (``value`` for the scalars, ``reduction_value`` for the
-  reductions), in bench/.venv-smdebug (bench/smdebug_env.sh), with SMDEBUG_TRAINING_END_DELAY_REFRESH=0 so its
-  deliberate sleep is not counted; its values are checked against ours.
+   - ours: ``create_trial(path).frame()`` (every scalar and reduction of every step into one tidy DataFrame), in a
+     fresh subprocess that also reports tracemalloc's peak against the frame's own size (target < 3x, judged from
+     an 8 MB frame: below it the reader's bounded batch, about 5 MB at its peak, outweighs the frame);
+   - smdebug: ``create_trial(path)`` then every value (``value`` for the scalars, ``reduction_value`` for the
+     reductions), in bench/.venv-smdebug (bench/smdebug_env.sh), with SMDEBUG_TRAINING_END_DELAY_REFRESH=0 so its
+     deliberate sleep is not counted; its values are checked against ours. Target: ours >= 20x faster.
 
-Target: ours >= 20x faster. Usage: python bench/tensors_bench.py [--steps 10000] [--quick] [--no-smdebug]
+2. values (issue 29, item 10): a trial of --values-steps steps x 50 tensors (40 scalars, 10 float32 8x4 matrices)
+   written by smdebug's own ``FileWriter`` (in the side environment), read the way a notebook ported by changing
+   one import reads it: ``create_trial(path)``, then ``trial.tensor(name).value(step)`` for every tensor and
+   step, by smdebug and by us, each in a fresh subprocess; the sums of every value must agree. Printed: opening,
+   the values alone (per value), the whole loop, and the ratio smdebug / ours of the whole loop (target >= 20x)
+   and of the values alone.
+
+Usage: python bench/tensors_bench.py [--steps 10000] [--values-steps 10000] [--quick] [--no-smdebug]
+[--case frame|values|both]
+(--quick: 500 steps for the frame, 500 for the values)
 """
 
 from __future__ import annotations
@@ -33,6 +42,7 @@ SMDEBUG_PY = ROOT / "bench" / ".venv-smdebug" / "bin" / "python"
 SCALARS = [f"metric_{i}" for i in range(10)]
 REDUCED = [f"layer{i}.weight" for i in range(10)]
 MEMORY_JUDGED_FROM = 8e6  # frame bytes
+VALUES_STEPS = 10_000
 REDUCTIONS = [("mean", False), ("max", True), ("l2", False), ("variance", False)]
 
 _OURS = r"""
@@ -95,14 +105,111 @@ def _run(python: Path | str, script: str, *args: str, env: dict[str, str] | None
     result: dict[str, object] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
+# ---------------------------------------------------------------- 2. every value through the smdebug API
+VALUE_SCALARS = 40
+VALUE_MATRICES = 10
+_SMDEBUG_WRITE = r"""
+import logging, os, sys
+logging.disable(logging.WARNING)
+import numpy as np
+from smdebug.core.access_layer.utils import training_has_ended
+from smdebug.core.collection import Collection
+from smdebug.core.collection_manager import CollectionManager
+from smdebug.core.modes import ModeKeys
+from smdebug.core.writer import FileWriter
+out, steps, scalars, matrices = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+rng = np.random.default_rng(0)
+for step in range(steps):
+    w = FileWriter(trial_dir=out, step=step, worker="worker_0")
+    values = rng.standard_normal(scalars).astype(np.float32)
+    for i in range(scalars):
+        w.write_tensor(values[i:i + 1], f"metric_{i}", mode=ModeKeys.TRAIN, mode_step=step, timestamp=1.7e9 + step)
+    for i in range(matrices):
+        w.write_tensor(rng.standard_normal((8, 4)).astype(np.float32), f"layer{i}.weight", mode=ModeKeys.TRAIN,
+                       mode_step=step, timestamp=1.7e9 + step)
+    w.close()
+cm = CollectionManager()
+cm.add(Collection("metrics", include_regex=["metric_"]))
+cm.add(Collection("weights", include_regex=["weight"]))
+cm.export(out, "worker_0_collections.json")
+training_has_ended(out)
+"""
+# The same loop for both readers (only the import differs, as in a ported notebook).
+_VALUES = r"""
+import json, logging, os, sys, time
+logging.disable(logging.WARNING)
+import numpy as np
+if sys.argv[2] == "smdebug":
+    from smdebug.trials import create_trial
+else:
+    from smx_debug.tensors import create_trial
+t0 = time.perf_counter()
+trial = create_trial(sys.argv[1])
+names = trial.tensor_names()
+t1 = time.perf_counter()
+total, n = 0.0, 0
+for name in names:
+    tensor = trial.tensor(name)
+    for step in tensor.steps():
+        total += float(np.sum(tensor.value(step), dtype=np.float64)); n += 1
+t2 = time.perf_counter()
+print(json.dumps({"open": t1 - t0, "values": t2 - t1, "n": n, "checksum": total}))
+"""
+
+
+def values_case(steps: int) -> int:
+    """Every value of a trial smdebug wrote, through ``trial.tensor(name).value(step)``: smdebug against ours."""
+    if not (SMDEBUG_PY.parents[1] / ".ready-v3").exists():  # the marker bench/smdebug_env.sh leaves when done
+        subprocess.run(["bash", str(ROOT / "bench" / "smdebug_env.sh")], check=True)
+    tmp = Path(tempfile.mkdtemp(prefix="smx-values-bench-"))
+    env = {"SMDEBUG_TRAINING_END_DELAY_REFRESH": "0", "SMDEBUG_LOG_LEVEL": "error"}
+    try:
+        t = time.perf_counter()
+        subprocess.run([str(SMDEBUG_PY), "-c", _SMDEBUG_WRITE, str(tmp), str(steps), str(VALUE_SCALARS),
+                        str(VALUE_MATRICES)], check=True, capture_output=True, env={**os.environ, **env})
+        tensors = VALUE_SCALARS + VALUE_MATRICES
+        print(f"wrote {steps} steps x {tensors} tensors ({VALUE_SCALARS} scalars, {VALUE_MATRICES} float32 8x4) "
+              f"with smdebug's FileWriter in {time.perf_counter() - t:.1f} s", flush=True)
+        ours = _run(sys.executable, _VALUES, str(tmp), "ours")
+        theirs = _run(SMDEBUG_PY, _VALUES, str(tmp), "smdebug", env=env)
+        for who, r in (("ours   ", ours), ("smdebug", theirs)):
+            n = int(r["n"])  # type: ignore[call-overload]
+            o, v = float(r["open"]), float(r["values"])  # type: ignore[arg-type]
+            print(f"{who} create_trial {o:7.2f} s; every value ({n}) {v:7.2f} s = {1e6 * v / max(n, 1):6.1f} us "
+                  f"per value; whole loop {o + v:7.2f} s", flush=True)
+        same = ours["n"] == theirs["n"] == steps * tensors and abs(
+            float(ours["checksum"]) - float(theirs["checksum"])) < 1e-6 * steps * tensors  # type: ignore[arg-type]
+        whole = (float(theirs["open"]) + float(theirs["values"])) / (  # type: ignore[arg-type]
+            float(ours["open"]) + float(ours["values"]))  # type: ignore[arg-type]
+        per_value = float(theirs["values"]) / float(ours["values"])  # type: ignore[arg-type]
+        print(f"{'same values' if same else 'VALUES DIFFER'}; ratio smdebug / ours: whole loop {whole:.1f}x "
+              f"(target >= 20x), the values alone {per_value:.1f}x")
+        return int(whole < 20) | int(not same)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 
 def main(argv: Sequence[str] = ()) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=10_000)
-    parser.add_argument("--quick", action="store_true", help="500 steps")
+    parser.add_argument("--values-steps", type=int, default=VALUES_STEPS)
+    parser.add_argument("--quick", action="store_true", help="500 steps (both cases)")
     parser.add_argument("--no-smdebug", action="store_true")
+    parser.add_argument("--case", choices=("frame", "values", "both"), default="both")
     args, _ = parser.parse_known_args(list(argv))
     steps = 500 if args.quick else args.steps
+    status = 0
+    if args.case != "values":
+        status |= frame_case(steps, smdebug=not args.no_smdebug)
+    if args.case != "frame" and not args.no_smdebug:
+        print("--- every value through trial.tensor(name).value(step), on a trial smdebug wrote", flush=True)
+        status |= values_case(500 if args.quick else args.values_steps)
+    return status
+
+
+def frame_case(steps: int, *, smdebug: bool) -> int:
+    """Our frame() against smdebug reading every value, on a trial our writer wrote."""
     tmp = Path(tempfile.mkdtemp(prefix="smx-tensors-bench-"))
     try:
         t = time.perf_counter()
@@ -118,7 +225,7 @@ def main(argv: Sequence[str] = ()) -> int:
               f"{float(ours['peak']) / 1e6:.1f} MB = {ratio_mem:.2f}x the frame ({float(ours['frame_bytes']) / 1e6:.1f} MB) "  # type: ignore[arg-type]
               f"{judged}", flush=True)
         status = int(ratio_mem >= 3 and judge_mem)
-        if args.no_smdebug:
+        if not smdebug:
             return status
         if not (SMDEBUG_PY.parents[1] / ".ready-v3").exists():  # the marker bench/smdebug_env.sh leaves when done
             subprocess.run(["bash", str(ROOT / "bench" / "smdebug_env.sh")], check=True)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from smx_debug.tensors.catalog import Catalog, EventFile
 from smx_debug.tensors.dtypes import NUMPY_DTYPES
-from smx_debug.tensors.fastdecode import scalar_values, walk
+from smx_debug.tensors.fastdecode import scalar_values
 from smx_debug.tensors.frame import Batch, decode_values, read_batches
 from smx_debug.tensors.mode_keys import ModeKeys
 
@@ -176,7 +176,7 @@ def read_arrays(catalog: Catalog, plan: Sequence[tuple[EventFile, np.ndarray]], 
         mode_step = np.array([f.mode_step for f in files], np.int64)[batch.file_of]
         worker = np.array([f.worker for f in files], object)[batch.file_of]
         _wall_times(batch, out.wall_times, step)
-        w = walk(batch.buf, batch.start + 12, batch.start + batch.length - 4)
+        w = batch.walk
         red = is_reduction[batch.ids]
         scalar_ok, scalar = scalar_values(batch.buf, w)
         rows = np.flatnonzero(red & scalar_ok)

@@ -10,7 +10,6 @@ or at once when the training has ended.
 
 from __future__ import annotations
 
-import json
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -19,6 +18,7 @@ from typing import Any, Final, TypeVar
 
 import numpy as np
 
+from smx_debug import _json
 from smx_debug.data.sources import LocalSource, ObjectInfo, S3Source, Source
 from smx_debug.errors import DataError, translate_client_error
 from smx_debug.tensors import layout
@@ -35,6 +35,7 @@ __all__ = [
     "DAMAGED_RECORD",
     "MISSING_EVENT_FILE",
     "UNKNOWN_DTYPE",
+    "WRONG_TENSOR",
     "Catalog",
     "EventFile",
     "read_range",
@@ -45,6 +46,7 @@ MISSING_EVENT_FILE: Final = "index entries whose event file never appeared"
 BAD_ENTRY: Final = "index entries that point at no record"
 DAMAGED_RECORD: Final = "records that are not a tensor event"
 UNKNOWN_DTYPE: Final = "tensors of an unknown dtype"
+WRONG_TENSOR: Final = "index entries that point at another tensor's record"
 T = TypeVar("T")
 DAMAGED_COLLECTIONS: Final = "collections files that are not collections JSON"
 
@@ -90,7 +92,7 @@ def _int(value: Any, what: str) -> int:  # one value; lists are checked with num
 
 def _parse_index(step: int, worker: str, data: bytes) -> _Index:
     try:
-        doc = json.loads(data)
+        doc = _json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"not JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("meta"), dict) or not doc["meta"]:
@@ -114,9 +116,21 @@ def _parse_index(step: int, worker: str, data: bytes) -> _Index:
     for entry in doc.get("shape_payload") or ():
         if not isinstance(entry, dict) or not isinstance(entry.get("tensorname"), str):
             raise DataError(f"shape_payload entry without a tensorname: {entry!r}")
+        _check_names([entry["tensorname"]])
         shapes[entry["tensorname"]] = tuple(_int(d, "shape") for d in entry.get("shape") or ())
     return _Index(step, worker, ModeKeys[mode_name.strip()], _int(meta.get("mode_step"), "meta.mode_step"), names,
                   starts, lengths, shapes)
+
+
+def _check_names(names: Iterable[Any]) -> None:
+    """Tensor names must be strings a record's tag can hold (UTF-8: no lone surrogate, which JSON can spell)."""
+    for n in names:
+        if not isinstance(n, str):
+            raise DataError(f"a tensorname is not a string: {n!r}")
+        try:
+            n.encode()
+        except UnicodeEncodeError:
+            raise DataError(f"tensorname {n!r} is not UTF-8 text (a lone surrogate)") from None
 
 
 def _before(name: str, floor: int) -> bool:
@@ -226,11 +240,30 @@ class Catalog:
         self._damaged_index: set[tuple[int, str]] = set()
         self._lock = threading.Lock()
         self._id_cache: dict[tuple[str, ...], np.ndarray] = {}
+        self._counted: set[tuple[int, str, int]] = set()
+        self._encoded: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.workers_of: dict[int, list[str]] = {}
 
     def skip(self, reason: str, n: int = 1) -> None:
         if n:
             self.skipped[reason] = self.skipped.get(reason, 0) + n
+
+    def skip_record(self, f: EventFile, pos: int, reason: str) -> None:
+        """Count one indexed record that cannot be read, once however often it is read (value, frame, arrays)."""
+        key = (f.step, f.worker, pos)
+        if key not in self._counted:
+            self._counted.add(key)
+            self.skip(reason)
+
+    def encoded_names(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every name's UTF-8 bytes in one uint8 buffer, with each name's offset and length (by name id): what
+        a record's tag is compared with."""
+        if self._encoded is None or len(self._encoded[1]) != len(self.names):
+            raw = [n.encode() for n in self.names]
+            lengths = np.array([len(r) for r in raw], np.int64)
+            offsets = np.cumsum(lengths) - lengths
+            self._encoded = (np.frombuffer(b"".join(raw), np.uint8), offsets, lengths)
+        return self._encoded
 
     def name_id(self, name: str) -> int:
         nid = self.name_ids.get(name)
@@ -313,7 +346,7 @@ class Catalog:
             try:
                 added.append(self._add_indexed(result, ev_key if result.names else None,
                                                ev_info.size if ev_info else 0))
-            except DataError:  # tensor names that are not strings
+            except DataError:  # tensor names that are not strings, or not UTF-8
                 self.skip(DAMAGED_INDEX)
                 self._damaged_index.add((fk.step, fk.worker))
                 continue
@@ -372,8 +405,7 @@ class Catalog:
         names = tuple(idx.names)
         ids = self._id_cache.get(names)
         if ids is None:
-            if not all(isinstance(n, str) for n in names):
-                raise DataError(f"a tensorname is not a string: {names[:5]!r}...")
+            _check_names(names)
             ids = np.fromiter((self.name_id(n) for n in names), np.int32, len(names))
             if len(self._id_cache) < 1024:
                 self._id_cache[names] = ids

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import StrictBool, StrictStr, ValidationError, field_validator
 
+from smx_debug import _json
 from smx_debug.config._base import FrozenModel, NonNegativeInt, PositiveInt, Regex, to_config_error
 from smx_debug.errors import ConfigError, DataError
 from smx_debug.tensors.reductions import NORMS, REDUCTIONS
@@ -136,7 +137,7 @@ class CollectionsFile(FrozenModel):
             DataError: naming ``where``, the field and the value when the text is not a collections file.
         """
         try:
-            doc = json.loads(text)
+            doc = _json.loads(text)
         except (ValueError, UnicodeDecodeError) as exc:
             raise DataError(f"{where}: not JSON ({exc})") from None
         if not isinstance(doc, dict) or not isinstance(doc.get("collections"), dict):

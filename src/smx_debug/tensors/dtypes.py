@@ -25,6 +25,7 @@ __all__ = [
     "DT_HALF",
     "DT_INVALID",
     "DT_STRING",
+    "MAX_NDIM",
     "NUMPY_DTYPES",
     "RawTensor",
     "as_array",
@@ -36,6 +37,7 @@ DT_INVALID: Final = 0
 DT_STRING: Final = 7
 DT_BFLOAT16: Final = 14
 DT_HALF: Final = 19
+MAX_NDIM: Final = 64  # numpy's limit (NPY_MAXDIMS)
 
 # DataType number -> numpy dtype (little-endian, as the bytes are written). Quantized types read as their storage.
 NUMPY_DTYPES: Final[dict[int, np.dtype[Any]]] = {
@@ -148,6 +150,10 @@ def tensor_value(tensor: Any, *, name: str = "") -> np.ndarray:
         DataError: when the bytes do not fill the shape.
     """
     shape = tuple(int(d.size) for d in tensor.tensor_shape.dim)
+    if len(shape) > MAX_NDIM:
+        raise DataError(f"tensor {name!r}: {len(shape)} dims, more than numpy's {MAX_NDIM}")
+    if any(d < 0 for d in shape):
+        raise DataError(f"tensor {name!r}: shape {list(shape)} has a negative dim")
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
     code = int(tensor.dtype)
     if code in (DT_INVALID, DT_STRING):

@@ -10,7 +10,7 @@ the caller's protobuf path, so the fast path can be wrong about nothing but spee
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Final
 
 import numpy as np
@@ -28,6 +28,7 @@ class Walk:
     """Per record: whether the layout matched, and where its parts are (offsets into the batch buffer)."""
 
     ok: np.ndarray
+    tag_start: np.ndarray
     tag_len: np.ndarray
     tensor_start: np.ndarray
     tensor_end: np.ndarray
@@ -36,6 +37,11 @@ class Walk:
     count: np.ndarray
     content_start: np.ndarray
     content_len: np.ndarray
+    dims: np.ndarray  # (records, MAX_DIMS): the sizes of the first ``ndim`` dims
+
+    def take(self, rows: np.ndarray) -> Walk:
+        """The records ``rows`` only."""
+        return Walk(*(getattr(self, f.name)[rows] for f in fields(self)))
 
 
 def _varint(buf: np.ndarray, pos: np.ndarray, ok: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -93,8 +99,8 @@ def walk(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> Walk:
     ok &= pos + length == end
     length, pos = _length(buf, pos, ok, end, 0x0A)  # its one value
     ok &= pos + length == end
-    tag_len, pos = _length(buf, pos, ok, end, 0x0A)  # tag
-    pos = pos + tag_len
+    tag_len, tag_start = _length(buf, pos, ok, end, 0x0A)  # tag
+    pos = tag_start + tag_len
     t_len, t_start = _length(buf, pos, ok, end, 0x42)  # tensor
     t_end = t_start + t_len
     _, dtype, pos = _optional(buf, t_start, ok, t_end, 0x08)
@@ -113,8 +119,9 @@ def walk(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> Walk:
     # dims: each `12 len {08 size}? {12 len name}?`
     count = np.ones(n, _I64)
     ndim = np.zeros(n, np.int8)
+    dims = np.zeros((n, MAX_DIMS), _I64)
     p = s_start.copy()
-    for _ in range(MAX_DIMS):
+    for k in range(MAX_DIMS):
         more = ok & (p < s_end)
         if not more.any():
             break
@@ -122,11 +129,12 @@ def walk(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> Walk:
         d_end = d_start + d_len
         has_size, size, _ = _optional(buf, d_start, more, d_end, 0x08)
         count = np.where(more, count * np.where(has_size, size, 0), count)
+        dims[:, k] = np.where(more & has_size, size, 0)
         ndim = np.where(more, ndim + 1, ndim).astype(np.int8)
         ok &= more | ~(ok & (p < s_end))  # a dim that failed to parse fails the record
         p = np.where(more, d_end, p)
     ok &= p >= s_end  # more dims than MAX_DIMS: left to the protobuf path
-    return Walk(ok, tag_len, t_start, t_end, dtype, ndim, count, c_start, c_len)
+    return Walk(ok, tag_start, tag_len, t_start, t_end, dtype, ndim, count, c_start, c_len, dims)
 
 
 def scalar_values(buf: np.ndarray, w: Walk) -> tuple[np.ndarray, np.ndarray]:

@@ -8,9 +8,9 @@ fast path cannot read goes through protobuf. Nothing that cannot be read is fata
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 import numpy as np
@@ -18,15 +18,23 @@ import pandas as pd
 
 from smx_debug.data.sources import LocalSource, Source
 from smx_debug.errors import DataError, UnknownDtypeError
-from smx_debug.tensors.catalog import BAD_ENTRY, DAMAGED_RECORD, UNKNOWN_DTYPE, Catalog, EventFile, read_range
+from smx_debug.tensors.catalog import (
+    BAD_ENTRY,
+    DAMAGED_RECORD,
+    UNKNOWN_DTYPE,
+    WRONG_TENSOR,
+    Catalog,
+    EventFile,
+    read_range,
+)
 from smx_debug.tensors.codec import decode_event
 from smx_debug.tensors.dtypes import DT_BFLOAT16, DT_INVALID, DT_STRING, NUMPY_DTYPES
-from smx_debug.tensors.fastdecode import scalar_values, walk
+from smx_debug.tensors.fastdecode import Walk, scalar_values, walk
 from smx_debug.tensors.mode_keys import ModeKeys
 from smx_debug.tensors.reductions import compute_reduction
-from smx_debug.tensors.tfrecord import BAD_CHECKSUM, SMDEBUG_FOOTER, masked_crc32c
+from smx_debug.tensors.tfrecord import BAD_CHECKSUM, SMDEBUG_FOOTER, header_ok, masked_crc32c
 
-__all__ = ["NON_SCALAR", "TENSOR_COLUMNS", "Batch", "decode_values", "read_batches", "tensor_frame"]
+__all__ = ["NON_SCALAR", "TENSOR_COLUMNS", "Batch", "decode_one", "decode_values", "read_batches", "tensor_frame"]
 
 TENSOR_COLUMNS: Final = ["step", "mode", "mode_step", "worker", "tensor", "reduction", "value"]
 NON_SCALAR: Final = "complex or string scalars (not a real number)"
@@ -39,25 +47,47 @@ _DENSE: Final = 0.5  # read the whole file when at least this share of it is wan
 
 @dataclass
 class Batch:
-    """The wanted records of some event files, in one buffer: per record its file, name id and offsets."""
+    """The readable records of some event files, in one buffer: per record its file, entry position, name id,
+    offsets and layout (:class:`~smx_debug.tensors.fastdecode.Walk`). Records dropped when the batch was read
+    (a header that is not the index's, a wrong checksum, another tensor's tag) are in ``dropped``, by
+    ``(file index, entry position)``, with the reason they were counted under."""
 
     buf: np.ndarray
     files: list[EventFile]
     file_of: np.ndarray  # index into files
+    pos: np.ndarray  # entry position in its file
     ids: np.ndarray
     start: np.ndarray  # record start (its header) in buf
     length: np.ndarray
+    walk: Walk
+    dropped: dict[tuple[int, int], tuple[str, str]] = field(default_factory=dict)  # (reason, message)
 
 
 def _fetch(source: Source, f: EventFile, sel: np.ndarray) -> tuple[bytes, np.ndarray]:
-    """The bytes holding the selected records of ``f`` and where each record starts in them."""
+    """The bytes holding the selected records of ``f`` and where each record starts in them: the whole file
+    when most of it is wanted, else the wanted byte ranges (coalesced), from one open file on disk."""
     assert f.key is not None  # only files with records are planned
     starts, lengths = f.starts[sel].astype(np.int64), f.lengths[sel].astype(np.int64)
+    dense = lengths.sum() >= _DENSE * max(f.size, 1)
     if isinstance(source, LocalSource):
         with open(os.path.join(source.root, f.key), "rb") as fh:
-            return fh.read(), starts
-    if lengths.sum() >= _DENSE * max(f.size, 1):
+            if dense:
+                return fh.read(), starts
+
+            def pread(start: int, length: int) -> bytes:
+                fh.seek(start)
+                return fh.read(length)
+
+            return _ranges(pread, starts, lengths)
+    if dense:
         return source.read(f.key), starts
+    key = f.key
+    return _ranges(lambda start, length: read_range(source, key, start, length), starts, lengths)
+
+
+def _ranges(read: Callable[[int, int], bytes], starts: np.ndarray, lengths: np.ndarray
+            ) -> tuple[bytes, np.ndarray]:
+    """The records at ``starts`` (of ``lengths``), ranges closer than :data:`_GAP` read as one."""
     order = np.argsort(starts, kind="stable")
     segments: list[bytes] = []
     offsets = np.empty(len(starts), np.int64)
@@ -69,7 +99,7 @@ def _fetch(source: Source, f: EventFile, sel: np.ndarray) -> tuple[bytes, np.nda
         nonlocal out_pos
         if seg_start < 0:
             return
-        data = read_range(source, f.key or "", seg_start, seg_end - seg_start)
+        data = read(seg_start, seg_end - seg_start)
         for i in pending:
             offsets[i] = out_pos + (starts[i] - seg_start)
         segments.append(data)
@@ -122,40 +152,97 @@ def _batch(catalog: Catalog, chunk: list[tuple[EventFile, np.ndarray]], fetched:
         buf[base:base + len(piece)] = np.frombuffer(piece, np.uint8)
         fetched[i] = (b"", fetched[i][1])
     file_of = np.concatenate([np.full(len(sel), k, np.int32) for k, (_, sel) in enumerate(chunk)])
+    pos = np.concatenate([sel for _, sel in chunk]).astype(np.int64)
     ids = np.concatenate([f.ids[sel] for f, sel in chunk])
     length = np.concatenate([f.lengths[sel] for f, sel in chunk]).astype(np.int64)
     start = np.concatenate([offs + base for (_, offs), base in zip(fetched, bases, strict=True)])
-    # The record's header must say the index's length (a wrong offset or a rewritten file fails here).
-    inside = start + length <= len(buf)
-    idx = np.where(inside, start, 0)[:, None] + np.arange(8)
-    header_len = buf[np.minimum(idx, len(buf) - 1)].reshape(-1).view("<u8") if len(buf) else np.zeros(0, "<u8")
-    good = inside & (header_len.astype(np.int64) == length - 16)
-    if not good.all():
-        catalog.skip(BAD_ENTRY, int((~good).sum()))
+    files = [f for f, _ in chunk]
+    dropped: dict[tuple[int, int], tuple[str, str]] = {}
+
+    def drop(rows: np.ndarray, reason: str, why: Callable[[int], str]) -> None:
+        for r in rows.tolist():
+            f, p = int(file_of[r]), int(pos[r])
+            dropped[(f, p)] = (reason, why(r))
+            catalog.skip_record(files[f], p, reason)
+
+    # The record's header must be a valid one saying the index's length (a wrong offset, a rewritten file or a
+    # damaged header fail here): what split_records checks when it scans a file.
+    good = header_ok(buf, start, length)
+    drop(np.flatnonzero(~good), BAD_ENTRY, lambda _: "no valid record header of the index's length at its offset")
     if verify:
         for k in np.flatnonzero(good):
             a, n = int(start[k]), int(length[k])
             footer = int.from_bytes(buf[a + n - 4:a + n].tobytes(), "little")
             if footer != SMDEBUG_FOOTER and footer != masked_crc32c(buf[a + 12:a + n - 4].tobytes()):
                 good[k] = False
-                catalog.skip(BAD_CHECKSUM)
-    keep = np.flatnonzero(good)
-    return Batch(buf, [f for f, _ in chunk], file_of[keep], ids[keep], start[keep], length[keep])
+                drop(np.array([k]), BAD_CHECKSUM, lambda _: "the record's checksum is wrong")
+    w = walk(buf, start + 12, start + length - 4)
+    # Each record's own tag must be the name the index gives it (a record the fast walk cannot read is checked
+    # when protobuf decodes it, in decode_values).
+    wrong = good & _wrong_tags(catalog, buf, w, ids)
+    drop(np.flatnonzero(wrong), WRONG_TENSOR, lambda r: f"the record holds tensor {_tag(buf, w, r)!r} (a damaged index)")
+    keep = np.flatnonzero(good & ~wrong)
+    return Batch(buf, files, file_of[keep], pos[keep], ids[keep], start[keep], length[keep], w.take(keep),
+                 dropped)
+
+
+def _tag(buf: np.ndarray, w: Walk, row: int) -> str:
+    a = int(w.tag_start[row])
+    return bytes(buf[a:a + int(w.tag_len[row])]).decode("utf-8", "replace")
+
+
+def _wrong_tags(catalog: Catalog, buf: np.ndarray, w: Walk, ids: np.ndarray) -> np.ndarray:
+    """Per record the fast walk read: whether its tag differs from the name its index entry gives."""
+    names, offsets, lengths = catalog.encoded_names()
+    wrong: np.ndarray = w.ok & (w.tag_len != lengths[ids])
+    rows = np.flatnonzero(w.ok & ~wrong)
+    n = lengths[ids[rows]]
+    total = int(n.sum())
+    if total:
+        within = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
+        differ = buf[np.repeat(w.tag_start[rows], n) + within] != names[np.repeat(offsets[ids[rows]], n) + within]
+        wrong[rows[np.unique(np.repeat(np.arange(len(rows)), n)[differ])]] = True
+    return wrong
+
+
+def decode_one(catalog: Catalog, batch: Batch, row: int) -> np.ndarray:
+    """The value of one record of a batch, through protobuf, its tag checked against its index entry.
+
+    Raises:
+        DataError: when the record is damaged or holds another tensor (counted once, by reason).
+        UnknownDtypeError: for a dtype with no numpy form (not counted here).
+    """
+    f, p = batch.files[int(batch.file_of[row])], int(batch.pos[row])
+    a, n = int(batch.start[row]), int(batch.length[row])
+    name = catalog.names[int(batch.ids[row])]
+    where = f"tensor {name!r} at step {f.step} of worker {f.worker!r} ({f.key}@{int(f.starts[p])})"
+    try:
+        values = decode_event(batch.buf[a + 12:a + n - 4].tobytes())
+        if not values:
+            raise DataError("the record holds no tensor")
+        if values[0].name != name:
+            catalog.skip_record(f, p, WRONG_TENSOR)
+            raise DataError(f"{where}: the record holds tensor {values[0].name!r} (a damaged index)")
+        return values[0].value()
+    except UnknownDtypeError:
+        raise
+    except DataError as exc:
+        catalog.skip_record(f, p, DAMAGED_RECORD)  # no-op when counted as another tensor's above
+        if str(exc).startswith(where):
+            raise
+        raise DataError(f"{where}: {exc}") from None
 
 
 def decode_values(catalog: Catalog, batch: Batch, rows: np.ndarray) -> Iterator[tuple[int, np.ndarray]]:
-    """(row, value) for the records ``rows`` of a batch, through protobuf; damaged ones skipped and counted."""
+    """(row, value) for the records ``rows`` of a batch, through protobuf; damaged ones and other tensors'
+    records skipped and counted."""
     for r in rows:
-        a, n = int(batch.start[r]), int(batch.length[r])
         try:
-            values = decode_event(batch.buf[a + 12:a + n - 4].tobytes())
-            if not values:
-                raise DataError("no tensor in the record")
-            yield int(r), values[0].value()
+            yield int(r), decode_one(catalog, batch, int(r))
         except UnknownDtypeError:
             catalog.skip(UNKNOWN_DTYPE)
         except DataError:
-            catalog.skip(DAMAGED_RECORD)
+            pass  # counted by decode_one
 
 
 def tensor_frame(catalog: Catalog, plan: Sequence[tuple[EventFile, np.ndarray]], *, workers: Sequence[str],
@@ -200,7 +287,7 @@ def tensor_frame(catalog: Catalog, plan: Sequence[tuple[EventFile, np.ndarray]],
                 extra[name].append(part)
 
     for batch in read_batches(catalog, plan, verify=verify):
-        w = walk(batch.buf, batch.start + 12, batch.start + batch.length - 4)
+        w = batch.walk
         mask, values = scalar_values(batch.buf, w)
         fast = np.flatnonzero(mask)
         emit(batch, fast, red_of[batch.ids[fast]], values[fast])

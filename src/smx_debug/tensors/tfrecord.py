@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import google_crc32c
+import numpy as np
 
 __all__ = [
     "BAD_CHECKSUM",
@@ -24,6 +25,7 @@ __all__ = [
     "TRUNCATED",
     "Records",
     "frame",
+    "header_ok",
     "masked_crc32c",
     "split_records",
 ]
@@ -40,6 +42,34 @@ def masked_crc32c(data: bytes | memoryview) -> int:
     """TFRecord's masked CRC-32C of ``data``."""
     crc = int(google_crc32c.value(bytes(data)))
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
+
+
+def _crc32c_table() -> np.ndarray:
+    table = np.arange(256, dtype=np.uint32)
+    for _ in range(8):  # CRC-32C (Castagnoli), reflected polynomial
+        table = np.where(table & 1, (table >> np.uint32(1)) ^ np.uint32(0x82F63B78), table >> np.uint32(1))
+    return table.astype(np.uint32)
+
+
+_CRC_TABLE: Final = _crc32c_table()
+
+
+def header_ok(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """Per record (``start`` and ``length`` of each, header and footer included, in a uint8 ``buf``): whether a
+    valid header is there, one that says this length and whose checksum covers it (what :func:`split_records`
+    checks one record at a time)."""
+    inside = (start >= 0) & (start + np.maximum(length, 16) <= len(buf))
+    at = np.where(inside, start, 0)[:, None] + np.arange(12)
+    head = buf[at] if len(buf) >= 12 else np.zeros((len(start), 12), np.uint8)
+    said = np.ascontiguousarray(head[:, :8]).view("<u8").reshape(-1)
+    crc = np.full(len(start), 0xFFFFFFFF, np.uint32)
+    for k in range(8):
+        crc = _CRC_TABLE[(crc ^ head[:, k]) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+    crc = (crc ^ np.uint32(0xFFFFFFFF)).astype(np.uint64)
+    masked = (((crc >> np.uint64(15)) | (crc << np.uint64(17))) + np.uint64(_MASK_DELTA)) & np.uint64(0xFFFFFFFF)
+    stored = np.ascontiguousarray(head[:, 8:12]).view("<u4").reshape(-1)
+    ok: np.ndarray = inside & (said.astype(np.int64) == length - 16) & (masked == stored)
+    return ok
 
 
 SMDEBUG_FOOTER: Final = masked_crc32c(b"0x12345678")

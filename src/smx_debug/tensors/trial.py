@@ -13,6 +13,7 @@ import difflib
 import os
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -21,19 +22,17 @@ import pandas as pd
 from smx_debug.data.sources import LocalSource, S3Source, Source, job_paths, split_s3_uri
 from smx_debug.errors import (
     ConfigError,
-    DataError,
     NoDataYetError,
     NotFoundError,
     TensorUnavailableError,
     UnknownNameError,
 )
-from smx_debug.tensors.catalog import Catalog, EventFile, read_range
-from smx_debug.tensors.codec import decode_event
+from smx_debug.tensors.catalog import Catalog, EventFile
 from smx_debug.tensors.collections_file import Collection
 from smx_debug.tensors.frame import tensor_frame
 from smx_debug.tensors.mode_keys import ModeKeys, parse_mode
 from smx_debug.tensors.reductions import NORMS, REDUCTIONS, compute_reduction
-from smx_debug.tensors.tfrecord import split_records
+from smx_debug.tensors.values import RecordReader
 
 if TYPE_CHECKING:
     from smx_debug.tensors.arrays import TrialArrays
@@ -112,7 +111,12 @@ class Trial:
         self._mode_to_global: dict[ModeKeys, dict[int, int]] = {}
         self._known: set[str] = set()  # tensor (base) names
         self._named = 0  # catalog names taken into _known so far
-        self._postings: dict[str, tuple[int, list[tuple[EventFile, int]]]] = {}  # name -> (files seen, records)
+        self._postings: dict[str, _Posting] = {}
+        self._parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # name -> (file index, position) arrays
+        self._grouped = 0  # files of cat.order grouped into _parts
+        self._base_names: dict[str, int] = {}  # tensor (base) name -> its code
+        self._base_code: list[int] = []  # name id -> its tensor's code
+        self._reader = RecordReader(self._catalog, verify=verify_checksums)
         self._tensors: dict[str, Tensor] = {}
         self.refresh()
 
@@ -133,16 +137,49 @@ class Trial:
         return len(added)
 
     def _records(self, name: str) -> list[tuple[EventFile, int]]:
-        """Where tensor ``name`` and its reductions are: (file, entry position), found lazily and extended as
-        files arrive (a trial read only through :meth:`frame` never builds these)."""
+        """Where tensor ``name`` and its reductions are: (file, entry position), in the order files were added."""
+        return self._posting(name).records
+
+    def _posting(self, name: str) -> _Posting:
+        """Tensor ``name``'s records, found lazily and extended as files arrive (a trial read only through
+        :meth:`frame` never builds these): every tensor's positions are grouped in one pass over new files."""
         cat = self._catalog
-        seen, records = self._postings.get(name, (0, []))
-        if seen < len(cat.order):
-            ids = np.array([i for i in range(len(cat.names)) if cat.base_of[i] == name], np.int32)
-            for f in cat.order[seen:]:
-                records.extend((f, int(p)) for p in np.flatnonzero(np.isin(f.ids, ids)))
-            self._postings[name] = (len(cat.order), records)
-        return records
+        if self._grouped < len(cat.order):
+            self._group(cat.order[self._grouped:], self._grouped)
+            self._grouped = len(cat.order)
+        post = self._postings.get(name)
+        if post is None:
+            post = self._postings[name] = _Posting()
+        parts = self._parts.get(name, ())
+        for file_idx, pos in parts[post.taken:]:
+            records, at = post.records, post.at
+            for k, p in zip(file_idx.tolist(), pos.tolist(), strict=True):
+                f = cat.order[k]
+                at.setdefault(f.step, []).append(len(records))
+                records.append((f, p))
+        post.taken = len(parts)
+        return post
+
+    def _group(self, files: list[EventFile], first: int) -> None:
+        """Append each tensor's (file index, entry position) arrays for ``files`` (``cat.order[first:]``)."""
+        cat = self._catalog
+        while len(self._base_code) < len(cat.names):
+            base = cat.base_of[len(self._base_code)]
+            self._base_code.append(self._base_names.setdefault(base, len(self._base_names)))
+        lengths = np.fromiter((len(f.ids) for f in files), np.int64, len(files))
+        if not lengths.sum():
+            return
+        ids = np.concatenate([f.ids for f in files])
+        file_idx = np.repeat(np.arange(first, first + len(files)), lengths)
+        pos = np.arange(len(ids)) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        code = np.asarray(self._base_code, np.int64)[ids]
+        order = np.argsort(code, kind="stable")
+        code = code[order]
+        cuts = np.flatnonzero(np.diff(code)) + 1
+        names = list(self._base_names)
+        starts = np.concatenate([[0], cuts])
+        for a, chunk in zip(starts.tolist(), np.split(order, cuts), strict=True):
+            self._parts.setdefault(names[int(code[a])], []).append((file_idx[chunk], pos[chunk]))
 
     @property
     def loaded_all_steps(self) -> bool:
@@ -381,19 +418,18 @@ class Trial:
         return read_arrays(self._catalog, plan, verify=self.verify_checksums)
 
     # ---------------------------------------------------------------- one record
-    def _read_value(self, f: EventFile, pos: int, tensor: str) -> np.ndarray:
-        assert f.key is not None
-        start, length = int(f.starts[pos]), int(f.lengths[pos])
-        data = read_range(self._catalog.source, f.key, start, length)
-        recs = split_records(data, verify=self.verify_checksums)
-        where = f"tensor {tensor!r} at step {f.step} of worker {f.worker!r} ({f.key}@{start})"
-        if not recs.spans:
-            raise DataError(f"{where}: the record is damaged ({', '.join(recs.skipped) or 'empty'})")
-        a, b = recs.spans[0]
-        values = decode_event(data[a:b])
-        if not values:
-            raise DataError(f"{where}: the record holds no tensor")
-        return values[0].value()
+    def _read_value(self, records: list[tuple[EventFile, int]], i: int) -> np.ndarray:
+        """The value of ``records[i]`` (one tensor's records: those after it are read ahead)."""
+        return self._reader.value(records, i)
+
+
+@dataclass(eq=False)
+class _Posting:
+    """One tensor's records (it and its reductions) in the order files were added, and by global step."""
+
+    records: list[tuple[EventFile, int]] = field(default_factory=list)
+    at: dict[int, list[int]] = field(default_factory=dict)  # global step -> indices into records
+    taken: int = 0  # parts taken into records
 
 
 class Tensor:
@@ -430,25 +466,34 @@ class Tensor:
         return sorted({f.worker for f, _ in self._records() if f.step == g})
 
     def _find(self, step: int, mode: ModeKeys | int | str, worker: str | None, name: str
-              ) -> tuple[EventFile, int] | None:
-        """The record of tensor ``name`` (this one, or one of its reductions) at the step and worker."""
+              ) -> tuple[list[tuple[EventFile, int]], int] | None:
+        """The record of tensor ``name`` (this one, or one of its reductions) at the step and worker: this
+        tensor's records and its index in them."""
         the_mode = _mode(mode)
         g = self.trial._global(step, the_mode, refresh=True)
-        cat = self.trial._catalog
-        nid = cat.name_ids.get(name)
-        here = [(f, p) for f, p in self._records() if f.step == g]
-        ws = sorted({f.worker for f, _ in here})
+        post = self.trial._posting(self.name)
+        records = post.records
+        here = post.at.get(g)
         if not here:
             raise TensorUnavailableError(f"tensor {self.name!r} was not saved at step {step} ({the_mode.name})",
                                          tensor=self.name, step=step, mode=the_mode.name)
-        if worker is not None and worker not in ws:
-            raise TensorUnavailableError(
-                f"tensor {self.name!r} at step {step} was saved by workers {ws}, not {worker!r}",
-                tensor=self.name, step=step, mode=the_mode.name, worker=worker)
-        chosen = worker if worker is not None else ws[0]
-        for f, p in here:
+        chosen = worker
+        if worker is None or len(here) > 1:
+            ws = sorted({records[i][0].worker for i in here})
+            if worker is not None and worker not in ws:
+                raise TensorUnavailableError(
+                    f"tensor {self.name!r} at step {step} was saved by workers {ws}, not {worker!r}",
+                    tensor=self.name, step=step, mode=the_mode.name, worker=worker)
+            chosen = worker if worker is not None else ws[0]
+        nid = self.trial._catalog.name_ids.get(name)
+        for i in here:
+            f, p = records[i]
             if f.worker == chosen and int(f.ids[p]) == nid:
-                return f, p
+                return records, i
+        if len(here) == 1 and worker is not None and records[here[0]][0].worker != worker:
+            raise TensorUnavailableError(
+                f"tensor {self.name!r} at step {step} was saved by workers {[records[here[0]][0].worker]}, not "
+                f"{worker!r}", tensor=self.name, step=step, mode=the_mode.name, worker=worker)
         return None
 
     def value(self, step_num: int, mode: ModeKeys | int | str = ModeKeys.GLOBAL, worker: str | None = None
@@ -458,7 +503,8 @@ class Tensor:
 
         Raises:
             TensorUnavailableError: when the tensor was not saved there (or only its reductions were).
-            DataError: when its record is damaged; UnknownDtypeError for a dtype with no numpy form.
+            DataError: when its record is damaged or holds another tensor; UnknownDtypeError for a dtype with
+                no numpy form.
         """
         found = self._find(step_num, mode, worker, self.name)
         if found is None:
@@ -467,7 +513,7 @@ class Tensor:
                 f"({', '.join(sorted(('abs_' if a else '') + r for r, a in self.reduction_values(step_num, mode, worker)))}"
                 f"); use reduction_value",
                 tensor=self.name, step=step_num, mode=_mode(mode).name, worker=worker)
-        return self.trial._read_value(found[0], found[1], self.name)
+        return self.trial._read_value(*found)
 
     def values(self, mode: ModeKeys | int | str = ModeKeys.GLOBAL, worker: str | None = None
                ) -> dict[int, np.ndarray]:
@@ -498,7 +544,7 @@ class Tensor:
         rname = reduction_tensor_name(self.name, reduction_name, abs=abs)
         found = self._find(step_num, mode, worker, rname)
         if found is not None:
-            return self.trial._read_value(found[0], found[1], rname)
+            return self.trial._read_value(*found)
         return compute_reduction(self.value(step_num, mode, worker), reduction_name, abs=abs)
 
     def reduction_values(self, step_num: int, mode: ModeKeys | int | str = ModeKeys.GLOBAL,
@@ -506,14 +552,16 @@ class Tensor:
         """Every saved reduction at the step, by ``(reduction, abs)``."""
         cat = self.trial._catalog
         g = self.trial._global(step_num, _mode(mode), refresh=True)
-        here = [(f, p) for f, p in self._records() if f.step == g]
-        ws = sorted({f.worker for f, _ in here})
+        post = self.trial._posting(self.name)
+        here = post.at.get(g, [])
+        ws = sorted({post.records[i][0].worker for i in here})
         chosen = worker if worker is not None else (ws[0] if ws else None)
         out: dict[tuple[str, bool], np.ndarray] = {}
-        for f, p in here:
+        for i in here:
+            f, p = post.records[i]
             nid = int(f.ids[p])
             red = cat.reduction_of[nid]
             if f.worker == chosen and red:
                 is_abs = red.startswith("abs_")
-                out[(red[4:] if is_abs else red, is_abs)] = self.trial._read_value(f, p, cat.names[nid])
+                out[(red[4:] if is_abs else red, is_abs)] = self.trial._read_value(post.records, i)
         return out
