@@ -6,6 +6,7 @@ notebook a new user opens first must be clean. The outputs are checked for what 
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
 from typing import Any
@@ -28,10 +29,10 @@ def _outputs(nb: Any) -> list[tuple[int, Any]]:
     return [(i, o) for i, cell in enumerate(nb.cells) if cell.cell_type == "code" for o in cell.get("outputs", [])]
 
 
-def _html(nb: Any, needle: str) -> str:
+def _html(nb: Any, *needles: str) -> str:
     found = [o["data"]["text/html"] for _, o in _outputs(nb) if "text/html" in o.get("data", {})
-             and needle in o["data"]["text/html"]]
-    assert found, f"no HTML output with {needle!r}"
+             and all(needle in o["data"]["text/html"] for needle in needles)]
+    assert found, f"no HTML output with {needles!r}"
     return str(found[0])
 
 
@@ -42,13 +43,46 @@ def test_notebook_runs_without_errors_or_stderr(executed: Any) -> None:
     assert bad == []
 
 
-def test_notebook_watches_rules_with_a_widget_and_shows_full_reasons(executed: Any) -> None:
+def _table(html_text: str) -> list[dict[str, str]]:
+    """The rows of the first HTML table in ``html_text`` as {column: cell text}."""
+    head = re.findall(r"<th>(.*?)</th>", html_text.split("</thead>")[0], flags=re.S)
+    body = html_text.split("<tbody>")[1].split("</tbody>")[0]
+    rows = [[html.unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", r, re.S)]
+            for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S)]
+    cols = head[-len(rows[0]):] if rows else head
+    return [dict(zip(cols, r, strict=True)) for r in rows]
+
+
+def test_notebook_watches_rules_with_a_widget_whose_saved_text_is_the_final_state(executed: Any) -> None:
     widgets = [o for _, o in _outputs(executed) if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     assert widgets, "wait_for_rules showed no progress widget"
+    # A viewer without the widget state (GitHub, nbviewer, a closed JupyterLab) shows the text fallback
+    fallback = widgets[0]["data"]["text/plain"]
+    assert re.search(r"100%.*\b5/5\b", fallback) and "IssuesFound" in fallback, fallback
+
+
+def test_notebook_rule_summary_details_are_our_full_reasons_not_sagemakers_generic_text(executed: Any) -> None:
+    rows = {r["rule"]: r for r in _table(_html(executed, "smx-rule-summary"))}
+    assert rows["CPUBottleneck"]["status"] == "IssuesFound" and rows["StepOutlier"]["status"] == "IssuesFound"
+    for rule in ("CPUBottleneck", "LowGPUUtilization", "StepOutlier"):
+        details = rows[rule]["details"]
+        assert "RuleEvaluationConditionMet" not in details and details, (rule, details)
+    for rule in ("CPUBottleneck", "StepOutlier"):  # our reason fired at the step (scan) SageMaker's status names
+        assert re.match(rf"fired at scan {rows[rule]['step']}\b", rows[rule]["details"]), rows[rule]
+    assert "while CPU was above 90%" in rows["CPUBottleneck"]["details"]
     summary = _html(executed, "smx-rule-summary")
-    assert re.search(r"<td>CPUBottleneck</td>\s*<td>profiler</td>\s*<td>IssuesFound</td>", summary)
-    assert "RuleEvaluationConditionMet: Evaluation of the rule CPUBottleneck at step" in summary
-    assert "resulted in the condition being met" in summary and "NaN" not in summary and "..." not in summary
+    assert "NaN" not in summary and "..." not in summary
+
+
+def test_notebook_step_statistics_agree_with_step_outlier_verdict(executed: Any) -> None:
+    fired_at = int({r["rule"]: r for r in _table(_html(executed, "smx-rule-summary"))}["StepOutlier"]["step"])
+    scans = _table(_html(executed, "<th>n_outliers</th>"))
+    firing = [r for r in scans if r["fires"] == "True"]
+    assert firing, "the notebook shows no scan at which StepOutlier's condition held"
+    first = firing[0]
+    assert int(first["scan"]) == fired_at
+    assert int(first["outliers"]) > int(first["n_outliers"])
+    assert float(first["threshold"]) < float(_table(_html(executed, "<th>outliers</th>", "<th>p50</th>"))[0]["max"])
 
 
 def test_notebook_profiler_data_tables_have_units_and_plain_numbers(executed: Any) -> None:
@@ -58,10 +92,13 @@ def test_notebook_profiler_data_tables_have_units_and_plain_numbers(executed: An
     assert "outliers" in _html(executed, "outliers")
 
 
-def test_notebook_what_if_threshold_changes_the_verdict(executed: Any) -> None:
-    table = _html(executed, "threshold (%)")
-    verdicts = re.findall(r"<td>(True|False)</td>", table)
-    assert verdicts[0] == "True" and verdicts[-1] == "False"
+def test_notebook_what_if_threshold_changes_the_verdict_and_the_full_reason(executed: Any) -> None:
+    table = _table(_html(executed, "threshold (%)"))
+    assert [r["fires"] for r in table] == ["True", "True", "False"]
+    reasons = [r["reason"] for r in table]
+    assert len(set(reasons)) == 3 and not any(r.endswith("...") for r in reasons), reasons
+    for row in table:
+        assert f"{row['threshold (%)']}%" in row["reason"]
 
 
 def test_notebook_opens_the_report_inline(executed: Any) -> None:

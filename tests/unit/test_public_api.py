@@ -30,7 +30,7 @@ PUBLIC = {
         "RuleSummary", "SETTLED_STATUSES", "STEP_COLUMNS", "SYSTEM_COLUMNS", "SystemMetricsReader", "TraceMark",
         "chrome_trace", "dataloader_share", "dip_causes", "framework_metrics", "gpu_dips", "profiler_report",
         "rule_summary", "rule_summary_many", "slow_loading_steps", "slowest_operators", "step_durations",
-        "step_loading", "step_outliers", "step_statistics", "system_metrics", "system_metrics_wide",
+        "step_loading", "step_outlier_scans", "step_outliers", "step_statistics", "system_metrics", "system_metrics_wide",
         "training_phases", "utilization_stats", "wait_for_rules", "write_chrome_trace",
     ],
     "smx_debug.evaluate": [

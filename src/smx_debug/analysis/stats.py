@@ -113,18 +113,22 @@ def step_statistics(
 ) -> pd.DataFrame:
     """Per group: count, mean, std, min, p50, p95, max of ``duration`` (``unit`` s) and the number of outliers.
 
-    An outlier is a step with duration > mean + ``stddev`` * std of its group (StepOutlier's definition).
+    An outlier is a step with duration > mean + ``stddev`` * std of its group, std being the population standard
+    deviation (numpy's, as StepOutlier's code). These are the whole job's statistics; StepOutlier judges the steps
+    seen so far at each scan, and a burst of slow steps it fired on can be within the whole job's spread: the
+    rule's own view is :func:`smx_debug.evaluate.step_rules.step_outlier_scans` (``reports.step_outlier_scans``).
     """
     _check_stddev(stddev)
     _need(steps, [*by, "duration"], "steps")
     g = steps.groupby(list(by), observed=True, sort=True)["duration"]
-    out = g.agg(["count", "mean", "std", "min", "max"])
+    out = g.agg(["count", "mean", "min", "max"])
+    out["std"] = g.std(ddof=0)
     q = g.quantile(np.array([0.5, 0.95])).unstack(-1)
     q.columns = ["p50", "p95"]
     out = out.join(q)
-    thr = (g.transform("mean") + stddev * g.transform("std").fillna(0.0))
+    thr = g.transform("mean") + stddev * g.transform(lambda v: v.std(ddof=0))
     out["outliers"] = (steps["duration"] > thr).groupby([steps[c] for c in by], observed=True).sum()
-    out["threshold"] = out["mean"] + stddev * out["std"].fillna(0.0)
+    out["threshold"] = out["mean"] + stddev * out["std"]
     out = out[["count", "mean", "std", "min", "p50", "p95", "max", "threshold", "outliers"]].reset_index()
     out.insert(len(by), "unit", "s")
     return out
@@ -133,11 +137,11 @@ def step_statistics(
 def step_outliers(
     steps: pd.DataFrame, stddev: float = DEFAULT_STDDEV, by: Sequence[str] = ("node", "rank", "mode")
 ) -> pd.DataFrame:
-    """The steps whose duration exceeds mean + ``stddev`` * std of their group, with that threshold."""
+    """The steps whose duration exceeds mean + ``stddev`` * std of their group (population std), with that threshold."""
     _check_stddev(stddev)
     _need(steps, [*by, "duration"], "steps")
     g = steps.groupby(list(by), observed=True, sort=False)["duration"]
-    thr = g.transform("mean") + stddev * g.transform("std").fillna(0.0)
+    thr = g.transform("mean") + stddev * g.transform(lambda v: v.std(ddof=0))
     out = steps[steps["duration"] > thr].copy()
     out["threshold"] = thr[out.index]
     return out.reset_index(drop=True)

@@ -6,7 +6,7 @@ import html
 import sys
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +14,7 @@ from typing import Any
 import pandas as pd
 
 from smx_debug.contracts import (
+    ISSUES_FOUND,
     RULE_FIELDS,
     RULE_KINDS,
     RULE_SETTLED_STATUSES,
@@ -111,6 +112,28 @@ class RuleSummary(pd.DataFrame):
     def __repr__(self) -> str:
         return self.to_string(index=False)
 
+    def with_reasons(self, results: Mapping[str, Any]) -> RuleSummary:
+        """This summary with ``details`` replaced by the full reason of our evaluation of the same configuration.
+
+        SageMaker's ``StatusDetails`` only says that a rule's condition was met at a step; the reason (which data,
+        which figures, against which parameter) comes from evaluating the configuration on the job's data
+        (``smx_debug.evaluate.evaluate(data, plan.evaluated_rules()[0])``: ``results`` keyed by configuration
+        name, each with ``triggered`` and ``message``). A row keeps SageMaker's details where ``results`` has no
+        reason for it; where our verdict differs from SageMaker's status, both are kept and the difference said.
+        """
+        out = self.copy()
+        for i, rule in zip(out.index, out["rule"], strict=True):
+            result = results.get(rule)
+            message = getattr(result, "message", "")
+            if result is None or not message:
+                continue
+            if bool(getattr(result, "triggered", False)) == (out.at[i, "status"] == ISSUES_FOUND):
+                out.at[i, "details"] = message
+            else:
+                said = str(out.at[i, "details"] or out.at[i, "status"])
+                out.at[i, "details"] = f"{said}; our evaluation of the data differs: {message}"
+        return out
+
     def _repr_html_(self) -> str:
         with pd.option_context("display.max_colwidth", None):
             table = self._for_display().to_html(index=False, escape=True, render_links=True, border=0)
@@ -203,14 +226,43 @@ def _in_jupyter() -> bool:
     return get is not None and type(get()).__name__ == "ZMQInteractiveShell"
 
 
-def _progress_bar(job_name: str, total: int) -> Any:
-    """A tqdm bar of settled rules: a widget in Jupyter (with ipywidgets), a text bar on a terminal."""
-    with warnings.catch_warnings():
-        # tqdm.auto announces its notebook mode (TqdmExperimentalWarning); that mode is what we want here.
-        warnings.simplefilter("ignore")
-        from tqdm.auto import tqdm
+class _Progress:
+    """A tqdm bar of settled rules: a widget in Jupyter (with ipywidgets), a text bar on a terminal.
 
-        return tqdm(total=total, desc=job_name, unit="rule", file=sys.stderr, leave=True, dynamic_ncols=True)
+    In Jupyter the widget is shown under a display id and shown again when it closes, so the text a viewer
+    without the widget's state shows (a saved notebook on GitHub, nbconvert) is the final count, not ``0/N``.
+    """
+
+    def __init__(self, job_name: str, total: int) -> None:
+        with warnings.catch_warnings():
+            # tqdm.auto announces its notebook mode (TqdmExperimentalWarning); that mode is what we want here.
+            warnings.simplefilter("ignore")
+            from tqdm.auto import tqdm
+            from tqdm.notebook import tqdm as notebook_tqdm
+
+            widget = _in_jupyter() and issubclass(tqdm, notebook_tqdm)  # not the text bar tqdm falls back to
+            extra: dict[str, Any] = {"display": False} if widget else {}
+            self.bar = tqdm(total=total, desc=job_name, unit="rule", file=sys.stderr, leave=True,
+                            dynamic_ncols=True, **extra)
+        self.handle: Any = None
+        if widget:
+            from IPython.display import display
+
+            self.handle = display(self.bar.container, display_id=True)  # type: ignore[no-untyped-call]
+
+    def show(self, settled: int, total: int, line: str) -> None:
+        self.bar.total = total
+        self.bar.n = settled
+        self.bar.set_postfix_str(line, refresh=False)
+        self.bar.refresh()
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.handle is not None:
+            bundle = dict(self.bar.container._repr_mimebundle_() or {})
+            # tqdm's own text fits the bar to a width and cuts the counts per status: say them in full
+            bundle["text/plain"] = f"{self.bar.format_meter(**{**self.bar.format_dict, 'ncols': 0})}"
+            self.handle.update(bundle, raw=True)
 
 
 def wait_for_rules(
@@ -236,7 +288,7 @@ def wait_for_rules(
     sm = sagemaker_client if sagemaker_client is not None else default_sagemaker()
     show = (sys.stderr.isatty() or _in_jupyter()) if progress is None else progress
     deadline = clock() + timeout_s
-    bar: Any = None
+    bar: _Progress | None = None
     try:
         while True:
             df = rule_summary(job_name, sagemaker_client=sm)
@@ -244,11 +296,8 @@ def wait_for_rules(
             line = ", ".join(f"{k}: {v}" for k, v in counts.items()) or "no rules"
             if show:
                 if bar is None:
-                    bar = _progress_bar(job_name, len(df))
-                bar.total = len(df)
-                bar.n = int(df["status"].isin(SETTLED_STATUSES).sum())
-                bar.set_postfix_str(line, refresh=False)
-                bar.refresh()
+                    bar = _Progress(job_name, len(df))
+                bar.show(int(df["status"].isin(SETTLED_STATUSES).sum()), len(df), line)
             if _settled(df):
                 return df
             if clock() >= deadline:

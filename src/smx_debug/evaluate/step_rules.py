@@ -11,7 +11,7 @@ from smx_debug.data.frames import JobData, ns
 from smx_debug.evaluate.result import RuleResult, encode_parameters
 from smx_debug.evaluate.scan import boundaries, counts_before
 
-__all__ = ["dataloader", "max_initialization_time", "step_outlier"]
+__all__ = ["SCAN_COLUMNS", "dataloader", "max_initialization_time", "step_outlier", "step_outlier_scans"]
 
 # smdebug's Dataloader rule waits for this many one-second samples before judging (not a catalog parameter).
 DATALOADER_PATIENCE = 10
@@ -28,13 +28,68 @@ def _span(data: JobData) -> tuple[int, int] | None:
     return (min(points), max(points)) if points else None
 
 
+SCAN_COLUMNS = ["node", "mode", "scan", "scan_end", "steps", "mean", "std", "threshold", "outliers", "n_outliers",
+                "fires"]
+_SCAN_DTYPES: dict[str, Any] = {"node": object, "mode": object, "scan": "int64", "scan_end": "datetime64[ns, UTC]",
+                "steps": "int64", "mean": "float64", "std": "float64", "threshold": "float64", "outliers": "int64",
+                "n_outliers": "int64", "fires": bool}
+
+
+def step_outlier_scans(
+    steps: pd.DataFrame,
+    *,
+    stddev: float = 3.0,
+    n_outliers: int = 10,
+    mode: str | None = None,
+    scan_interval_us: int = 60_000_000,
+    start: object = None,
+    end: object = None,
+) -> pd.DataFrame:
+    """What StepOutlier judges at each scan evaluation: one row per node, mode and scan (columns ``SCAN_COLUMNS``).
+
+    Debugger's rule job evaluates every ``scan_interval_us`` (a scan ends each minute from the job's first minute,
+    ``start``, default the first step's start) and judges, per node and phase, all the steps that ended before the
+    scan's end (``steps`` so far, once more than 100): ``threshold`` is their mean + ``stddev`` x std (the
+    population std, numpy's, as the rule), ``outliers`` the steps above it, and the scan ``fires`` when there are
+    more than ``n_outliers``. A burst of slow steps can fire early and vanish in the whole job's statistics, whose
+    spread the burst itself widens. ``mode`` keeps only that phase (TRAIN, EVAL).
+    """
+    rows: list[dict[str, Any]] = []
+    if mode is not None:
+        steps = steps[steps["mode"].astype(str).str.upper() == str(mode).upper()]
+    if steps.empty:
+        return pd.DataFrame(rows, columns=SCAN_COLUMNS).astype(_SCAN_DTYPES)
+    t0 = int(pd.Timestamp(start).value) if start is not None else int(ns(steps["start"]).min())  # type: ignore[arg-type]
+    t1 = int(pd.Timestamp(end).value) if end is not None else int(ns(steps["end"]).max())  # type: ignore[arg-type]
+    bounds = boundaries(t0, t1, int(scan_interval_us))
+    k_std = float(stddev)
+    for (node, phase), grp in steps.groupby(["node", "mode"], sort=True, observed=True):
+        grp = grp.sort_values("end", kind="stable")
+        vals = grp["duration"].to_numpy(dtype=np.float64)
+        n_at = counts_before(ns(grp["end"]), bounds)
+        cs, cs2 = np.cumsum(vals), np.cumsum(vals**2)
+        for k in np.flatnonzero(n_at > STEP_OUTLIER_MIN_STEPS):  # one pass per scan evaluation
+            n = int(n_at[k])
+            mean = cs[n - 1] / n
+            std = float(np.sqrt(max(cs2[n - 1] / n - mean**2, 0.0)))
+            thr = float(mean + k_std * std)
+            n_out = int((vals[:n] > thr).sum())
+            rows.append({"node": str(node), "mode": str(phase), "scan": int(k) + 1,
+                         "scan_end": pd.Timestamp(int(bounds[k]), tz="UTC"), "steps": n, "mean": float(mean),
+                         "std": std, "threshold": thr, "outliers": n_out, "n_outliers": int(n_outliers),
+                         "fires": n_out > n_outliers})
+    return pd.DataFrame(rows, columns=SCAN_COLUMNS).astype(_SCAN_DTYPES)
+
+
 def step_outlier(data: JobData, params: dict[str, Any]) -> RuleResult:
     """StepOutlier: step durations above mean + ``stddev`` standard deviations.
 
     Debugger: "Rule returns True if duration is larger than stddev * standard deviation" - per node
     and phase (TRAIN/EVAL, or only ``mode``), once a phase has more than 100 steps, the rule fires when
-    more than ``n_outliers`` steps exceed ``mean + stddev * std``. As in the rule job, each scan
-    evaluation that finds the condition adds one to RuleTriggered and its outlier count to Violations.
+    more than ``n_outliers`` steps exceed ``mean + stddev * std`` of the steps so far
+    (:func:`step_outlier_scans`). As in the rule job, each scan evaluation that finds the condition adds one to
+    RuleTriggered and its outlier count to Violations. The message says at which scan it first fired, with that
+    scan's figures, and what the whole job's steps show.
     """
     rp = encode_parameters(
         {"threshold": params["stddev"], "mode": params["mode"], "n_outliers": params["n_outliers"],
@@ -47,28 +102,19 @@ def step_outlier(data: JobData, params: dict[str, Any]) -> RuleResult:
         return RuleResult(rule="StepOutlier", details={"step_details": {}}, rule_parameters=rp)
     span = _span(data)
     assert span is not None
-    bounds = boundaries(span[0], span[1], int(params["scan_interval_us"]))
     k_std = float(params["stddev"])
-    triggered = violations = worst = 0
-    hits = np.zeros(len(bounds), dtype=bool)
+    scans = step_outlier_scans(
+        steps, stddev=k_std, n_outliers=int(params["n_outliers"]), scan_interval_us=int(params["scan_interval_us"]),
+        start=pd.Timestamp(span[0], tz="UTC"), end=pd.Timestamp(span[1], tz="UTC"),
+    )
+    fired = scans[scans["fires"]]
+    triggered, violations = len(fired), int(fired["outliers"].sum())
     details: dict[str, Any] = {}
-    reasons: list[str] = []
-    for (node, mode), grp in steps.groupby(["node", "mode"], sort=True):
+    whole: list[str] = []
+    for (node, mode), grp in steps.groupby(["node", "mode"], sort=True, observed=True):
         grp = grp.sort_values("end", kind="stable")
         vals = grp["duration"].to_numpy(dtype=np.float64)
         nums = grp["step"].to_numpy()
-        n_at = counts_before(ns(grp["end"]), bounds)
-        cs, cs2 = np.cumsum(vals), np.cumsum(vals**2)
-        for k in np.flatnonzero(n_at > STEP_OUTLIER_MIN_STEPS):  # one pass per scan evaluation
-            n = int(n_at[k])
-            mean = cs[n - 1] / n
-            std = np.sqrt(max(cs2[n - 1] / n - mean**2, 0.0))
-            n_out = int((vals[:n] > mean + k_std * std).sum())
-            if n_out > params["n_outliers"]:
-                triggered += 1
-                violations += n_out
-                hits[k] = True
-                worst = max(worst, n_out)
         if len(vals) <= STEP_OUTLIER_MIN_STEPS:
             continue
         mean, std = float(vals.mean()), float(vals.std())
@@ -88,16 +134,20 @@ def step_outlier(data: JobData, params: dict[str, Any]) -> RuleResult:
         prev = details.get(str(node))
         if prev is None or len(vals) > prev.get("_n", 0):  # one entry per node: its busiest phase
             details[str(node)] = {**entry, "_n": len(vals)}
-        if out.sum() > params["n_outliers"]:
-            reasons.append(
-                f"{node} {mode}: {int(out.sum())} steps slower than {mean + k_std * std:.3f} s "
-                f"(mean {mean:.3f} s + {k_std:g} x std {std:.3f} s)"
-            )
+        whole.append(f"{node} {mode} {int(out.sum())} of {len(vals)} steps slower than {mean + k_std * std:.3f} s "
+                     f"(mean {mean:.3f} s + {k_std:g} x std {std:.3f} s)")
     for entry in details.values():
         entry.pop("_n", None)
-    if triggered and not reasons:  # fired while running; the final statistics no longer show enough outliers
-        reasons.append(f"at {triggered} scan evaluations more than {params['n_outliers']} steps exceeded "
-                       f"mean + {k_std:g} x std of the steps so far (up to {worst})")
+    message = ""
+    if triggered:
+        first = fired.iloc[0]
+        message = (
+            f"fired at scan {int(first['scan'])} (steps ended by {first['scan_end']:%H:%M:%S} UTC): {first['node']} "
+            f"{first['mode']} had {int(first['outliers'])} of {int(first['steps'])} steps slower than "
+            f"{first['threshold']:.3f} s (mean {first['mean']:.3f} s + {k_std:g} x std {first['std']:.3f} s), more "
+            f"than n_outliers {int(params['n_outliers'])}; condition met at {triggered} of {len(scans)} scans; "
+            f"over the whole job: " + "; ".join(whole)
+        )
     return RuleResult(
         rule="StepOutlier",
         rule_triggered=triggered,
@@ -105,8 +155,8 @@ def step_outlier(data: JobData, params: dict[str, Any]) -> RuleResult:
         details={"step_details": details},
         datapoints=len(steps),
         rule_parameters=rp,
-        trigger_step=int(np.flatnonzero(hits)[0]) + 1 if hits.any() else None,
-        message="; ".join(reasons),
+        trigger_step=int(fired["scan"].min()) if triggered else None,
+        message=message,
     )
 
 

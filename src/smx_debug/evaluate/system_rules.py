@@ -385,10 +385,20 @@ def _bottleneck(
         entry["CPUs"] += int(c)
     dp, nb = int(total_dp[-1]), int(total_bn[-1])
     what = "CPU" if dimension == "CPUUtilization" else "I/O wait"
-    msg = (
-        f"{nb} of {dp} snapshots ({100 * nb / max(dp, 1):.0f}%) had GPU below {params['gpu_threshold']}% "
-        f"while {what} was above {params[th_key]}% (threshold {params['threshold']}%)"
-    )
+    cond = f"had GPU below {params['gpu_threshold']}% while {what} was above {params[th_key]}%"
+    whole = f"over the whole job {nb} of {dp} snapshots ({100 * nb / max(dp, 1):.0f}%)"
+    judged = total_dp > params["patience"]
+    if ok.any():
+        k = int(np.flatnonzero(ok)[0])
+        msg = (f"fired at scan {k + 1}: {int(total_bn[k])} of {int(total_dp[k])} snapshots so far "
+               f"({100 * total_bn[k] / total_dp[k]:.0f}%) {cond}, more than the threshold {params['threshold']}%; "
+               f"{whole}")
+    elif judged.any():
+        share = 100 * total_bn[judged] / total_dp[judged]
+        msg = (f"not fired: at most {share.max():.0f}% of the snapshots so far {cond} at any scan, never more than "
+               f"the threshold {params['threshold']}%; {whole}")
+    else:
+        msg = f"not judged: {dp} snapshots, not more than patience {params['patience']}; {whole}"
     return RuleResult(
         rule=rule,
         rule_triggered=int(ok.sum()),

@@ -23,6 +23,7 @@ from smx_debug.data.rule_summary import (
     wait_for_rules,
 )
 from smx_debug.data.system import SYSTEM_COLUMNS, SystemMetricsReader, system_metrics, system_metrics_wide
+from smx_debug.evaluate.step_rules import step_outlier_scans
 
 __all__ = [
     "CAUSE_COLUMNS",
@@ -49,6 +50,7 @@ __all__ = [
     "slowest_operators",
     "step_durations",
     "step_loading",
+    "step_outlier_scans",
     "step_outliers",
     "step_statistics",
     "system_metrics",

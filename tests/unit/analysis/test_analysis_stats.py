@@ -69,7 +69,7 @@ def test_step_statistics_and_outliers_use_mean_plus_stddev_times_std() -> None:
     steps = pd.concat([_steps(durations), _steps([0.5] * 10, node="algo-2")], ignore_index=True)
     stats = step_statistics(steps)
     d = np.array(durations)
-    thr = d.mean() + DEFAULT_STDDEV * d.std(ddof=1)
+    thr = d.mean() + DEFAULT_STDDEV * d.std()  # population std, as StepOutlier
     one = stats[stats["node"] == "algo-1"].iloc[0]
     assert (one["count"], one["outliers"], one["unit"]) == (100, 1, "s")
     assert np.isclose(one["threshold"], thr)
