@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeGuard
 from urllib.parse import quote
 
 __all__ = [
@@ -236,12 +236,12 @@ def _utf8(text: str) -> bool:
     return True
 
 
-def is_training_job_name(name: object) -> bool:
+def is_training_job_name(name: object) -> TypeGuard[str]:
     """``name`` is a SageMaker training job name (the whole string, no trailing newline)."""
     return isinstance(name, str) and _TRAINING_JOB_NAME.fullmatch(name) is not None
 
 
-def is_rule_configuration_name(name: object) -> bool:
+def is_rule_configuration_name(name: object) -> TypeGuard[str]:
     """``name`` is a SageMaker RuleConfigurationName: 1-256 characters of one line of UTF-8 text."""
     return (isinstance(name, str) and 1 <= len(name) <= RULE_CONFIGURATION_NAME_MAX_LENGTH
             and _LINE_BREAKS.search(name) is None and _utf8(name))

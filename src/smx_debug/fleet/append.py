@@ -20,6 +20,8 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from smx_debug._json import JsonTooDeepError
+from smx_debug._json import loads as json_loads
 from smx_debug.actions.verdict_log import ACTION_EVENT, TRIGGER_EVENT
 from smx_debug.contracts import (
     FLEET_TEAM_TAG,
@@ -30,9 +32,11 @@ from smx_debug.contracts import (
     TRAINING_JOBS_TABLE,
     TRIGGER_SOURCES,
     VERDICTS_TABLE,
+    is_rule_configuration_name,
+    is_training_job_name,
 )
 from smx_debug.errors import ConfigError, DataError, SmxDebugError
-from smx_debug.fleet.root import FleetRoot, open_root
+from smx_debug.fleet.root import FleetRoot, check_job, open_root
 from smx_debug.fleet.schema import arrow_schema
 from smx_debug.fleet.write import WriteReport, read_file, write_rows
 
@@ -127,6 +131,7 @@ def minutes_frame(system: pd.DataFrame, job: str, *, source: Source, devices: Ma
 def append_system_minutes(root: FleetRoot | str | os.PathLike[str], job: str, system: pd.DataFrame, *,
                           source: Source, devices: Mapping[str, int] | None = None) -> AppendReport:
     """Append a long system frame of ``job`` (per-minute aggregates); the frame's skip counts are reported."""
+    check_job(job)
     report = AppendReport()
     report.count_all(system.attrs.get("skipped_by_reason") or {})
     report.add(SYSTEM_MINUTES_TABLE, write_rows(_root(root), SYSTEM_MINUTES_TABLE,
@@ -138,6 +143,7 @@ def last_minute(root: FleetRoot | str | os.PathLike[str], job: str, *, source: S
                 ) -> datetime | None:
     """The job's latest stored minute in ``system_minutes`` (UTC), None when it has none (the next append
     reads from there: that minute may have been partial)."""
+    check_job(job)
     fr = _root(root)
     for hour in reversed(fr.hours(SYSTEM_MINUTES_TABLE)):
         try:
@@ -210,6 +216,32 @@ class Verdict(BaseModel):
     time: datetime
     detail: str | None = None
 
+    @field_validator("job")
+    @classmethod
+    def _job(cls, value: str) -> str:
+        if not is_training_job_name(value):  # it becomes a file path: never '..', a '/' or a NUL
+            raise ValueError(f"job must be a SageMaker training job name (1-63 letters, digits and inner hyphens), "
+                             f"got {value!r}")
+        return value
+
+    @field_validator("rule")
+    @classmethod
+    def _rule(cls, value: str) -> str:
+        if not is_rule_configuration_name(value):
+            raise ValueError(f"rule must be a SageMaker RuleConfigurationName (1-256 characters of one line of "
+                             f"UTF-8 text), got {value[:300]!r}")
+        return value
+
+    @field_validator("rule_type", "verdict", "action", "detail")
+    @classmethod
+    def _text(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:  # a lone surrogate (JSON's "\udc80"): Parquet stores UTF-8 only
+                raise ValueError(f"must be UTF-8 text, got {value[:300]!r}") from None
+        return value
+
     @field_validator("source")
     @classmethod
     def _source(cls, value: str) -> str:
@@ -239,8 +271,9 @@ def append_verdicts(root: FleetRoot | str | os.PathLike[str], verdicts: Iterable
 
 def verdicts_from_lines(body: bytes) -> tuple[list[Verdict], dict[str, int]]:
     """The verdict rows of one inbox object (JSON lines of the verdicts table's columns, as
-    :mod:`smx_debug.actions.verdict_log` writes them), and the lines skipped by reason (cut mid-write, not JSON,
-    not a valid row)."""
+    :mod:`smx_debug.actions.verdict_log` writes them), and the lines skipped by reason (cut mid-write, not UTF-8,
+    not JSON, nested too deep, not a valid row: a job that is not a training job name, a rule that is not a
+    RuleConfigurationName, text that is not UTF-8). One line's damage never costs another line."""
     rows: list[Verdict] = []
     skipped: dict[str, int] = {}
     lines = body.split(b"\n")
@@ -248,13 +281,15 @@ def verdicts_from_lines(body: bytes) -> tuple[list[Verdict], dict[str, int]]:
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
+            data = json_loads(line.decode("utf-8"))
             if not isinstance(data, dict):
                 raise ValueError("not an object")
             data = {**data, "time": datetime.fromisoformat(str(data.get("time")))}
             rows.append(Verdict.model_validate(data))
         except (ValueError, TypeError) as exc:  # pydantic's ValidationError is a ValueError
             reason = ("verdict lines cut mid-write" if i == len(lines) - 1 else
+                      "verdict lines not UTF-8" if isinstance(exc, UnicodeDecodeError) else
+                      "verdict lines nested too deep" if isinstance(exc, JsonTooDeepError) else
                       "verdict lines not JSON" if isinstance(exc, json.JSONDecodeError) else
                       "verdict lines not a valid row")
             skipped[reason] = skipped.get(reason, 0) + 1
@@ -293,6 +328,7 @@ def job_row(desc: Mapping[str, Any], tags: Mapping[str, str], *, now: datetime |
 def append_job(root: FleetRoot | str | os.PathLike[str], desc: Mapping[str, Any], tags: Mapping[str, str], *,
                now: datetime | None = None) -> AppendReport:
     """Write the job's metadata row (replacing the previous one)."""
+    check_job(desc.get("TrainingJobName"))
     df = pd.DataFrame([job_row(desc, tags, now=now)], columns=list(arrow_schema(TRAINING_JOBS_TABLE).names))
     for col in ("start_time", "end_time", "updated"):
         df[col] = _naive_utc(df[col]) if df[col].notna().any() else pd.Series([pd.NaT], dtype="datetime64[ms]")

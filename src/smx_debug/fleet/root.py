@@ -16,11 +16,11 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from smx_debug.contracts import FLEET_HOUR_COLUMN
+from smx_debug.contracts import FLEET_HOUR_COLUMN, is_training_job_name
 from smx_debug.errors import ConfigError
 from smx_debug.fleet.schema import fleet_table
 
-__all__ = ["FleetRoot", "S3Options", "open_root", "s3_filesystem"]
+__all__ = ["FleetRoot", "S3Options", "check_job", "open_root", "s3_filesystem"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,15 @@ def s3_filesystem(options: S3Options = S3Options()) -> pafs.S3FileSystem:
     return pafs.S3FileSystem(**kwargs)
 
 
+def check_job(job: object) -> str:
+    """``job`` itself when it is a SageMaker training job name; else a ConfigError naming it. A job's name is
+    part of its files' paths: a name that is not one (``..``, a ``/``, a NUL) must never become a path."""
+    if not is_training_job_name(job):
+        raise ConfigError(f"job {job!r} is not a SageMaker training job name (1-63 letters, digits and inner "
+                          "hyphens); the fleet dataset stores training jobs only", field="job", value=job)
+    return job
+
+
 @dataclass(frozen=True)
 class FleetRoot:
     """The dataset's root: ``uri`` as the user wrote it, the filesystem and the base path in it."""
@@ -64,7 +73,8 @@ class FleetRoot:
         return f"{self.base}/{fleet_table(table).name}"
 
     def file_path(self, table: str, job: str, hour: str | None) -> str:
-        """Where one job's rows of one hour (or, for the jobs table, its one row) live."""
+        """Where one job's rows of one hour (or, for the jobs table, its one row) live (:func:`check_job`)."""
+        check_job(job)
         if fleet_table(table).hour_of is None:
             return f"{self.table_dir(table)}/{job}.parquet"
         return f"{self.table_dir(table)}/{FLEET_HOUR_COLUMN}={hour}/{job}.parquet"

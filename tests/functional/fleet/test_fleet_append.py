@@ -156,6 +156,50 @@ def test_verdict_bad_value_names_the_field(kwargs: dict[str, object], field: str
         fleet.Verdict(**{**base, **kwargs})
 
 
+BAD_JOBS = ["../../../outside", "a/b", "guarded-a\x00x", "-lead", "j" * 64, "guarded-\udc80", ".."]
+
+
+@pytest.mark.parametrize("job", BAD_JOBS)
+def test_append_job_name_not_sagemakers_is_refused_naming_job_and_writes_nothing(tmp_path: Path, job: str) -> None:
+    from pydantic import ValidationError
+
+    root = tmp_path / "a" / "b" / "c" / "ds"
+    when = datetime(2026, 11, 2, 23, 59, tzinfo=UTC)
+    with pytest.raises(ValidationError, match="job"):
+        fleet.Verdict(job=job, rule="LowGPU", event="trigger", verdict="IssuesFound", source="smx-debug evaluator",
+                      time=when)
+    # the same name through every append that takes one: refused where a name becomes a path
+    with pytest.raises(ConfigError, match="job"):
+        fleet.append_job(root, {"TrainingJobName": job, "TrainingJobStatus": "InProgress"}, {}, now=when)
+    system = pd.DataFrame({"timestamp": [when], "node": ["algo-1"], "type": ["gpu"], "name": ["gpu0"],
+                           "dimension": ["GPUUtilization"], "value": [50.0]})
+    with pytest.raises(ConfigError, match="job"):
+        fleet.append_system_minutes(root, job, system, source="debugger")
+    with pytest.raises(ConfigError, match="job"):
+        fleet.last_minute(root, job)
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+@pytest.mark.parametrize(("field", "value"), [
+    ("rule", ""), ("rule", "x" * 257), ("rule", "CPU\nBottleneck"), ("rule", "CPU\udc80"),
+    ("rule_type", "CPU\udc80"), ("verdict", "\udc80"), ("action", "stop\udc80"), ("detail", "\udc80"),
+])
+def test_verdict_name_or_text_sagemaker_would_refuse_names_the_field(field: str, value: str) -> None:
+    from pydantic import ValidationError
+
+    base: dict[str, object] = {"job": "a", "rule": "r", "event": "trigger", "verdict": "IssuesFound",
+                               "source": "smx-debug evaluator", "time": datetime(2026, 1, 1, tzinfo=UTC)}
+    with pytest.raises(ValidationError, match=field):
+        fleet.Verdict(**{**base, field: value})
+
+
+def test_verdict_rule_configuration_name_may_be_any_one_line() -> None:
+    # SageMaker's RuleConfigurationName is '.*' (1-256): a name with spaces, slashes and dots is a rule's name
+    row = fleet.Verdict(job="a", rule="loss / v2 (..)", event="trigger", verdict="IssuesFound",
+                        source="smx-debug evaluator", time=datetime(2026, 1, 1, tzinfo=UTC))
+    assert row.rule == "loss / v2 (..)"
+
+
 def test_run_query_missing_dataset_names_the_table_and_root(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match=r"'system_minutes'.*" + str(tmp_path)):
         fleet.run_query("idle_gpu_hours", root=tmp_path)
