@@ -36,12 +36,14 @@ from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from smx_debug._json import loads as json_loads
 from smx_debug.contracts import (
     FLEET_INBOX_PREFIX,
+    FLEET_PREFIX,
     FLEET_STATE_KEY,
     JOB_IN_PROGRESS,
     MANAGED_TAG,
@@ -63,11 +65,21 @@ from smx_debug.fleet.root import FleetRoot
 from smx_debug.fleet.s3_boto import stack_root
 from smx_debug.tags import watch_rule_from_env, watched_actions
 
-__all__ = ["CollectorClients", "CollectorReport", "CollectorSettings", "collect_fleet", "handle_scheduled"]
+__all__ = [
+    "QUARANTINE_PREFIX",
+    "CollectorClients",
+    "CollectorReport",
+    "CollectorSettings",
+    "collect_fleet",
+    "handle_scheduled",
+]
 
 _log = logging.getLogger(__name__)
 SEARCH_PAGE = 100  # Search's MaxResults limit
 _DELETE_BATCH = 1000  # DeleteObjects' limit
+# Objects a run cannot read whole (an inbox object with damaged lines, a state it cannot trust), kept byte for byte
+# as <QUARANTINE_PREFIX><run time>/<original key>: inside the collector's grant, outside every table's location.
+QUARANTINE_PREFIX: Final = f"{FLEET_PREFIX}_quarantine/"
 
 
 @dataclass(frozen=True)
@@ -145,6 +157,7 @@ class CollectorReport:
     inbox_objects: int = 0
     appended: AppendReport = field(default_factory=AppendReport)
     failed: dict[str, str] = field(default_factory=dict)
+    quarantined: list[str] = field(default_factory=list)
 
     def fail(self, job: str, exc: BaseException, doing: str) -> None:
         reason = _reason(exc)
@@ -160,6 +173,7 @@ class CollectorReport:
             "rows": dict(self.appended.rows), "replaced": dict(self.appended.replaced),
             "skipped": dict(self.appended.skipped), "failed": dict(self.failed),
             "metrics_requested": self.metrics_requested, "get_metric_data_calls": self.get_metric_data_calls,
+            "quarantined": list(self.quarantined),
         }
 
 
@@ -172,19 +186,51 @@ def _reason(exc: BaseException) -> str:
 # -- state ---------------------------------------------------------------------------------------------------
 
 
-def _load_state(s3: Any, bucket: str) -> dict[str, Any]:
+def _load_state(s3: Any, bucket: str, *, end: int, report: CollectorReport) -> tuple[int | None, dict[str, str]]:
+    """The last run's ``through`` and job fingerprints. A state that cannot be trusted (not JSON, ``through``
+    not a minute up to ``end``, ``jobs`` not fingerprints by job) is quarantined, counted by reason, and what it
+    no longer tells is read again as on a first run (the appends are idempotent); the run's end replaces it."""
     try:
         body = s3.get_object(Bucket=bucket, Key=FLEET_STATE_KEY)["Body"].read()
     except ClientError as exc:
         if exc.response.get("Error", {}).get("Code") in {"NoSuchKey", "404"}:
-            return {}
+            return None, {}
         raise
+    through, jobs, problems = _checked_state(body, end)
+    if problems:
+        reason = f"collector state quarantined ({'; '.join(problems)})"
+        _log.warning("fleet collector: state s3://%s/%s: %s", bucket, FLEET_STATE_KEY, reason)
+        _quarantine(s3, bucket, FLEET_STATE_KEY, body, report)
+        report.appended.count_all({reason: 1})
+    return through, jobs
+
+
+def _checked_state(body: bytes, end: int) -> tuple[int | None, dict[str, str], list[str]]:
+    """What of a state object can be trusted, and what cannot (its problems)."""
     try:
-        state = json.loads(body)
-    except json.JSONDecodeError:
-        _log.warning("fleet collector: state s3://%s/%s is not JSON; starting over", bucket, FLEET_STATE_KEY)
-        return {}
-    return state if isinstance(state, dict) else {}
+        state = json_loads(body)
+    except ValueError:  # not UTF-8, not JSON, nested too deep
+        return None, {}, ["not JSON"]
+    if not isinstance(state, dict):
+        return None, {}, ["not a JSON object"]
+    problems: list[str] = []
+    through, jobs = state.get("through"), state.get("jobs")
+    if not (type(through) is int and 0 <= through <= end):  # bool is not a time; 10**20 is no epoch second
+        through = None
+        problems.append("through is not a minute up to now")
+    if not (isinstance(jobs, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in jobs.items())):
+        jobs = {}
+        problems.append("jobs is not an object of fingerprints")
+    return through, jobs, problems
+
+
+def _quarantine(s3: Any, bucket: str, key: str, body: bytes, report: CollectorReport) -> None:
+    """Keep an object that cannot be read whole, byte for byte, under :data:`QUARANTINE_PREFIX` (``<run time>/<its
+    key>``) so the next run does not meet it again and nothing the bucket held is lost. A refused PutObject
+    raises: the run fails and the object stays where it was."""
+    stamp = datetime.fromtimestamp(report.now, UTC).strftime("%Y%m%dT%H%M%SZ")
+    s3.put_object(Bucket=bucket, Key=f"{QUARANTINE_PREFIX}{stamp}/{key}", Body=body)
+    report.quarantined.append(key)
 
 
 def _save_state(s3: Any, bucket: str, state: Mapping[str, Any]) -> None:
@@ -240,14 +286,12 @@ def collect_fleet(settings: CollectorSettings, clients: CollectorClients, *, now
     now = clock() if now is None else now
     report = CollectorReport(now=now)
     root = stack_root(settings.bucket, clients.s3)
-    state = _load_state(clients.s3, settings.bucket)
     end = (int(now) - settings.settle_seconds) // 60 * 60
-    through = state.get("through") if isinstance(state.get("through"), int) else None
+    through, known = _load_state(clients.s3, settings.bucket, end=end, report=report)
     floor = end - settings.first_read_hours * 3600
     read_from = floor if through is None else max(floor, through - settings.overlap_minutes * 60)
     jobs = _jobs(clients.sagemaker, changed_since=(through or floor) - settings.overlap_minutes * 60)
     report.jobs, report.running = len(jobs), sum(j.get("TrainingJobStatus") == JOB_IN_PROGRESS for j in jobs.values())
-    known: dict[str, str] = dict(state.get("jobs") or {})
 
     _metadata(settings, root, jobs, known, report)
     _minutes(settings, clients, root, jobs, read_from, end, report)
@@ -354,27 +398,32 @@ def _compact_inbox(settings: CollectorSettings, s3: Any, root: FleetRoot, report
     if not keys:
         return
 
-    def read(key: str) -> tuple[str, list[Verdict], dict[str, int]] | None:
+    def read(key: str) -> tuple[str, bytes, list[Verdict], dict[str, int]] | None:
         try:
             body = s3.get_object(Bucket=settings.bucket, Key=key)["Body"].read()
         except (ClientError, BotoCoreError) as exc:
             _log.warning("fleet collector: inbox object %s not read (%s); kept for the next run", key, exc)
             return None
-        rows, skipped = verdicts_from_lines(body)
-        return key, rows, skipped
+        rows, skipped = verdicts_from_lines(body)  # each line on its own: a damaged one is counted, never raised
+        return key, body, rows, skipped
 
     done: list[str] = []
+    damaged: list[tuple[str, bytes]] = []
     rows: list[Verdict] = []
     skipped: Counter[str] = Counter()
     for found in _each(settings, keys, read):
         if found is None:
             continue
-        key, got, bad = found
+        key, body, got, bad = found
         done.append(key)
         rows.extend(got)
         skipped.update(bad)
+        if bad:
+            damaged.append((key, body))
     report.appended.count_all(skipped)
     report.appended.merge(append_verdicts(root, rows))  # raises if S3 refuses: the objects stay for the next run
+    for key, body in damaged:  # its good rows are in the table; the object itself is kept whole, aside
+        _quarantine(s3, settings.bucket, key, body, report)
     for i in range(0, len(done), _DELETE_BATCH):
         s3.delete_objects(Bucket=settings.bucket,
                           Delete={"Objects": [{"Key": k} for k in done[i : i + _DELETE_BATCH]], "Quiet": True})

@@ -141,3 +141,102 @@ def test_collector_debugger_triggers_come_from_rule_statuses(aws: LocalAws) -> N
     verdicts = _table(aws, "verdicts")
     assert verdicts[["job", "rule", "event", "source"]].values.tolist() == [
         ["research-b", "LossNotDecreasing", "trigger", "SageMaker Debugger"]]
+
+
+# -- poisoned objects (issue 29, items 13 and 14): skipped, counted by reason, quarantined; the next run goes on ----
+
+QUARANTINE = "smx-debug/fleet/_quarantine/"
+
+
+def _keys(aws: LocalAws) -> list[str]:
+    pages = client(aws, "s3").get_paginator("list_objects_v2").paginate(Bucket=BUCKET)
+    return sorted(o["Key"] for page in pages for o in page.get("Contents") or [])
+
+
+def _quarantined(aws: LocalAws) -> dict[str, bytes]:
+    s3 = client(aws, "s3")
+    return {k: s3.get_object(Bucket=BUCKET, Key=k)["Body"].read() for k in _keys(aws) if k.startswith(QUARANTINE)}
+
+
+def _poisoned(field: str, value: str) -> bytes:
+    row = _row("guarded-a", "trigger", None, "IssuesFound", "2026-11-23T08:20:00.000+00:00")
+    return json.dumps({**row, field: value}).encode()  # json.dumps escapes a lone surrogate as \udc80
+
+
+@pytest.mark.parametrize(("line", "reason"), [
+    pytest.param(b"[" * 100_000 + b"]" * 100_000, "verdict lines nested too deep", id="nested-100000-deep"),
+    pytest.param(_poisoned("job", "guarded-\udc80"), "verdict lines not a valid row", id="lone-surrogate-job"),
+    pytest.param(_poisoned("rule", "CPU\udc80"), "verdict lines not a valid row", id="lone-surrogate-rule"),
+    pytest.param(_poisoned("detail", "\udc80"), "verdict lines not a valid row", id="lone-surrogate-detail"),
+    pytest.param(_poisoned("job", "../../../outside"), "verdict lines not a valid row", id="job-dot-dot"),
+    pytest.param(_poisoned("job", "guarded-a\u0000x"), "verdict lines not a valid row", id="job-nul"),
+    pytest.param(_poisoned("rule", "CPU\nBottleneck"), "verdict lines not a valid row", id="rule-two-lines"),
+    pytest.param(b"\xff\xfe not UTF-8", "verdict lines not UTF-8", id="not-utf-8"),
+])
+def test_collector_poisoned_inbox_line_is_counted_quarantined_and_the_rest_appended(aws: LocalAws, line: bytes,
+                                                                                    reason: str) -> None:
+    _job(aws, "guarded-a", {})
+    good = _row("guarded-a", "trigger", None, "IssuesFound", "2026-11-23T08:14:00.000+00:00")
+    body = json.dumps(good).encode() + b"\n" + line + b"\n"
+    key = _inbox(aws, "guarded-a", [good], now=NOW - 600, body=body)
+    stop = _row("guarded-a", "action", "stop", "stopped", "2026-11-23T08:14:02.000+00:00")
+    clean = _inbox(aws, "guarded-a", [stop], now=NOW - 300)  # a clean object beside it: compacted and deleted
+    settings = CollectorSettings(bucket=BUCKET, watch_prefixes=("guarded-",), evaluator_appends=True)
+    report = collect_fleet(settings, _clients(aws), now=NOW)
+    assert report.appended.skipped == {reason: 1} and report.failed == {}
+    assert report.inbox_objects == 2 and report.quarantined == [key]
+    assert sorted(_table(aws, "verdicts")[["job", "rule", "event"]].values.tolist()) == [
+        ["guarded-a", "CPUBottleneck", "action"], ["guarded-a", "CPUBottleneck", "trigger"]]
+    # the object's bytes are kept whole under the quarantine prefix; nothing is left in the inbox
+    assert list(_quarantined(aws).values()) == [body] and next(iter(_quarantined(aws))).endswith(key)
+    assert not any(k.startswith(FLEET_INBOX_PREFIX) for k in _keys(aws)) and clean != key
+    # every key the run wrote is a table file, the state or the quarantine: no '..' segment, no NUL
+    assert all(k.startswith(("smx-debug/fleet/training_jobs/", "smx-debug/fleet/system_minutes/",
+                             "smx-debug/fleet/verdicts/", FLEET_STATE_KEY, QUARANTINE)) for k in _keys(aws))
+    assert not [k for k in _keys(aws) if "/../" in k or "\x00" in k]
+    again = collect_fleet(settings, _clients(aws), now=NOW + 60)
+    assert (again.inbox_objects, again.quarantined, again.appended.skipped, again.failed) == (0, [], {}, {})
+
+
+def _state(aws: LocalAws, body: bytes) -> None:
+    client(aws, "s3").put_object(Bucket=BUCKET, Key=FLEET_STATE_KEY, Body=body)
+
+
+def _saved_state(aws: LocalAws) -> dict[str, object]:
+    loaded: dict[str, object] = json.loads(
+        client(aws, "s3").get_object(Bucket=BUCKET, Key=FLEET_STATE_KEY)["Body"].read())
+    return loaded
+
+
+END = int(NOW - 60) // 60 * 60  # the settled minute the run at NOW reads up to
+
+
+@pytest.mark.parametrize(("body", "reason"), [
+    pytest.param(json.dumps({"through": END - 300, "jobs": ["research-b"]}).encode(), "jobs is not an object of fingerprints",
+                 id="jobs-a-list"),
+    pytest.param(json.dumps({"through": END - 300, "jobs": {"research-b": 7}}).encode(), "jobs is not an object of fingerprints",
+                 id="jobs-fingerprint-a-number"),
+    pytest.param(json.dumps({"through": 10**20, "jobs": {}}).encode(), "through is not a minute up to now",
+                 id="through-10-to-the-20"),
+    pytest.param(json.dumps({"through": -60, "jobs": {}}).encode(), "through is not a minute up to now",
+                 id="through-negative"),
+    pytest.param(json.dumps({"through": -(10**20), "jobs": {}}).encode(), "through is not a minute up to now",
+                 id="through-minus-10-to-the-20"),
+    pytest.param(json.dumps({"through": True, "jobs": {}}).encode(), "through is not a minute up to now",
+                 id="through-a-boolean"),
+    pytest.param(b"[" * 100_000 + b"]" * 100_000, "not JSON", id="nested-100000-deep"),
+    pytest.param(b"{\"through\": ", "not JSON", id="cut-mid-write"),
+    pytest.param(b"[1, 2]", "not a JSON object", id="a-list"),
+])
+def test_collector_poisoned_state_is_quarantined_and_the_run_reads_as_a_first_run(aws: LocalAws, body: bytes,
+                                                                                  reason: str) -> None:
+    _job(aws, "research-b", {})
+    _state(aws, body)
+    settings = CollectorSettings(bucket=BUCKET)
+    report = collect_fleet(settings, _clients(aws), now=NOW)
+    assert report.appended.skipped == {f"collector state quarantined ({reason})": 1} and report.failed == {}
+    assert report.quarantined == [FLEET_STATE_KEY] and list(_quarantined(aws).values()) == [body]
+    assert report.metadata_written == 1 and report.minutes_jobs == 1  # what the state no longer tells is redone
+    assert _saved_state(aws)["through"] == END and list(_saved_state(aws)["jobs"]) == ["research-b"]  # type: ignore[call-overload]
+    again = collect_fleet(settings, _clients(aws), now=NOW + 60)
+    assert (again.quarantined, again.appended.skipped, again.failed, again.metadata_written) == ([], {}, {}, 0)
