@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import html
 import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +115,21 @@ def test_notebook_runs_as_the_documented_notebook_user_with_nothing_denied(execu
     assert found, "the notebook did not print how many of its calls the local IAM checked"
     calls, denied = int(found[1]), int(found[2])
     assert calls >= 10 and denied == 0  # launch, the rules' polls, the reads of S3: all the user's own
+
+
+def _readme_notebook_commands() -> list[str]:
+    readme = (EXAMPLES.parent / "README.md").read_text(encoding="utf-8")
+    paragraph = readme[readme.index("Then open **`examples/quickstart.ipynb`**"):].split("\n\n")[0]
+    return [c for c in re.findall(r"`([^`]+)`", paragraph) if re.match(r"(\.venv/bin/)?jupyter\b", c)]
+
+
+def test_readme_notebook_commands_exist_in_the_venv_make_install_builds() -> None:
+    commands = _readme_notebook_commands()
+    assert commands, "README's notebook paragraph names no jupyter command"
+    bindir = Path(sys.executable).parent  # the tests run in .venv, which `make install` builds
+    for command in commands:
+        words = command.split()
+        program = bindir / f"jupyter-{words[1]}"  # `jupyter <sub>` runs jupyter-<sub> from the same directory
+        assert program.exists(), f"README says `{command}`, but {program} is not installed by `make install`"
+        ran = subprocess.run([str(bindir / "jupyter"), words[1], "--help"], capture_output=True, timeout=120)
+        assert ran.returncode == 0, ran.stderr[-500:]
