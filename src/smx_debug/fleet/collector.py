@@ -17,8 +17,10 @@ Each file of the dataset has one writer: the evaluator writes its watched jobs' 
 one file; an unwatched job that ended has its last minutes read by the run whose Search of changed jobs finds it. Appends merge by the table's key, so a rerun (a
 redelivered schedule, a read overlapping the last one by ``overlap_minutes``) never doubles a row. Each job is
 isolated: what fails for one job (a bad description, a damaged file) is counted by reason and the others go on;
-an inbox object whose rows cannot be appended is kept for the next run. Its state (what it last read, each
-job's fingerprint) is one small object, :data:`smx_debug.contracts.FLEET_STATE_KEY`.
+an inbox object whose rows cannot be appended is kept for the next run. An object it cannot read whole (an inbox
+object with damaged lines, whose good rows are appended; a state it cannot trust) is counted by reason and moved,
+byte for byte, under :data:`QUARANTINE_PREFIX`, so no run meets it again and nothing is lost. Its state (what it
+last read, each job's fingerprint) is one small object, :data:`smx_debug.contracts.FLEET_STATE_KEY`.
 
 Runs do not overlap: the function's timeout plus the schedule's maximum event age is shorter than its period
 (the stack checks it), and the schedule has no retries.
