@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from smx_debug.contracts import is_training_job_name
 from smx_debug.errors import ConfigError, NoDataYetError
 
 __all__ = [
@@ -29,8 +30,6 @@ __all__ = [
     "table_name",
 ]
 
-# SageMaker's TrainingJobName pattern (CreateTrainingJob): 1-63 characters, letters, digits and inner hyphens.
-JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 # DynamoDB's TableName: a name (3-255 of letters, digits, '_', '-', '.') or the table's ARN.
 TABLE_NAME_RE = re.compile(r"^([a-zA-Z0-9_.-]{3,255}|arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[a-zA-Z0-9_.-]{3,255})$")
 
@@ -82,7 +81,7 @@ def non_negative_float(text: str) -> float:
 
 def job_name(text: str) -> str:
     """A valid SageMaker training job name."""
-    if not JOB_NAME_RE.match(text):
+    if not is_training_job_name(text):
         raise argparse.ArgumentTypeError(
             f"not a valid training job name: {text!r} (1-63 letters, digits and hyphens, starting and ending "
             "with a letter or digit)"

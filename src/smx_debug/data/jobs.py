@@ -2,22 +2,19 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from smx_debug.contracts import is_training_job_name
 from smx_debug.data.cloudwatch import instance_metrics, training_metrics
 from smx_debug.data.frames import JobData
 from smx_debug.data.load import LoadReport, load_path, load_source
 from smx_debug.data.sources import default_sagemaker, describe_job, open_source
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.instances import instance_row
-
-# SageMaker's TrainingJobName pattern: anything else given as JOB_OR_PATH is a path that does not exist.
-_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 
 __all__ = ["JobInfo", "Source", "load_job"]
 
@@ -70,7 +67,7 @@ def load_job(
     if job_or_path.startswith("s3://"):
         data = _debugger_data(job_or_path, sagemaker_client, s3_client, report)
         return data, JobInfo(name=job_or_path.rstrip("/").rsplit("/", 2)[-1], source=job_or_path)
-    if not _JOB_NAME.match(job_or_path):
+    if not is_training_job_name(job_or_path):  # anything else given as JOB_OR_PATH is a path that does not exist
         raise NotFoundError(
             f"{job_or_path!r}: no such file or folder, and not a training job name or s3:// prefix"
         )
