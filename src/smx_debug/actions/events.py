@@ -12,13 +12,13 @@ The event only says where to look: its ``Tags`` and rule statuses are not truste
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from smx_debug import _json as bounded_json
 from smx_debug.contracts import (
     DETAIL_TYPE,
     EVENT_SOURCE,
@@ -274,8 +274,8 @@ def parse_alarm_message(message: object) -> AlarmChange:
         if len(message) > 262_144:
             raise MalformedEventError("Sns.Message: longer than SNS allows (256 KB)")
         try:
-            message = json.loads(message)
-        except ValueError as exc:
+            message = bounded_json.loads(message)
+        except ValueError as exc:  # also nested too deep
             raise MalformedEventError(f"Sns.Message: not JSON ({exc})") from None
     if not isinstance(message, Mapping):
         raise MalformedEventError(f"Sns.Message: expected an alarm object, got {type(message).__name__}")

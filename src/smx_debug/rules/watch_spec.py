@@ -16,26 +16,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from smx_debug import _json as bounded_json
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX
 from smx_debug.errors import ConfigError
 from smx_debug.rules.definitions import ParamValue
 from smx_debug.rules.params import TENSOR_RULES, check_configuration_name
+from smx_debug.rules.registry import rule_defs
 
 __all__ = ["EVALUATOR_RULES", "MINUTE_DEFAULTS", "SPEC_VERSION", "TENSOR_WATCH_RULES", "WatchSpec", "WatchedRule"]
 
 SPEC_VERSION: Final = 1
 
-# Rules the evaluator can judge from CloudWatch's 1-minute data (instance metrics per host, training metrics),
-# with the parameters it uses unless the plan sets them: Debugger's defaults count datapoints at 500 ms
-# (patience 1000 is 8 minutes there, 16 hours at one datapoint a minute), so these are sized for minutes.
-# ``window`` is in minutes: each evaluation looks at the last ``window`` minutes of data only.
+# Rules the evaluator judges from CloudWatch's 1-minute data, with the parameters it uses unless the plan sets them
+# (each rule's ``minute_defaults`` in the registry: rules._builtin_local says why they are sized for minutes).
 MINUTE_DEFAULTS: Final[Mapping[str, Mapping[str, ParamValue]]] = {
-    "CPUBottleneck": {"threshold": 50, "gpu_threshold": 10, "cpu_threshold": 90, "patience": 2},
-    "LowGPUUtilization": {"threshold_p95": 70, "threshold_p5": 10, "window": 5, "patience": 2},
-    "GPUMemoryIncrease": {"increase": 5, "patience": 5, "window": 3},
-    "LossNotDecreasing": {"num_steps": 2, "diff_percent": 0.1},
-    "Overtraining": {"patience_train": 5, "patience_validation": 5, "delta": 0.01},
-    "Overfit": {"patience": 3, "ratio_threshold": 0.1},
+    d.name: d.minute_defaults for kind in ("profiler", "debugger") for d in rule_defs(kind=kind)
+    if d.minute_defaults is not None
 }
 # The tensor rules, judged on the job's tensors in S3 (its DebugHookConfig output) with the catalog's defaults. The
 # loss rules above that are tensor rules too (LossNotDecreasing, Overfit, Overtraining) stay on the training metrics.
@@ -150,8 +146,8 @@ class WatchSpec:
             ConfigError: not JSON, an unknown version, or a bad rule (the message names ``source`` and the field).
         """
         try:
-            body = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
+            body = bounded_json.loads(text)
+        except (ValueError, UnicodeDecodeError) as exc:  # ValueError: also nested too deep
             raise ConfigError(f"{source}: not JSON ({exc})", field="(spec)", value=str(text)[:80]) from None
         if isinstance(body, list):
             body = {"version": SPEC_VERSION, "rules": body}

@@ -162,3 +162,9 @@ def test_parse_alarm_message_reads_the_cloudwatch_notification() -> None:
         "namespace": "SmxDebug",
         "change_time": "2026-11-22T14:06:12.355+0000",
     }
+
+
+@pytest.mark.parametrize("message", ["[" * 100_000 + "]" * 100_000, '{"a":' * 40_000 + "1" + "}" * 40_000])
+def test_parse_alarm_message_nested_100000_deep_raises_malformed(message: str) -> None:
+    with pytest.raises(MalformedEventError, match=r"Sns\.Message: not JSON"):
+        parse_alarm_message(message)

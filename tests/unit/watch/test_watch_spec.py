@@ -46,6 +46,7 @@ def test_spec_bare_list_takes_the_rule_name_as_configuration_name() -> None:
     ('[{"rule": "CPUBottleneck", "parameters": {"threshold": [1]}}]', "rules[CPUBottleneck].parameters.threshold"),
     ('[{"rule": "CPUBottleneck", "color": "red"}]', "rules[0]"),
     ('[{"rule": "CPUBottleneck"}, {"rule": "CPUBottleneck"}]', "rules"),
+    ("[" * 100_000 + "]" * 100_000, "(spec)"),  # nested too deep: not JSON, not a RecursionError
 ])
 def test_spec_bad_input_raises_config_error_naming_the_field(text: str, field: str) -> None:
     with pytest.raises(ConfigError) as info:
