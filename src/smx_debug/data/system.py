@@ -6,8 +6,9 @@ A file is named after the minute it starts (``<epoch_s>.<node>.json``) and sits 
 File names say when and where, so files outside the time window or nodes are never downloaded.
 
 Speed: whole files are read as bytes and split by pyarrow's CSV tokenizer (canonical records) or parsed by
-``pyarrow.json`` with an explicit schema, in worker threads; only a file neither can read goes through a
-per-line path. Bad records never fail a read: they are skipped and counted by reason (:data:`SKIP_REASONS`):
+``pyarrow.json`` with an explicit schema, in worker threads; only the lines neither can read go through a
+per-line path: the few lines with JSON escapes, else a block of about a megabyte around a line ``pyarrow.json``
+refuses (``frame.attrs["lines_parsed_one_by_one"]`` says how many lines did). Bad records never fail a read: they are skipped and counted by reason (:data:`SKIP_REASONS`):
 lines that are not records (garbage, a truncated last line, nesting of any depth), lines with bytes that are
 not UTF-8, strings with lone surrogates (``"\\ud800"``: valid JSON, not representable in UTF-8), ``NaN``,
 ``Infinity``/``-Infinity`` and numbers beyond float range (``1e400``) in ``Value`` or ``Timestamp``, and
@@ -27,6 +28,7 @@ import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import pandas as pd
@@ -66,12 +68,21 @@ NAN = "NaN numbers"
 INFINITY = "Infinity numbers"
 OVERFLOW = "numbers beyond float range"
 SKIP_REASONS = (MALFORMED, BAD_BYTES, LONE_SURROGATE, NAN, INFINITY, OVERFLOW, OUT_OF_RANGE, WRONG_SCALE)
+# Not a skip reason: the lines that went through the per-line path (counted with the skips while a file is
+# parsed, then reported apart, in ``frame.attrs["lines_parsed_one_by_one"]``).
+_PER_LINE = "lines parsed one by one"
 # A canonical file with more odd-but-valid records than this is parsed by the general JSON path instead.
 _MAX_ODD_RECORDS = 64
 # Up to this many lines with bytes that are not UTF-8, the parts between them are parsed as they are (no copy);
 # beyond, the file is rebuilt without them line by line.
 _MAX_BYTE_SCANS = 16
 _UTF8_CHUNK = 8 << 20
+# Up to this many lines with JSON escapes (Debugger writes none), the parts between them keep the fast path and
+# only those lines are parsed one by one; beyond, pyarrow.json reads the whole part.
+_MAX_ESCAPED_LINES = 64
+# A part pyarrow.json refuses (a lone surrogate, a line that is not JSON) or reads with NaN is parsed again in
+# newline-aligned blocks of about this many bytes: only the blocks it refuses again go line by line.
+_BLOCK = 1 << 20
 _NON_SPACE = re.compile(rb"\S")
 
 _FILE_RE = re.compile(r"(?:^|/)(\d{10})\.([A-Za-z0-9_\-.]+?)\.json$")
@@ -190,12 +201,15 @@ def _numbers_problem(value: str, stamp: str) -> str:
     return next((p.reason for p in parsed if isinstance(p, _Rejected)), MALFORMED)
 
 
-def _parse_lines(data: bytes, skips: Skips) -> pa.Table:
-    """The per-line path: every line through ``json.loads``; bad lines skipped and counted."""
+def _parse_lines(data: bytes, skips: Skips, *, counted: bool = True) -> pa.Table:
+    """The per-line path: every line through ``json.loads``; bad lines skipped and counted (and, ``counted``,
+    the lines themselves under :data:`_PER_LINE`)."""
     cols: dict[str, list[Any]] = {name: [] for name in _SCHEMA.names}
     for line in data.splitlines():
         if not line.strip():
             continue
+        if counted:
+            _add(skips, _PER_LINE, 1)
         rec = _load(line)
         problem = _record_problem(rec)
         if problem is not None:
@@ -302,7 +316,7 @@ def _odd_rows(rows: list[str], skips: Skips) -> pa.Table | None:
         return None
     if len(records) > _MAX_ODD_RECORDS:
         raise _NotCanonical
-    return _parse_lines(b"\n".join(records), skips)
+    return _parse_lines(b"\n".join(records), skips, counted=False)  # a few, on the fast path: not its fallback
 
 
 def _parse_fast(data: pa.Buffer | bytes) -> tuple[pa.Table, Skips]:
@@ -380,6 +394,18 @@ def parse_system_file(data: bytes) -> tuple[pa.Table, dict[str, int]]:
     type, lines with bytes that are not UTF-8, timestamps outside :data:`TIMESTAMP_RANGE_S` or wrongly
     scaled. ``Name`` may be missing (smdebug reads such records with ``name=None``), giving a null name.
     """
+    table, skipped, _per_line = _parse_file(data)
+    return table, skipped
+
+
+def _parse_file(data: bytes) -> tuple[pa.Table, Skips, int]:
+    """:func:`parse_system_file`, and how many lines went through the per-line path."""
+    table, skips = _parse_counted(data)
+    per_line = skips.pop(_PER_LINE, 0)
+    return table, skips, per_line
+
+
+def _parse_counted(data: bytes) -> tuple[pa.Table, Skips]:
     if _NON_SPACE.search(data) is None:
         return _OUT_SCHEMA.empty_table(), {}
     skips: Skips = {}
@@ -392,19 +418,64 @@ def parse_system_file(data: bytes) -> tuple[pa.Table, dict[str, int]]:
     # Parse the parts between the bad lines where they lie in memory: no copy of a large file for one bad byte.
     _add(skips, BAD_BYTES, len(spans))
     bounds = [0, *(b for span in spans for b in span), len(data)]
-    parts = [_parse_clean(data, a, b, skips) for a, b in zip(bounds[::2], bounds[1::2], strict=True) if b > a]
+    return _concat([_parse_clean(data, a, b, skips) for a, b in zip(bounds[::2], bounds[1::2], strict=True)
+                    if b > a]), skips
+
+
+def _concat(parts: list[pa.Table]) -> pa.Table:
+    """The parts of one file, in order, as one compact table."""
     parts = [t.cast(_OUT_SCHEMA) for t in parts if t.num_rows]
     if not parts:
-        return _OUT_SCHEMA.empty_table(), skips
-    return _narrow(pa.concat_tables(parts).unify_dictionaries()), skips
+        return _OUT_SCHEMA.empty_table()
+    if len(parts) == 1:
+        return _narrow(parts[0])
+    return _narrow(pa.concat_tables(parts).unify_dictionaries())
 
 
-def _parse_clean(data: bytes, start: int, end: int, skips: Skips) -> pa.Table:
-    """``data[start:end]`` (valid UTF-8, read in place) into the compact schema; bad records counted."""
+def _escaped_lines(data: bytes, start: int, end: int, at: int) -> list[tuple[int, int]] | None:
+    """Byte spans of the runs of lines in ``data[start:end]`` that hold a backslash (the first at ``at``);
+    None when more than :data:`_MAX_ESCAPED_LINES` lines do."""
+    spans: list[tuple[int, int]] = []
+    lines = 0
+    while at >= 0:
+        begin = data.rfind(b"\n", start, at) + 1 or start
+        nl = data.find(b"\n", at, end)
+        stop = end if nl < 0 else nl + 1
+        lines += 1
+        if lines > _MAX_ESCAPED_LINES:
+            return None
+        if spans and spans[-1][1] == begin:
+            spans[-1] = (spans[-1][0], stop)
+        else:
+            spans.append((max(begin, start), stop))
+        at = data.find(b"\\", stop, end)
+    return spans
+
+
+def _blocks(data: bytes, start: int, end: int) -> list[tuple[int, int]]:
+    """``data[start:end]`` cut after a newline every :data:`_BLOCK` bytes or so."""
+    out = []
+    pos = start
+    while pos < end:
+        nl = data.find(b"\n", min(pos + _BLOCK, end) - 1, end)
+        stop = end if nl < 0 else nl + 1
+        out.append((pos, stop))
+        pos = stop
+    return out
+
+
+def _parse_clean(data: bytes, start: int, end: int, skips: Skips, *, split: bool = True) -> pa.Table:
+    """``data[start:end]`` (valid UTF-8, read in place) into the compact schema; bad records counted.
+
+    The canonical fast path first (with ``split``, lines with JSON escapes, when few, are set aside and parsed one
+    by one), then ``pyarrow.json``; what that refuses is parsed again per block (with ``split``), and only a block
+    refused again goes line by line: one bad line never sends a whole file through the per-line path.
+    """
     if _NON_SPACE.search(data, start, end) is None:
         return _OUT_SCHEMA.empty_table()
     buf = pa.py_buffer(memoryview(data)[start:end])
-    if data.find(b"\\", start, end) < 0:  # no JSON escapes: the canonical fast path can apply
+    escape = data.find(b"\\", start, end)
+    if escape < 0:  # no JSON escapes: the canonical fast path can apply
         try:
             table, fast_skips = _parse_fast(buf)
         except _NotCanonical:
@@ -413,12 +484,26 @@ def _parse_clean(data: bytes, start: int, end: int, skips: Skips) -> pa.Table:
             for reason, n in fast_skips.items():
                 _add(skips, reason, n)
             return table
+    elif split and (escaped := _escaped_lines(data, start, end, escape)) is not None:
+        bounds = [start, *(b for span in escaped for b in span), end]
+        parts: list[pa.Table] = []
+        for i, (a, b) in enumerate(pairwise(bounds)):
+            if b <= a:
+                continue
+            if i % 2:  # a run of lines with escapes
+                parts.append(_compact_wide(_parse_lines(data[a:b], skips), skips))
+            else:
+                parts.append(_parse_clean(data, a, b, skips, split=split))
+        return _concat(parts)
     try:
         raw = pj.read_json(buf, read_options=_READ, parse_options=_PARSE)
     except (pa.ArrowInvalid, pa.ArrowTypeError):  # e.g. a lone surrogate, 1e400, a line that is not JSON
         raw = None
     if raw is None or not all(pc.all(pc.is_finite(raw.column(k))).as_py() for k in _NUMBERS):
         # pyarrow.json reads NaN and Infinity: the per-line path counts them as it counts every bad record
+        blocks = _blocks(data, start, end) if split else []
+        if len(blocks) > 1:
+            return _concat([_parse_clean(data, a, b, skips, split=False) for a, b in blocks])
         return _narrow(_compact_wide(_parse_lines(data[start:end], skips), skips))
     valid = None
     for key in _REQUIRED:
@@ -517,6 +602,7 @@ class _Part:
     size: int
     table: pa.Table
     skipped: dict[str, int]
+    per_line: int = 0  # lines that went through the per-line path
 
 
 class SystemMetricsReader:
@@ -525,7 +611,8 @@ class SystemMetricsReader:
     ``refresh()`` lists the source again and fetches only new files and files that grew (the last file of a
     live job is still being written), then returns the combined frame. Skipped records are counted in
     ``frame.attrs``: ``skipped_lines`` (total), ``skipped_by_file`` (total per file) and ``skipped_by_reason``
-    (per :data:`SKIP_REASONS` entry, over all files).
+    (per :data:`SKIP_REASONS` entry, over all files); ``lines_parsed_one_by_one`` says how many lines the
+    fast paths left to the per-line path (a few, around the lines they could not read).
     """
 
     def __init__(
@@ -586,14 +673,14 @@ class SystemMetricsReader:
         ]
         with Progress(f"system metrics {self.source.uri}", len(todo), enabled=self.progress) as bar:
             infos = {o.key: o for o in todo}
-            for key, (table, skipped) in self.source.map(
+            for key, (table, skipped, per_line) in self.source.map(
                 list(infos),
-                lambda _k, data: parse_system_file(data),
+                lambda _k, data: _parse_file(data),
                 workers=self.workers,
                 sizes={k: o.size for k, o in infos.items()},
             ):
                 info = infos[key]
-                self._parts[key] = _Part(info.etag, info.size, table, skipped)
+                self._parts[key] = _Part(info.etag, info.size, table, skipped, per_line)
                 self.files_fetched += 1
                 bar.update()
         self._order = [f.info.key for f in selected]
@@ -604,10 +691,11 @@ class SystemMetricsReader:
         keys = [k for k in self._order if k in self._parts]
         tables = [self._parts[k].table for k in keys if self._parts[k].table.num_rows]
         skipped = {k: self._parts[k].skipped for k in keys if self._parts[k].skipped}
+        per_line = sum(self._parts[k].per_line for k in keys)
         if release:
             self._parts = {}
         return system_frame(tables, skipped, source=self.source.uri, files=len(keys), start_ns=self.start_ns,
-                            end_ns=self.end_ns, release=release)
+                            end_ns=self.end_ns, release=release, per_line=per_line)
 
 
 def system_frame(
@@ -619,8 +707,10 @@ def system_frame(
     start_ns: int | None = None,
     end_ns: int | None = None,
     release: bool = False,
+    per_line: int = 0,
 ) -> pd.DataFrame:
-    """The contract frame from :func:`parse_system_file` tables, with the skip counts (per file) in ``attrs``."""
+    """The contract frame from :func:`parse_system_file` tables, with the skip counts (per file) in ``attrs``
+    and ``per_line``, the lines that went through the per-line path (a file's fast paths refused their block)."""
     tables = [t for t in tables if t.num_rows]
     if tables:
         if len({t.schema for t in tables}) > 1:  # a file with >127 distinct names kept int32 indices
@@ -652,6 +742,7 @@ def system_frame(
             "skipped_lines": sum(by_reason.values()),
             "skipped_by_file": {k: sum(v.values()) for k, v in skipped.items() if v},
             "skipped_by_reason": by_reason,
+            "lines_parsed_one_by_one": per_line,
         }
     )
     return df

@@ -388,3 +388,34 @@ def test_parse_system_file_exact_duplicate_records_kept_on_every_path(path: str)
     table, skips = parse_system_file(head + CANON + CANON + CANON)
     assert (table.num_rows, skips) == (4, head_skips)
     assert table.to_pandas().iloc[1:].duplicated(keep=False).all()
+
+
+# --- issue 29 item 17: one bad line costs its block, never the whole file its fast path ---------------------------
+
+def _one_file(tmp_path: Path, data: bytes) -> pd.DataFrame:
+    target = tmp_path / "system" / "incremental" / "2020060305" / "1591160640.algo-1.json"
+    target.parent.mkdir(parents=True)
+    target.write_bytes(data)
+    return system_metrics(tmp_path)
+
+
+@pytest.mark.parametrize("case", ["lone-surrogate", "lone-low-surrogate"])
+def test_system_metrics_one_escaped_bad_line_leaves_the_rest_on_the_fast_path(case: str, tmp_path: Path) -> None:
+    bad, reason = POISONED[case]
+    df = _one_file(tmp_path, CANON * 2000 + bad + CANON * 2000)
+    assert (len(df), df.attrs["skipped_by_reason"]) == (4000, {reason: 1})
+    assert df.attrs["lines_parsed_one_by_one"] == 1  # the bad line alone, not the 4,001 of the file
+
+
+@pytest.mark.parametrize("head", [REORDERED, ESCAPED], ids=["other-key-order", "escaped"])
+def test_system_metrics_one_bad_line_in_a_json_path_file_costs_one_block(head: bytes, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    import smx_debug.data.system as system
+
+    lines_a_block = 50
+    monkeypatch.setattr(system, "_BLOCK", lines_a_block * len(head), raising=False)
+    # Every line escaped or in another key order: pyarrow.json's path, which refuses the garbage line's block
+    df = _one_file(tmp_path, head * 2000 + GARBAGE + head * 2000)
+    assert (len(df), df.attrs["skipped_by_reason"]) == (4000, {"malformed lines": 1})
+    assert 1 <= df.attrs["lines_parsed_one_by_one"] <= lines_a_block + 1
+    assert df["value"].tolist() == [json.loads(head)["Value"]] * 4000
