@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Build the side environment for the SageMaker Python SDK v3 (never a project dependency; v2, which the project's
+# own venv has, cannot share a virtualenv with it) under bench/.venv-sdkv3: the current sagemaker 3.x from PyPI,
+# then the wheel of this working tree with its core dependencies, sagemaker pinned to the version just installed
+# so that the wheel cannot downgrade it (pip fails instead: that is the "installs beside v3" check).
+# The first build takes about 4-5 minutes and 1 GB (sagemaker 3 pulls mlflow); afterwards the script only rebuilds
+# and reinstalls the wheel when src/ or pyproject.toml changed (a few seconds), so the tests always run the
+# working tree's code as a user would get it.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(dirname "$here")"
+env_dir="$here/.venv-sdkv3"
+python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+pip=("$env_dir/bin/python" -m pip install -q --disable-pip-version-check)
+
+if [ ! -f "$env_dir/.ready-sdk" ]; then
+  "$python" -m venv --clear "$env_dir"
+  "${pip[@]}" "sagemaker>=3,<4"
+  "$env_dir/bin/python" -c "import sagemaker.train, sagemaker.core.resources, sagemaker.core.shapes"
+  touch "$env_dir/.ready-sdk"
+fi
+
+stamp="$(cd "$root" && find src pyproject.toml -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum \
+  | sha256sum | cut -c1-64)"
+if [ -f "$env_dir/.ready-wheel" ] && [ "$(cat "$env_dir/.ready-wheel")" = "$stamp" ]; then exit 0; fi
+
+dist="$(mktemp -d)"
+trap 'rm -rf "$dist"' EXIT
+# Build with the project's venv when it exists (setuptools and wheel are there; no download), else isolated.
+if [ -x "$root/.venv/bin/python" ]; then
+  "$root/.venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation \
+    "$root" -w "$dist"
+else
+  "$env_dir/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps "$root" -w "$dist"
+fi
+wheel="$(ls "$dist"/smx_debug-*.whl)"
+sdk="$("$env_dir/bin/python" -c "from importlib.metadata import version; print(version('sagemaker'))")"
+"${pip[@]}" "$wheel" "sagemaker==$sdk"  # the core dependencies beside v3; fails rather than downgrade it
+"${pip[@]}" --no-deps --force-reinstall "$wheel"  # the same version number: replace the installed copy
+echo "$stamp" > "$env_dir/.ready-wheel"
