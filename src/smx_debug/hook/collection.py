@@ -14,11 +14,13 @@ from typing import Any
 from smx_debug.errors import ConfigError
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig
+from smx_debug.rules.catalog import list_rules
 from smx_debug.tensors import collections_file
 
 __all__ = [
     "BUILTIN_REGEXES",
     "DEFAULT_COLLECTIONS",
+    "RULE_COLLECTIONS",
     "SCALAR_COLLECTIONS",
     "Collection",
     "CollectionKeys",
@@ -49,6 +51,31 @@ BUILTIN_REGEXES: dict[str, tuple[str, ...]] = {
     CollectionKeys.LOSSES: ("[Ll]oss_(?!input).*output",),
 }
 DEFAULT_COLLECTIONS = frozenset(BUILTIN_REGEXES)
+
+
+def _rule_collections() -> dict[str, tuple[str, ...]]:
+    """The collections the built-in rules read, from the rule catalog (its one owner): smdebug-rulesconfig's
+    collections with a regex (DeadRelu's ``relu_output`` ``.*relu_output``, PoorWeightInitialization's
+    ``relu_input``, CheckInputImages' ``input_image``, NLPSequenceRatio's ``input_sequence``), then one collection
+    per activation a rule's default regex names (SaturatedActivation's ``.*tanh_input|.*sigmoid_input``:
+    ``tanh_input`` and ``sigmoid_input``, which smdebug-rulesconfig leaves unnamed)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for spec in list_rules("debugger"):
+        for req in spec.collections:
+            if req.include_regex:
+                out.setdefault(req.name, (req.include_regex,))
+        for param in spec.parameters:
+            if param.type == "regex" and isinstance(param.default, str):
+                for regex in param.default.split("|"):
+                    found = re.fullmatch(r"\.\*([a-z]+_(?:input|output))", regex)
+                    if found:
+                        out.setdefault(found.group(1), (regex,))
+    return out
+
+
+# Named in include_collections and not configured otherwise, these take the rules' regexes (smdebug 1.0.34 accepts
+# the names and saves nothing for them unless the job's DebugHookConfig gives the regex).
+RULE_COLLECTIONS: dict[str, tuple[str, ...]] = _rule_collections()
 # saved as raw values, never reduced (smdebug.core.collection.SCALAR_COLLECTIONS)
 SCALAR_COLLECTIONS = frozenset({CollectionKeys.LOSSES, CollectionKeys.METRICS, CollectionKeys.SM_METRICS})
 
@@ -108,6 +135,8 @@ class Collection:
         """Add one regex or a list of them."""
         items = [regex] if isinstance(regex, str) else list(regex)
         for item in items:
+            if item in self.include_regex:  # once is enough (the collections file lists each regex once)
+                continue
             if not isinstance(item, str):
                 raise ConfigError(f"collection {self.name!r}: include_regex entries are strings, got {item!r}",
                                   field="include_regex", value=item)

@@ -35,6 +35,7 @@ from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.hook import singleton
 from smx_debug.hook.collection import (
     BUILTIN_REGEXES,
+    RULE_COLLECTIONS,
     SCALAR_COLLECTIONS,
     Collection,
     CollectionKeys,
@@ -265,6 +266,7 @@ class Hook:
                 coll.include(list(entry.include_regex))
             if entry.save_histogram is not None:
                 coll.save_histogram = entry.save_histogram
+        hook._check_collections()
         return hook
 
     # --- collections -----------------------------------------------------------------------------
@@ -284,6 +286,30 @@ class Hook:
         """All collections by name."""
         return dict(self.collection_manager)
 
+    def _check_collections(self) -> None:
+        """Every collection ``include_collections`` names can select tensors: a built-in one, one configured here
+        (a regex, tensor names or modules), or one the built-in rules read (:data:`RULE_COLLECTIONS`), which takes
+        the rules' regex unless configured. Any other name raises UnknownNameError: before training, at
+        ``register_module`` (a script configures its own collections between building the hook and registering
+        the model, as smdebug's do) or when the hook is built from a configuration."""
+        for name in self.include_collections:
+            found = self.collection_manager.get(name)
+            if name in BUILTIN_REGEXES or (
+                    found is not None and (found.include_regex or found.tensor_names or found.modules)):
+                continue
+            if name in RULE_COLLECTIONS:
+                self.get_collection(name).include(list(RULE_COLLECTIONS[name]))
+                continue
+            known = sorted({*BUILTIN_REGEXES, *RULE_COLLECTIONS})
+            suggestion = closest(name, known)
+            hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+            raise UnknownNameError(
+                f"include_collections names {name!r}, which is neither a built-in collection "
+                f"({', '.join(sorted(BUILTIN_REGEXES))}) nor one the built-in rules read "
+                f"({', '.join(sorted(RULE_COLLECTIONS))}), and is not configured{hint} (a collection of your own: "
+                f"hook.get_collection({name!r}).include(regex) before hook.register_module(model))",
+                name=name, suggestion=suggestion)
+
     def add_collection(self, collection: Collection) -> None:
         """Add (or replace) a collection."""
         if not isinstance(collection, Collection):
@@ -302,6 +328,7 @@ class Hook:
         if not isinstance(module, nn.Module):
             raise ConfigError(f"register_module takes a torch.nn.Module, got {type(module).__name__}",
                               field="module", value=module)
+        self._check_collections()
         model: nn.Module = getattr(module, "_orig_mod", module) if _is_compiled(module) else module
         if any(model is m for _, m in self._modules):
             raise ConfigError(f"module {type(model).__name__} is registered already", field="module",
@@ -427,6 +454,7 @@ class Hook:
 
     def _prepare(self) -> None:
         """First step: resolve the collections to save, the worker, and hook the modules that can match."""
+        self._check_collections()  # done at register_module; again for names added to include_collections since
         self._worker, self._num_workers = _worker()
         self._writes = self.include_workers == "all" or self._worker == "worker_0"
         for coll in self.collection_manager.values():
@@ -446,15 +474,6 @@ class Hook:
                     coll.include("^" + re.escape(base + INPUT_SUFFIX))
                 if outputs:
                     coll.include("^" + re.escape(base + OUTPUT_SUFFIX))
-        for name in self.include_collections:
-            found = self.collection_manager.get(name)
-            if found is None or (name not in BUILTIN_REGEXES and not found.include_regex and not found.tensor_names):
-                suggestion = closest(name, sorted(BUILTIN_REGEXES))
-                hint = f"; did you mean {suggestion!r}?" if suggestion else ""
-                raise UnknownNameError(
-                    f"include_collections names {name!r}, which is not a built-in collection "
-                    f"({', '.join(sorted(BUILTIN_REGEXES))}) and has no include_regex{hint}",
-                    name=name, suggestion=suggestion)
         if CollectionKeys.ALL in self.include_collections:
             self._to_save = tuple(self.collection_manager.values())
         else:
