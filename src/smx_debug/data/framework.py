@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from smx_debug import _json as bounded_json
 from smx_debug.data._util import Progress, TimeLike, is_utf8, to_epoch_ns
 from smx_debug.data.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 from smx_debug.data.system import TIMESTAMP_RANGE_S
@@ -76,8 +77,8 @@ def _load_events(data: bytes) -> tuple[list[Any], int]:
     """The events of a JSON array; a truncated array, or an event nested deeper than the parser goes, keeps the
     complete events before it (1 skip counted)."""
     try:
-        events = json.loads(data)
-    except (ValueError, RecursionError):
+        events = bounded_json.loads(data)
+    except ValueError:  # also nested too deep
         pass
     else:
         if isinstance(events, list):
@@ -99,7 +100,7 @@ def _load_events(data: bytes) -> tuple[list[Any], int]:
             return out, 0
         try:
             obj, pos = decoder.raw_decode(text, pos)
-        except (ValueError, RecursionError):
+        except (ValueError, RecursionError):  # raw_decode has no bounded twin: its RecursionError is caught here
             return out, 1
         out.append(obj)
 

@@ -5,7 +5,6 @@ The scalar rules read them; malformed lines and implausible timestamps are skipp
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from smx_debug import _json as bounded_json
 from smx_debug.data.frames import empty_scalars
 from smx_debug.data.system import TIMESTAMP_RANGE_S
 
@@ -28,8 +28,8 @@ def _records(path: Path, skipped: dict[str, int]) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
-        except ValueError:  # also bytes that are not UTF-8
+            rec = bounded_json.loads(line)
+        except ValueError:  # also bytes that are not UTF-8, and nesting too deep
             bad += 1
             continue
         if isinstance(rec, dict):

@@ -7,7 +7,6 @@ The rule writes to ``rule-output/ProfilerReport[-<epoch>]/profiler-output/``; ea
 from __future__ import annotations
 
 import html
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from smx_debug import _json as bounded_json
 from smx_debug.data.sources import Source, open_source
 from smx_debug.errors import NotFoundError
 
@@ -110,8 +110,8 @@ def profiler_report(
     keys = jsons.get(folder, {})
     for rule, key in sorted(keys.items()):
         try:
-            doc = json.loads(source.read(key))
-        except ValueError as exc:
+            doc = bounded_json.loads(source.read(key))
+        except ValueError as exc:  # also nested too deep
             skipped[key] = f"not JSON: {exc}"
             continue
         if not isinstance(doc, dict):

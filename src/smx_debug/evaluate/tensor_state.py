@@ -22,6 +22,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from smx_debug import _json as bounded_json
 from smx_debug.errors import DataError
 
 __all__ = ["FORMAT", "HistoryRef", "Snapshot", "dump", "load"]
@@ -47,11 +48,13 @@ class Snapshot:
 
 
 def _classes() -> dict[str, type]:
-    from smx_debug.evaluate import tensor_input_rules, tensor_loss_rules, tensor_rules, tensor_verdict
+    """The allow-list: the Tally every rule may hold, and the state classes each tensor rule declares
+    (``state_types``), derived from the rule registry."""
+    from smx_debug.evaluate import tensor_verdict
+    from smx_debug.evaluate.tensor_eval import TENSOR_REGISTRY
 
-    found = [tensor_verdict.Tally, tensor_verdict._TensorTally, tensor_rules._History, tensor_rules._InitState,
-             tensor_input_rules._Counts, tensor_input_rules._Means, tensor_loss_rules._Series,
-             tensor_loss_rules._Times]
+    found = [tensor_verdict.Tally, tensor_verdict._TensorTally,
+             *(c for rule in TENSOR_REGISTRY.values() for c in rule.state_types)]
     return {c.__name__: c for c in found}
 
 
@@ -103,11 +106,8 @@ def _dec(value: Any, classes: Mapping[str, type]) -> Any:
 
 
 def _without_values(name: str, state: Any, history: list[HistoryRef]) -> Any:
-    """The state with the raw values it compares replaced by where they are (added to ``history``), the wall
-    times of steps before the last dropped (only the silence after the last step can still fire), and without the
-    charts' traces (the report's, not a rule's)."""
-    from smx_debug.evaluate.tensor_loss_rules import _Times
-    from smx_debug.evaluate.tensor_rules import _History
+    """The state without the charts' traces (the report's, not a rule's) and without what the state itself sheds
+    (its ``shed(name, history)``: raw values it compares, replaced by where they are, added to ``history``)."""
     from smx_debug.evaluate.tensor_verdict import Tally
 
     if isinstance(state, Tally):
@@ -115,14 +115,8 @@ def _without_values(name: str, state: Any, history: list[HistoryRef]) -> Any:
     tally = getattr(state, "tally", None)
     if isinstance(tally, Tally):
         state = dataclasses.replace(state, tally=dataclasses.replace(tally, traces={}))
-    if isinstance(state, _History):
-        for (tensor, worker, mode), kept in state.last.items():
-            history.extend((name, tensor, worker, mode, int(step)) for step, _ in kept)
-        return dataclasses.replace(state, last={})
-    if isinstance(state, _Times) and state.steps:
-        last = max(state.steps)
-        return dataclasses.replace(state, steps={last: state.steps[last]})
-    return state
+    shed = getattr(state, "shed", None)
+    return shed(name, history) if shed is not None else state
 
 
 def _lean(state: Any) -> Any:
@@ -161,7 +155,7 @@ def load(blob: bytes) -> Snapshot:
         DataError: for bytes that are not a state of this format.
     """
     try:
-        body = json.loads(zlib.decompress(blob))
+        body = bounded_json.loads(zlib.decompress(blob))  # ValueError: also nested too deep
     except (zlib.error, ValueError, UnicodeDecodeError) as exc:
         raise DataError(f"not a tensor rule state ({exc})") from None
     if not isinstance(body, dict) or body.get("format") != FORMAT:

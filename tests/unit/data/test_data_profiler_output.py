@@ -62,6 +62,16 @@ def test_profiler_report_latest_folder_wins_and_corrupt_json_skipped(data_dir: P
     assert out.read_text() == (src / "profiler-report.html").read_text()
 
 
+def test_profiler_report_rule_json_nested_100000_deep_skipped(data_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ProfilerReport-1700000000" / "profiler-output"
+    shutil.copytree(data_dir / MIT / "profiler-output", out)
+    (out / "profiler-reports" / "StepOutlier.json").write_text("[" * 100_000 + "]" * 100_000)
+    report = profiler_report(tmp_path)
+    key = "ProfilerReport-1700000000/profiler-output/profiler-reports/StepOutlier.json"
+    assert list(report.skipped) == [key] and "not JSON" in report.skipped[key]
+    assert "StepOutlier" not in report.rules["rule"].tolist() and len(report.rules) == 10  # of the 11
+
+
 def test_profiler_report_nothing_there_raises_not_found(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match="no ProfilerReport output"):
         profiler_report(tmp_path)

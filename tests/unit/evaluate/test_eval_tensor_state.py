@@ -102,7 +102,8 @@ def test_tensor_state_too_large_drops_details_then_refuses(tmp_path: Path) -> No
 @pytest.mark.parametrize("blob", [b"not zlib", __import__("zlib").compress(b'{"format": 99}'),
                                   __import__("zlib").compress(b'{"format": 1, "cursor": 1, "rules": {}, '
                                                               b'"states": {"x": {"$dc": "os.system"}}, '
-                                                              b'"history": []}')])
+                                                              b'"history": []}'),
+                                  __import__("zlib").compress(b"[" * 100_000 + b"]" * 100_000)])
 def test_tensor_state_load_refuses_what_it_did_not_write(blob: bytes) -> None:
     with pytest.raises(DataError):
         load(blob)
