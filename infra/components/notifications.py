@@ -59,13 +59,15 @@ class Notifications(Construct):
                     conditions=from_our_alarms,
                 )
             )
-        # ...and, the topic being KMS-encrypted, only if it may use the key (same conditions).
+        # ...and, the topic being KMS-encrypted, only if it may use the key. AWS's documented statement for an alarm
+        # publishing to an encrypted topic has no condition (docs/infra.md, "The key"): no AWS page says CloudWatch
+        # passes aws:SourceAccount/aws:SourceArn to KMS, and a grant requiring them would drop every alarm silently.
+        # Which alarms may publish is decided by the topic policies above.
         key.add_to_resource_policy(
             iam.PolicyStatement(
                 sid="CloudWatchAlarmsPublish",
                 principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],  # the calls it makes (not GenerateDataKey*)
                 resources=["*"],  # in a key policy "*" means this key
-                conditions=from_our_alarms,
             )
         )

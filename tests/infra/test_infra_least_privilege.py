@@ -2,7 +2,8 @@
 
 - The key lets EventBridge and SNS use it only for the dead-letter queue (the encryption context SQS sends); no
   role or key statement grants ``kms:GenerateDataKey*`` where ``GenerateDataKey`` does.
-- The evaluator reads only the watch specs and Debugger profiler output of the stack's bucket, not tensors or models.
+- The evaluator reads only the watch specs, Debugger profiler output and the hooks' tensors of the stack's bucket
+  (and, with the fleet on, its jobs' fleet minutes), not models.
 - The retraining state machine's role trusts that state machine only, not any state machine of the account.
 - Retraining launches only the configured instance types (``retraining.instance_types``) for at most
   ``retraining.max_runtime_seconds`` (``sagemaker:InstanceTypes``, ``sagemaker:MaxRuntimeInSeconds``).

@@ -296,6 +296,19 @@ def test_kms_key_rotates_and_grants_services_only_data_key_use(synth: Synth) -> 
         assert statement["Action"] == ["kms:Decrypt", "kms:GenerateDataKey"], statement
 
 
+def test_kms_key_cloudwatch_statement_is_the_documented_one_without_source_conditions(synth: Synth) -> None:
+    """No AWS page says CloudWatch passes aws:SourceAccount/aws:SourceArn to KMS when an alarm publishes to an
+    encrypted topic; AWS's statement has no condition (docs/infra.md, "The key"). A condition here would drop every
+    alarm notification in a real account, silently."""
+    template, _ = synth()
+    (key,) = template.find_resources("AWS::KMS::Key").values()
+    (statement,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"]
+                    if s["Principal"].get("Service") == "cloudwatch.amazonaws.com"]
+    assert statement == {"Sid": "CloudWatchAlarmsPublish", "Effect": "Allow",
+                         "Principal": {"Service": "cloudwatch.amazonaws.com"},
+                         "Action": ["kms:Decrypt", "kms:GenerateDataKey"], "Resource": "*"}
+
+
 def test_dead_letter_queue_kms_and_tls_only(synth: Synth) -> None:
     template, _ = synth()
     key, _ = only(template, "AWS::KMS::Key")

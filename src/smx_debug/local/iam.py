@@ -1289,7 +1289,10 @@ def authorize_call(caller: Caller, service: str, operation: str, params: Mapping
 
 # Which KMS calls a delivering service makes with the source keys in the request (EventBridge's and SNS's
 # carry no aws:Source* keys: AWS documents that a key grant conditioned on them for EventBridge drops events).
-SOURCE_KEYS_TO_KMS = {"cloudwatch.amazonaws.com": True, "events.amazonaws.com": False, "sns.amazonaws.com": False}
+# CloudWatch's neither, as far as AWS documents: its key statement for alarms publishing to an encrypted topic has
+# no condition (https://docs.aws.amazon.com/sns/latest/dg/sns-key-management.html#compatibility-with-aws-services),
+# so a grant that requires them is refused here, never assumed to work.
+SOURCE_KEYS_TO_KMS = {"cloudwatch.amazonaws.com": False, "events.amazonaws.com": False, "sns.amazonaws.com": False}
 _SERVICE_KMS = {"sns:Publish": ("kms:GenerateDataKey", "kms:Decrypt"),
                 "sqs:SendMessage": ("kms:GenerateDataKey", "kms:Decrypt"),
                 "sqs:ReceiveMessage": ("kms:Decrypt",)}  # Lambda's pollers, as the function's role
