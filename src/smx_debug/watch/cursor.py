@@ -8,12 +8,15 @@ configurations that already fired and, for a job with tensor rules, their state 
 changed ones with BatchWriteItem (25 a call), so the cost of a run does not grow with a job's length. Items
 expire (DynamoDB TTL on ``expires_at``) a week after their job was last seen running. The same table holds the
 run lease (:data:`smx_debug.watch.run.RUN_LEASE_KEY`) and the job leases (:func:`smx_debug.contracts.job_lease_key`),
-deleted in the same BatchWriteItem calls that save the cursors.
+deleted in the same BatchWriteItem calls that save the cursors. An item that cannot be read (not JSON, nested too
+deep, a window that is not zlib) is logged and its job starts over, as after another version's item: one damaged
+item never fails every run.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -21,12 +24,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from smx_debug import _json as bounded_json
 from smx_debug.actions.ledger import Ledger
 from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE, job_lease_key
 
 __all__ = ["CURSOR_RETENTION_SECONDS", "Cursor", "CursorStore"]
 
 CURSOR_RETENTION_SECONDS = 7 * 24 * 3600
+_log = logging.getLogger(__name__)
 _FORMAT = 3  # 3: the tensor rules' state (2: watched jobs only; 1 kept unwatched jobs too): older items start over
 # epoch minute -> value, per host and metric (instance data) or per metric name (training data)
 Window = dict[str, dict[str, dict[int, float]]]
@@ -54,7 +59,7 @@ def _encode_window(data: Window) -> bytes:
 
 
 def _decode_window(blob: bytes) -> Window:
-    plain = json.loads(zlib.decompress(blob))
+    plain = bounded_json.loads(zlib.decompress(blob))
     return {s: {m: {int(t): float(v) for t, v in pts} for m, pts in ms.items()} for s, ms in plain.items()}
 
 
@@ -80,15 +85,24 @@ def _to_item(cursor: Cursor, now: float) -> dict[str, Any]:
 def _from_item(item: Mapping[str, Any]) -> Cursor | None:
     if int(item.get("format", {}).get("N", "0")) != _FORMAT:
         return None  # written by another version: start over for this job
-    return Cursor(
-        job=item[LEDGER_KEY_ATTRIBUTE]["S"],
-        checked_at=float(item["checked_at"]["N"]),
-        info=json.loads(item["info"]["S"]),
-        through=int(item["through"]["N"]) if "through" in item else None,
-        data=_decode_window(item["data"]["B"]) if "data" in item else {},
-        fired=json.loads(item["fired"]["S"]),
-        tensors=item["tensors"]["B"] if "tensors" in item else None,
-    )
+    try:
+        info, fired = bounded_json.loads(item["info"]["S"]), bounded_json.loads(item["fired"]["S"])
+        if not isinstance(info, dict) or not isinstance(fired, dict):
+            raise ValueError("info and fired must be JSON objects")
+        return Cursor(
+            job=item[LEDGER_KEY_ATTRIBUTE]["S"],
+            checked_at=float(item["checked_at"]["N"]),
+            info=info,
+            through=int(item["through"]["N"]) if "through" in item else None,
+            data=_decode_window(item["data"]["B"]) if "data" in item else {},
+            fired=fired,
+            tensors=item["tensors"]["B"] if "tensors" in item else None,
+        )
+    except (ValueError, KeyError, TypeError, AttributeError, zlib.error) as exc:  # ValueError: also nested too deep
+        # A damaged item would fail every run that reads it: the job starts over, as after another version's item.
+        _log.warning("evaluator: cursor of %r cannot be read (%s: %s); the job starts over",
+                     str(item.get(LEDGER_KEY_ATTRIBUTE, {}).get("S", "?"))[:100], type(exc).__name__, str(exc)[:200])
+        return None
 
 
 class CursorStore:

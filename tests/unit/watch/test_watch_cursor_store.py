@@ -56,3 +56,33 @@ def test_cursor_store_still_unprocessed_after_max_rounds_raises(operation: str, 
         else:
             store.save([_cursor("a")])
     assert len(client.requests) == 2
+
+
+class _Items:
+    """A DynamoDB client fake whose BatchGetItem answers ``items``."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self.items = items
+
+    def batch_get_item(self, RequestItems: dict[str, Any]) -> dict[str, Any]:
+        return {"Responses": {"cursors": self.items}}
+
+
+DEEP = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize("damage", [
+    {"info": {"S": DEEP}},
+    {"fired": {"S": DEEP}},
+    {"data": {"B": __import__("zlib").compress(DEEP.encode())}},
+    {"data": {"B": b"not zlib"}},
+    {"info": {"S": "{"}},
+])
+def test_cursor_store_damaged_item_starts_over_and_the_others_load(damage: dict[str, Any]) -> None:
+    from smx_debug.watch.cursor import _to_item
+
+    good = _to_item(Cursor(job="a", checked_at=5.0, info={"hosts": 1}, fired={"CPUBottleneck": 7}), 10.0)
+    bad = {**_to_item(Cursor(job="b", checked_at=5.0, data={"algo-1": {"m": {60: 1.0}}}), 10.0), **damage}
+    cursors = CursorStore("cursors", _Items([bad, good])).load(["a", "b"])
+    assert list(cursors) == ["a"]  # b starts over, as an item of another version does
+    assert (cursors["a"].info, cursors["a"].fired) == ({"hosts": 1}, {"CPUBottleneck": 7})
