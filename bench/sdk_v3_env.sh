@@ -20,18 +20,22 @@ if [ ! -f "$env_dir/.ready-sdk" ]; then
   touch "$env_dir/.ready-sdk"
 fi
 
-stamp="$(cd "$root" && find src pyproject.toml -type f ! -name '*.pyc' -print0 | sort -z | xargs -0 sha256sum \
-  | sha256sum | cut -c1-64)"
+# What the wheel is built from (a copy, so the build writes no egg-info or build/ into the working tree)
+sources() { (cd "$root" && find src -type f ! -name '*.pyc' ! -path '*.egg-info/*' && echo pyproject.toml \
+  && echo README.md && echo LICENSE && echo NOTICE) | sort; }
+stamp="$(cd "$root" && sources | tr '\n' '\0' | xargs -0 sha256sum | sha256sum | cut -c1-64)"
 if [ -f "$env_dir/.ready-wheel" ] && [ "$(cat "$env_dir/.ready-wheel")" = "$stamp" ]; then exit 0; fi
 
-dist="$(mktemp -d)"
-trap 'rm -rf "$dist"' EXIT
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+(cd "$root" && sources | tar -cf - -T -) | tar -xf - -C "$work"
+dist="$work/dist"
 # Build with the project's venv when it exists (setuptools and wheel are there; no download), else isolated.
 if [ -x "$root/.venv/bin/python" ]; then
   "$root/.venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation \
-    "$root" -w "$dist"
+    "$work" -w "$dist"
 else
-  "$env_dir/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps "$root" -w "$dist"
+  "$env_dir/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps "$work" -w "$dist"
 fi
 wheel="$(ls "$dist"/smx_debug-*.whl)"
 sdk="$("$env_dir/bin/python" -c "from importlib.metadata import version; print(version('sagemaker'))")"
