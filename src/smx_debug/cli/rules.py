@@ -9,6 +9,8 @@ from typing import Any
 
 from smx_debug.contracts import RULE_KINDS
 
+RULE_FAMILIES = ("debugger", "smx")  # smx_debug.rules.definitions.RuleFamily (imported lazily: a fast --help)
+
 __all__ = ["register"]
 
 
@@ -17,9 +19,11 @@ def register(subparsers: Any) -> Any:
     parser = subparsers.add_parser("rules", help="the rule catalog and local rule evaluation")
     sub = parser.add_subparsers(dest="rules_command", required=True, metavar="RULES_COMMAND")
 
-    lst = sub.add_parser("list", help="list every built-in Debugger and profiler rule")
+    lst = sub.add_parser("list", help="list every rule: Debugger's built-in Debugger and profiler rules, and ours")
     lst.add_argument("--json", action="store_true", help="machine-readable output")
     lst.add_argument("--kind", choices=RULE_KINDS)
+    lst.add_argument("--family", choices=RULE_FAMILIES,
+                     help="debugger: Debugger's built-ins; smx: smx-debug's own rules")
     lst.set_defaults(func=_list)
 
     show = sub.add_parser("show", help="a rule's parameters, defaults and collections")
@@ -34,6 +38,7 @@ def _as_dict(spec: Any) -> dict[str, Any]:
         "name": spec.name,
         "function": spec.function,
         "kind": spec.kind,
+        "family": spec.family,
         "description": spec.description,
         "frameworks": list(spec.frameworks),
         "parameters": [
@@ -56,14 +61,14 @@ def _as_dict(spec: Any) -> dict[str, Any]:
 def _list(args: argparse.Namespace) -> int:
     from smx_debug.rules import list_rules
 
-    specs = list_rules(args.kind)
+    specs = list_rules(args.kind, family=args.family)
     if args.json:
         json.dump([_as_dict(s) for s in specs], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
     width = max(len(s.function) for s in specs)
     for s in specs:
-        print(f"{s.function:<{width}}  {s.kind:<8}  {s.description}")
+        print(f"{s.function:<{width}}  {s.kind:<8}  {s.family:<8}  {s.description}")
     return 0
 
 
@@ -76,7 +81,8 @@ def _show(args: argparse.Namespace) -> int:
         json.dump(data, sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
-    print(f"{spec.name} ({spec.kind} rule; plan name: {spec.function})")
+    family = "Debugger's built-in" if spec.family == "debugger" else "smx-debug's own"
+    print(f"{spec.name} ({spec.kind} rule, {family}; plan name: {spec.function})")
     print(f"  {spec.description}")
     if spec.frameworks:
         print(f"  frameworks: {', '.join(spec.frameworks)}")

@@ -125,6 +125,13 @@ class DebugPlan(FrozenModel):
 
     def _check_guard(self) -> None:
         if self.guard != "evaluator":
+            for i, rule in enumerate(self.rules):
+                if rule.spec.family == "smx":  # Debugger's rule container cannot run a rule of ours
+                    raise PydanticCustomError(
+                        "smx_field",
+                        "rule {rule} is smx-debug's own and only the evaluator runs it; set guard to 'evaluator'",
+                        {"subpath": f"rules[{i}].name", "bad_value": repr(rule.name), "rule": rule.spec.name},
+                    )
             return
         for i, rule in enumerate(self.rules):
             if rule.spec.name not in EVALUATOR_RULES:

@@ -1,4 +1,5 @@
-"""Rule class -> evaluator, and evaluation of a set of rule configurations keyed by configuration name."""
+"""Rule class -> evaluator on a job's frames (derived from the rule registry), and evaluation of a set of rule
+configurations keyed by configuration name."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from smx_debug.data.frames import JobData
 from smx_debug.evaluate import scalar_rules, step_rules, system_rules
 from smx_debug.evaluate.result import RuleResult
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure, configured_rule
-from smx_debug.rules.params import PROFILER_RULES, SCALAR_RULES
+from smx_debug.rules.registry import rule_defs
 
 __all__ = ["REGISTRY", "Evaluator", "evaluate", "evaluate_rule", "run"]
 
 Evaluator = Callable[[JobData, dict[str, Any]], RuleResult]
 
-REGISTRY: dict[str, Evaluator] = {
+# Debugger's built-ins evaluated on a job's frames, bound by name to their evaluators (grouped by the data they read;
+# the registry in smx_debug.rules, one floor below, cannot import them). The registry says which rules these are.
+_BUILTIN: dict[str, Evaluator] = {
     "BatchSize": system_rules.batch_size,
     "CPUBottleneck": system_rules.cpu_bottleneck,
     "Dataloader": step_rules.dataloader,
@@ -31,7 +34,7 @@ REGISTRY: dict[str, Evaluator] = {
     "Overtraining": scalar_rules.overtraining,
     "StalledTrainingRule": scalar_rules.stalled_training,
 }
-assert set(REGISTRY) == set(PROFILER_RULES) | set(SCALAR_RULES)
+REGISTRY: dict[str, Evaluator] = {d.name: _BUILTIN[d.name] for d in rule_defs() if "job" in d.evaluates_on}
 
 
 def run(config: ConfiguredRule, data: JobData) -> RuleResult:

@@ -11,7 +11,7 @@ Example::
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -20,40 +20,72 @@ from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
     from smx_debug.evaluate.tensor_state import Snapshot
+from smx_debug.evaluate import tensor_input_rules, tensor_loss_rules  # noqa: F401  (their rules are TensorRules)
 from smx_debug.evaluate.result import RuleResult
 from smx_debug.evaluate.tensor_data import TensorBatch
 from smx_debug.evaluate.tensor_feed import TrialFeed
-from smx_debug.evaluate.tensor_input_rules import (
-    CheckInputImages,
-    ClassImbalance,
-    Confusion,
-    NLPSequenceRatio,
-)
-from smx_debug.evaluate.tensor_loss_rules import LossNotDecreasing, Overfit, Overtraining, StalledTrainingRule
-from smx_debug.evaluate.tensor_rules import (
-    AllZero,
-    DeadRelu,
-    ExplodingTensor,
-    PoorWeightInitialization,
-    SaturatedActivation,
-    TensorRule,
-    TensorVariance,
-    UnchangedTensor,
-    VanishingGradient,
-    WeightUpdateRatio,
-)
-from smx_debug.evaluate.tensor_verdict import Selection
+from smx_debug.evaluate.tensor_rules import Collections, TensorRule
+from smx_debug.evaluate.tensor_verdict import Selection, Tally, select_tensors
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure
 from smx_debug.rules.params import TENSOR_RULES
+from smx_debug.rules.registry import RuleDef, rule_defs
 
-__all__ = ["TENSOR_REGISTRY", "TensorEvaluator", "evaluate_trial"]
+__all__ = ["TENSOR_REGISTRY", "OwnTensorRule", "TensorEvaluator", "evaluate_trial"]
 
-TENSOR_REGISTRY: dict[str, TensorRule] = {rule.name: rule for rule in (
-    VanishingGradient(), ExplodingTensor(), DeadRelu(), PoorWeightInitialization(), SaturatedActivation(),
-    WeightUpdateRatio(), AllZero(), ClassImbalance(), LossNotDecreasing(), Overfit(), Overtraining(),
-    TensorVariance(), UnchangedTensor(), CheckInputImages(), NLPSequenceRatio(), Confusion(), StalledTrainingRule(),
-)}
-assert set(TENSOR_REGISTRY) == set(TENSOR_RULES)
+
+class OwnTensorRule(TensorRule):
+    """A rule of our own (:func:`smx_debug.rules.registry.define`) as a :class:`TensorRule`: its evaluator's
+    ``update`` (and ``select``, ``start``, ``result`` where it has them, else the built-ins' defaults), given its
+    typed parameters (the rule's model, validated once per configuration). Its ``start(params, tally)`` gets the
+    :class:`Tally` its state carries as ``tally`` (the default verdict is that tally's)."""
+
+    def __init__(self, rule: RuleDef) -> None:
+        self.rule = rule
+        self.impl = rule.evaluator
+        self.state_types = tuple(getattr(self.impl, "state_types", ()))  # type: ignore[misc]
+
+    def parameters(self, params: Mapping[str, Any]) -> Any:
+        return self.rule.params.model_validate(dict(params))
+
+    def select(self, params: Any, names: Sequence[str], collections: Collections) -> Selection:
+        own = getattr(self.impl, "select", None)
+        return own(params, names, collections) if own else select_tensors(params.model_dump(), names, collections)
+
+    def start(self, params: Any) -> Any:
+        own = getattr(self.impl, "start", None)
+        return own(params, Tally(self.rule.name)) if own else Tally(self.rule.name)
+
+    def update(self, state: Any, batch: TensorBatch, params: Any, selection: Selection) -> None:
+        self.impl.update(state, batch, params, selection)
+
+    def result(self, state: Any, params: Any) -> RuleResult:
+        own = getattr(self.impl, "result", None)
+        if own:
+            return RuleResult.model_validate(own(state, params))
+        tally = getattr(state, "tally", state)
+        result: RuleResult = tally.result(params.model_dump())
+        return result
+
+
+def _builtin_rules() -> dict[str, TensorRule]:
+    """Debugger's tensor rules by name: every TensorRule subclass that names one (grouped in tensor_rules,
+    tensor_input_rules and tensor_loss_rules)."""
+    found: dict[str, TensorRule] = {}
+    todo: list[type[TensorRule]] = [TensorRule]
+    while todo:
+        cls = todo.pop()
+        todo.extend(c for c in cls.__subclasses__() if c is not OwnTensorRule)
+        if cls.name:
+            found[cls.name] = cls()
+    return found
+
+
+_BUILTIN = _builtin_rules()
+# Derived from the rule registry: each rule evaluated on tensors, with its evaluator.
+TENSOR_REGISTRY: dict[str, TensorRule] = {
+    d.name: OwnTensorRule(d) if d.family == "smx" else _BUILTIN[d.name]
+    for d in rule_defs() if "tensors" in d.evaluates_on
+}
 
 
 def _tensor_configs(rules: Iterable[RuleLike] | None) -> list[ConfiguredRule]:
@@ -80,7 +112,8 @@ class TensorEvaluator:
         self.configs = _tensor_configs(rules)
         self.feed = TrialFeed(trial, cursor=cursor)
         self.clock = clock
-        self._states = {c.name: TENSOR_REGISTRY[c.rule].start(c.parameters) for c in self.configs}
+        self._params = {c.name: TENSOR_REGISTRY[c.rule].parameters(c.parameters) for c in self.configs}
+        self._states = {c.name: TENSOR_REGISTRY[c.rule].start(self._params[c.name]) for c in self.configs}
         self._selections: dict[str, Selection] = {}
         self.wall_times: dict[int, float] = {}  # global step -> wall time (epoch s) of the steps read
         self.waiting = ""  # why the last refresh read none of the trial's saved steps (TensorBatch.waiting)
@@ -120,17 +153,13 @@ class TensorEvaluator:
                 hit: Any = [] if values is None else np.flatnonzero(
                     (values.steps == step) & (values.workers == worker) & (values.modes == mode))
                 if len(hit):  # else that record is gone: the rule compares from the next step on
-                    ev._states[name].last.setdefault((tensor, worker, mode), []).append(
-                        (step, values.values[int(hit[0])]))
-            for state in ev._states.values():
-                for kept in getattr(state, "last", {}).values():
-                    kept.sort(key=lambda item: item[0])
+                    ev._states[name].refill((tensor, worker, mode), step, values.values[int(hit[0])])
         return ev
 
     def _select(self, names: list[str], collections: Mapping[str, Callable[[str], bool]]) -> set[str]:
         wanted: set[str] = set()
         for c in self.configs:
-            sel = TENSOR_REGISTRY[c.rule].select(c.parameters, names, collections)
+            sel = TENSOR_REGISTRY[c.rule].select(self._params[c.name], names, collections)
             self._selections[c.name] = sel
             wanted.update(sel.names)
         return wanted
@@ -149,20 +178,21 @@ class TensorEvaluator:
         """Fold one batch (built by the feed, or by hand in tests) into every rule's state."""
         for c in self.configs:
             rule = TENSOR_REGISTRY[c.rule]
-            sel = self._selections.get(c.name) or rule.select(c.parameters, batch.names, batch.collections)
+            params = self._params[c.name]
+            sel = self._selections.get(c.name) or rule.select(params, batch.names, batch.collections)
             self._selections[c.name] = sel
             state = self._states[c.name]
             tally = getattr(state, "tally", state)
             if hasattr(tally, "hint"):  # what to add to the plan, shown while the rule has no data
                 tally.hint = sel.hint
             with np.errstate(all="ignore"):  # NaN and infinity are data here (ExplodingTensor reports them)
-                rule.update(state, batch, c.parameters, sel)
+                rule.update(state, batch, params, sel)
 
     def results(self) -> dict[str, RuleResult]:
         """The verdict of every configuration so far, keyed by configuration name."""
         out = {}
         for c in self.configs:
-            result = TENSOR_REGISTRY[c.rule].result(self._states[c.name], c.parameters)
+            result = TENSOR_REGISTRY[c.rule].result(self._states[c.name], self._params[c.name])
             update: dict[str, Any] = {"configuration_name": c.name, "parameters": dict(c.parameters)}
             if self.waiting and result.datapoints == 0:
                 update["message"] = f"no data: {self.waiting}"

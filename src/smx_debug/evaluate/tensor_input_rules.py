@@ -81,6 +81,7 @@ class ClassImbalance(TensorRule):
     ([guide], [2019-test])."""
 
     name = "ClassImbalance"
+    state_types = (_Counts,)
 
     def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
         labels = by_regex(split_list(params["labels_regex"], field="labels_regex"), names, what="labels_regex")
@@ -218,6 +219,7 @@ class CheckInputImages(TensorRule):
     [2019-test]: FashionMNIST without normalization fires at step 7 with batches of 64)."""
 
     name = "CheckInputImages"
+    state_types = (_Means,)
 
     def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
         return by_regex(split_list(params["regex"], field="regex"), names, what="regex")

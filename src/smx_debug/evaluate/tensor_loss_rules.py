@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -76,6 +76,7 @@ class _LossRule(TensorRule):
     """Collect the loss series; the verdict is the scalar rule's on it."""
 
     scalar: Callable[[JobData, dict[str, Any]], RuleResult]
+    state_types = (_Series,)
     needs = "the loss tensors hold too few saved steps to compare"
 
     def start(self, params: Mapping[str, Any]) -> _Series:
@@ -182,12 +183,20 @@ class _Times:
     steps: dict[int, float] = field(default_factory=dict)
     now: float | None = None
 
+    def shed(self, name: str, history: list[tuple[str, str, str, str, int]]) -> _Times:
+        """This state with only the last step's wall time: only the silence after it can still fire."""
+        if not self.steps:
+            return self
+        last = max(self.steps)
+        return replace(self, steps={last: self.steps[last]})
+
 
 class StalledTrainingRule(TensorRule):
     """No new saved step for more than ``threshold`` seconds (definition: :func:`scalar_rules.stalled_training`,
     on each saved step's wall time; live, the silence up to now counts too)."""
 
     name = "StalledTrainingRule"
+    state_types = (_Times,)
 
     def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
         return Selection(tuple(names), "" if names else "the trial holds no saved step yet")

@@ -10,7 +10,7 @@ sources and where we chose between sources: docs/rules.md, "Tensor rules".
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import numpy as np
@@ -29,6 +29,7 @@ from smx_debug.tensors.arrays import TensorValues
 
 __all__ = [
     "AllZero",
+    "Collections",
     "DeadRelu",
     "ExplodingTensor",
     "PoorWeightInitialization",
@@ -48,6 +49,12 @@ class TensorRule:
     """One tensor rule: select, fold batches into a state, give the verdict. Subclasses set ``name``."""
 
     name: ClassVar[str] = ""
+    state_types: ClassVar[tuple[type, ...]] = ()
+    """The dataclasses its state holds besides :class:`Tally` (the tensor state's allow-list is derived from them)."""
+
+    def parameters(self, params: Mapping[str, Any]) -> Any:
+        """The parameters the other methods receive, built once per configuration from its validated values."""
+        return params
 
     def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
         """The tensors the rule reads (default: ``collection_names`` and ``tensor_regex``, else all)."""
@@ -182,6 +189,19 @@ class _History:
     tally: Tally
     last: dict[tuple[str, str, str], list[tuple[int, np.ndarray]]] = field(default_factory=dict)
 
+    def shed(self, name: str, history: list[tuple[str, str, str, str, int]]) -> _History:
+        """This state without the raw values it compares (a model's size), which :meth:`refill` takes back:
+        where they are, (configuration ``name``, tensor, worker, mode, step), is added to ``history``."""
+        for (tensor, worker, mode), kept in self.last.items():
+            history.extend((name, tensor, worker, mode, int(step)) for step, _ in kept)
+        return replace(self, last={})
+
+    def refill(self, key: tuple[str, str, str], step: int, value: np.ndarray) -> None:
+        """Take back one value :meth:`shed` left out (read again from the trial)."""
+        kept = self.last.setdefault(key, [])
+        kept.append((step, value))
+        kept.sort(key=lambda item: item[0])
+
 
 def _groups(series: TensorValues, modes: Sequence[str]) -> list[tuple[tuple[str, str], np.ndarray]]:
     """Record positions per (worker, mode) among ``modes``, in step order."""
@@ -211,6 +231,7 @@ class UnchangedTensor(TensorRule):
     [2019-test]); compared within TRAIN (or GLOBAL) steps of one worker, since nothing learns in EVAL."""
 
     name = "UnchangedTensor"
+    state_types = (_History,)
 
     def start(self, params: Mapping[str, Any]) -> _History:
         return _History(Tally(self.name))
@@ -257,6 +278,7 @@ class WeightUpdateRatio(TensorRule):
     ([guide]); TRAIN (or GLOBAL) steps, per worker."""
 
     name = "WeightUpdateRatio"
+    state_types = (_History,)
 
     def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
         return by_collection("weights", names, collections)
@@ -388,6 +410,7 @@ class PoorWeightInitialization(TensorRule):
     ``distribution_range``; a loss has not reached a new minimum for ``patience`` saved steps ([guide])."""
 
     name = "PoorWeightInitialization"
+    state_types = (_InitState,)
 
     def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
         acts = by_regex(split_list(params["activation_inputs_regex"], field="activation_inputs_regex"), names,

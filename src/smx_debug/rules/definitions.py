@@ -16,12 +16,15 @@ __all__ = [
     "ParamSpec",
     "ParamType",
     "ParamValue",
+    "RuleFamily",
     "RuleSpec",
     "closest",
 ]
 
 ParamType = Literal["int", "float", "bool", "str", "regex"]
 ParamValue = bool | int | float | str
+RuleFamily = Literal["debugger", "smx"]
+"""``debugger``: Debugger's built-ins (faithful to smdebug-rulesconfig and the guide); ``smx``: smx-debug's own."""
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,8 @@ class RuleSpec:
     parameter_prefixes: bool = False
     reads: tuple[str, ...] = ()
     """Collections the rule reads without requiring them (for the starvation warning only)."""
+    family: RuleFamily = "debugger"
+    """``smx`` for smx-debug's own rules, which Debugger's rule container cannot run."""
 
     def param(self, name: str) -> ParamSpec:
         """The parameter ``name``; raises UnknownNameError suggesting the closest one."""

@@ -4,8 +4,8 @@ Defaults and bounds come from the rule catalog (:func:`smx_debug.rules.get_rule`
 is :meth:`ParamSpec.check <smx_debug.rules.definitions.ParamSpec.check>`. The encodings live here too: ProfilerReport's
 ``<Rule>_<parameter>`` keys (:func:`split_profiler_report_key`), the command line's ``Rule.param=value``
 (:func:`parse_assignment`) and the ``RuleConfigurationName`` rule (:func:`check_configuration_name`).
-Which rules smx-debug evaluates is said here as well (:data:`PROFILER_RULES`, :data:`SCALAR_RULES`,
-:data:`TENSOR_RULES`); a rule we cannot evaluate (the XGBoost rules, SimilarAcrossRuns) raises
+Which rules smx-debug evaluates is derived here from the registry (:mod:`smx_debug.rules.registry`):
+:data:`PROFILER_RULES`, :data:`SCALAR_RULES`, :data:`TENSOR_RULES`; a rule we cannot evaluate (the XGBoost rules, SimilarAcrossRuns) raises
 :class:`~smx_debug.errors.ConfigError` naming it and why. Standard library only.
 """
 
@@ -20,6 +20,7 @@ from typing import Any, Final
 from smx_debug.errors import ConfigError, UnknownNameError
 from smx_debug.rules.catalog import get_rule, list_rules
 from smx_debug.rules.definitions import ParamSpec, RuleSpec, closest
+from smx_debug.rules.registry import evaluated_on
 
 __all__ = [
     "CONFIGURATION_NAME_PATTERN",
@@ -38,25 +39,11 @@ __all__ = [
 
 PROFILER_REPORT: Final = "ProfilerReport"
 
-PROFILER_RULES: tuple[str, ...] = (
-    "BatchSize",
-    "CPUBottleneck",
-    "Dataloader",
-    "GPUMemoryIncrease",
-    "IOBottleneck",
-    "LoadBalancing",
-    "LowGPUUtilization",
-    "MaxInitializationTime",
-    "OverallSystemUsage",
-    "StepOutlier",
-)
-SCALAR_RULES: tuple[str, ...] = ("LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule")
-# Debugger rules we evaluate on a trial's tensors (evaluate.tensor_rules); the four scalar rules are among them.
-TENSOR_RULES: tuple[str, ...] = (
-    "VanishingGradient", "ExplodingTensor", "DeadRelu", "PoorWeightInitialization", "SaturatedActivation",
-    "WeightUpdateRatio", "AllZero", "ClassImbalance", "LossNotDecreasing", "Overfit", "Overtraining",
-    "TensorVariance", "UnchangedTensor", "CheckInputImages", "NLPSequenceRatio", "Confusion", "StalledTrainingRule",
-)
+# Rules evaluated on a job's frames: the profiler rules, and the scalar rules (the four Debugger rules that also
+# read the training metrics); rules evaluated on a trial's tensors (the scalar rules are among them).
+PROFILER_RULES: tuple[str, ...] = evaluated_on("job", kind="profiler")
+SCALAR_RULES: tuple[str, ...] = evaluated_on("job", kind="debugger")
+TENSOR_RULES: tuple[str, ...] = evaluated_on("tensors")
 # Why the catalog's other Debugger rules are not evaluated here (the XGBoost ones are found by framework).
 _NOT_LOCAL = {
     "SimilarAcrossRuns": "it compares this trial with another job's (other_trials); smx-debug does not evaluate "

@@ -43,12 +43,12 @@ def test_rules_public_api_all_pinned() -> None:
 
 def test_catalog_debugger_rules_match_smdebug_rulesconfig_functions() -> None:
     assert len(BUILTIN_FUNCTIONS) == 21
-    assert sorted(s.function for s in list_rules("debugger")) == BUILTIN_FUNCTIONS
+    assert sorted(s.function for s in list_rules("debugger", family="debugger")) == BUILTIN_FUNCTIONS
 
 
 def test_catalog_profiler_rules_match_smdebug_rulesconfig_classes() -> None:
     assert len(PROFILER_CLASSES) == 11
-    assert sorted(s.name for s in list_rules("profiler")) == PROFILER_CLASSES
+    assert sorted(s.name for s in list_rules("profiler", family="debugger")) == PROFILER_CLASSES
 
 
 @pytest.mark.parametrize("function", BUILTIN_FUNCTIONS)
