@@ -37,6 +37,7 @@ from functools import cache
 from operator import eq, ge, gt, le, lt, ne
 from typing import Any
 
+from smx_debug import _json as bounded_json
 from smx_debug.local.patching import patch_once
 
 __all__ = ["DEFAULT_MAX_RESULTS", "install"]
@@ -173,7 +174,7 @@ def _offset(token: str | None, query: str) -> int:
     if not token:
         return 0
     try:
-        body = json.loads(base64.urlsafe_b64decode(token.encode()))
+        body = bounded_json.loads(base64.urlsafe_b64decode(token.encode()))  # a client's token: maybe 3,000 deep
         if body["q"] == query and isinstance(body["o"], int) and body["o"] >= 0:
             return int(body["o"])
     except (ValueError, KeyError, TypeError):

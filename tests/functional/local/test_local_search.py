@@ -105,6 +105,9 @@ def test_search_or_sub_expressions_in_and_contains(aws: LocalAws) -> None:
     ({"NestedFilters": [{"NestedPropertyName": "Metrics", "Filters": [{"Name": "Metrics.acc", "Value": "1"}]}]},
      {}, "NestedFilters"),
     ({}, {"NextToken": "bm90IGEgdG9rZW4="}, "NextToken is invalid"),
+    # nested 3,000 deep: within NextToken's 8,192 characters, past the decoder's recursion limit
+    ({}, {"NextToken": __import__("base64").urlsafe_b64encode(b"[" * 3000 + b"]" * 3000).decode()},
+     "NextToken is invalid"),
 ])
 def test_search_refuses_what_sagemaker_refuses(
     aws: LocalAws, expression: dict[str, Any], extra: dict[str, Any], message: str
