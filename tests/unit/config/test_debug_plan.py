@@ -370,7 +370,7 @@ def test_config_import_and_request_without_sagemaker_installed() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == (
-        "ConfigError to_estimator_kwargs needs the SageMaker Python SDK: pip install 'smx-debug[sagemaker]'"
+        "ConfigError to_estimator_kwargs needs the SageMaker Python SDK v2: pip install 'smx-debug[sagemaker]'"
     )
 
 
@@ -388,3 +388,11 @@ def test_to_estimator_kwargs_objects_render_our_fields() -> None:
     assert sorted(kwargs) == ["debugger_hook_config", "profiler_config", "rules", "tags"]
     assert [r.name for r in kwargs["rules"]] == [r.rule_configuration_name for r in p.rules]
     assert kwargs["debugger_hook_config"]._to_request_dict() == p.to_request_dict(job_name="j")["DebugHookConfig"]
+
+
+def test_debug_plan_from_file_json_nested_100000_deep_raises_config_error_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ConfigError, match=r"deep\.json.*nested too deep") as info:
+        DebugPlan.from_file(path)
+    assert info.value.value == str(path)
