@@ -12,6 +12,7 @@ import yaml
 from pydantic import Field, StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
+from smx_debug import _json as bounded_json
 from smx_debug.config._base import FrozenModel, PositiveInt, S3Uri
 from smx_debug.config._limits import check_size, load_yaml
 from smx_debug.config.checks import DEFAULT_SAVE_INTERVAL, plan_warnings
@@ -198,15 +199,13 @@ class DebugPlan(FrozenModel):
         if path.suffix.lower() == ".json":
             check_size(text, str(path))
             try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
+                data = bounded_json.loads(text)
+            except json.JSONDecodeError as exc:  # also nested too deep (smx_debug._json)
                 raise ConfigError(
                     f"{path}: line {exc.lineno}, column {exc.colno}: invalid JSON ({exc.msg})",
                     field="(file)",
                     value=str(path),
                 ) from None
-            except RecursionError:
-                raise ConfigError(f"{path}: nested too deeply to be a plan", field="(file)", value=str(path)) from None
         else:
             try:
                 data = load_yaml(text, str(path))
