@@ -22,7 +22,6 @@ garbage lines in a canonical file keep it on the fast path.
 from __future__ import annotations
 
 import codecs
-import json
 import math
 import os
 import re
@@ -37,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.json as pj
 
+from smx_debug import _json as bounded_json
 from smx_debug.data._util import Progress, TimeLike, is_utf8, to_epoch_ns
 from smx_debug.data.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 from smx_debug.errors import ConfigError, NoDataYetError, NotFoundError
@@ -163,9 +163,9 @@ def _load(line: bytes | str) -> Any:
     """``json.loads`` of one line, with ``NaN``/``Infinity`` and out-of-range numbers marked as :class:`_Rejected`;
     :data:`MALFORMED` (a string) when the line is not JSON or nests deeper than the parser goes."""
     try:
-        return json.loads(line, parse_constant=_CONSTANTS.__getitem__, parse_float=_json_float,
-                          parse_int=_json_int)
-    except (ValueError, RecursionError):  # RecursionError: e.g. a 5,000-deep array, whatever the rest says
+        return bounded_json.loads(line, parse_constant=_CONSTANTS.__getitem__, parse_float=_json_float,
+                                  parse_int=_json_int)
+    except ValueError:  # also nested too deep: e.g. a 5,000-deep array, whatever the rest says
         return MALFORMED
 
 
