@@ -7,8 +7,9 @@ Rules for the blocks (also what a docs author needs to know):
   placeholders for yours), against the embedded local AWS: its ``environment()`` is active, so default clients
   (``boto3.client``, ``sagemaker.Session()``, the CLI's) talk to it.
 - ```` ```python ```` blocks share one namespace. ``<Placeholder>`` values are replaced by the local values in
-  :data:`PLACEHOLDERS`, and ``<job>`` (``<job-1>``, ``<job-2>``) by the namespace's ``job``; a placeholder
-  without a value fails the test.
+  :data:`PLACEHOLDERS`, ``<job>`` and ``<job-1>`` by the namespace's ``job``, and ``<job-2>`` by the ``s3://``
+  prefix of that job's profiler output (a second run to compare: the CLI refuses one run given twice); a
+  placeholder without a value fails the test.
 - ```` ```bash ```` blocks that are not marked run with ``bash -e`` (``make synth`` included).
 - ``<!-- local-aws: play job -->`` on the line before a block: before it runs, SageMaker's part of the training
   job named by the namespace variable ``job`` is played (``smx_debug.local.playback``), as a real job would run;
@@ -61,7 +62,8 @@ PLACEHOLDERS = {
 }
 _FENCE = re.compile(r"^(?P<indent>[ \t]*)```(?P<info>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ \t]*$", re.M | re.S)
 _DIRECTIVE = re.compile(r"<!--\s*(no-run|local-aws)\s*:\s*(.*?)\s*-->\s*$")
-_JOB_PLACEHOLDER = re.compile(r"<job(-\d)?>")
+_JOB_PLACEHOLDER = re.compile(r"<job(-1)?>")
+_SECOND_JOB_PLACEHOLDER = "<job-2>"
 
 
 @dataclass(frozen=True)
@@ -103,11 +105,13 @@ def blocks(path: Path) -> list[Block]:
 ALL = [b for f in FILES for b in blocks(f)]
 
 
-def _fill(code: str, block: Block, job: str | None = None) -> str:
+def _fill(code: str, block: Block, job: str | None = None, second: str | None = None) -> str:
     for key, value in PLACEHOLDERS.items():
         code = code.replace(key, value)
     if job is not None:
         code = _JOB_PLACEHOLDER.sub(job, code)
+    if second is not None:
+        code = code.replace(_SECOND_JOB_PLACEHOLDER, second)
     left = re.findall(r"<[A-Za-z][\w-]*>", code)
     assert not left, f"{block.id}: placeholders without a local value: {left} (add them to PLACEHOLDERS)"
     return code
@@ -332,7 +336,9 @@ def test_docs_runnable_blocks_run_on_the_local_aws(path: Path, local_aws: LocalA
         for block in [b for b in ALL if b.file == path and b.directive != "no-run"]:
             if block.directive == "local-aws":
                 _prepare(local_aws, block, namespace)
-            code = _fill(block.code, block, namespace.get("job"))
+            second = (_profiler_prefix(local_aws, namespace["job"])
+                      if _SECOND_JOB_PLACEHOLDER in block.code and "job" in namespace else None)
+            code = _fill(block.code, block, namespace.get("job"), second)
             if block.lang == "python":
                 exec(compile(code, block.id, "exec"), namespace)  # the documentation's own code
             elif block.lang in {"bash", "sh", "shell"}:
@@ -341,6 +347,12 @@ def test_docs_runnable_blocks_run_on_the_local_aws(path: Path, local_aws: LocalA
                 assert done.returncode == 0, f"{block.id}:\n{done.stdout}\n{done.stderr}"
     if path.name == "README.md":  # the notebook code launched a job whose rules settled and were read back
         assert namespace["summary"]["status"].notna().all() and len(namespace["stats"]) > 0
+
+
+def _profiler_prefix(aws: LocalAws, job: str) -> str:
+    """The ``s3://`` prefix of ``job``'s profiler output: the same data as ``job``, given as another run."""
+    desc = aws.client("sagemaker").describe_training_job(TrainingJobName=job)
+    return f"{desc['ProfilerConfig']['S3OutputPath'].rstrip('/')}/{job}/profiler-output"
 
 
 def _prepare(aws: LocalAws, block: Block, namespace: dict[str, Any]) -> None:
