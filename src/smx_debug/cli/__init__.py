@@ -11,6 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from smx_debug import __version__
 from smx_debug.cli._args import OneLineParser
 from smx_debug.errors import RegionError, SmxDebugError, translate_client_error
 from smx_debug.quiet import quiet_dependencies
@@ -23,9 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     # `import smx_debug.cli` (and the entry point's start-up) should not pay for until a parser is built.
     from smx_debug.cli import evaluate, fleet, plan, report, rules, trace
 
-    parser = OneLineParser(prog="smx-debug", description="Guardrails for SageMaker training jobs.")
-    parser.add_argument("-v", "--verbose", action="store_true",
-                        help="show the SDK's and boto's INFO lines and dependency warnings")
+    parser = OneLineParser(prog="smx-debug", description="Guardrails for SageMaker training jobs.", top=True)
+    parser.add_argument("--version", action="version", version=f"smx-debug {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     plan.register(sub)
     rules_sub = rules.register(sub)

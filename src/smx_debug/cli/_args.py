@@ -1,4 +1,4 @@
-"""Checked CLI values and paths: a bad one is one ``error:`` line naming the option and the value, exit 2.
+"""The CLI's parser and checked values and paths: a bad one is one ``error:`` line naming the option and value, exit 2.
 
 Numbers are checked by argparse ``type=`` functions; output paths are checked before any work starts, so a
 typo never costs a full evaluation and never leaves half-written output.
@@ -35,7 +35,19 @@ TABLE_NAME_RE = re.compile(r"^([a-zA-Z0-9_.-]{3,255}|arn:aws[a-z-]*:dynamodb:[a-
 
 
 class OneLineParser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one ``error:`` line (with the command) and exit status 2."""
+    """An ArgumentParser whose usage errors are one ``error:`` line (with the command) and exit status 2.
+
+    Every parser of the tree (argparse builds the subcommands' parsers with this class too) takes the global
+    options, so ``-v`` works before or after any command. Only the top parser (``top=True``) gives them their
+    defaults; the others leave them unset unless given (``SUPPRESS``), so a subcommand never resets what was
+    given before it.
+    """
+
+    def __init__(self, *args: Any, top: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        group = self.add_argument_group("global options")
+        group.add_argument("-v", "--verbose", action="store_true", default=False if top else argparse.SUPPRESS,
+                           help="show the SDK's and boto's INFO lines and dependency warnings")
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)

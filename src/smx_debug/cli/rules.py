@@ -66,6 +66,9 @@ def _list(args: argparse.Namespace) -> int:
         json.dump([_as_dict(s) for s in specs], sys.stdout, indent=2)
         sys.stdout.write("\n")
         return 0
+    if not specs:
+        print("(no rules)")
+        return 0
     width = max(len(s.function) for s in specs)
     for s in specs:
         print(f"{s.function:<{width}}  {s.kind:<8}  {s.family:<8}  {s.description}")
