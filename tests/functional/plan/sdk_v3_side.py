@@ -7,6 +7,7 @@ machine. Telemetry is switched off the same way the v2 test does it.
 
 Modes:
     model-trainer PLAN      ModelTrainer(**plan.to_model_trainer_kwargs(...)).train(wait=False)
+    model-trainer-create PLAN ROLE   the same, not captured: the job is created where AWS_ENDPOINT_URL points
     training-job PLAN...    TrainingJob.create(**plan.to_training_job_kwargs(...)) for each plan
     estimator PLAN          plan.to_estimator_kwargs(): the error SDK v3 gets
     snippets FILE           the python blocks in FILE (a JSON list of code strings), in one namespace
@@ -41,7 +42,8 @@ def _capture(params: dict[str, Any], model: Any, **_: Any) -> None:
     raise Captured
 
 
-handlers.BUILTIN_HANDLERS.append(("before-parameter-build.sagemaker.CreateTrainingJob", _capture))
+if sys.argv[1:2] != ["model-trainer-create"]:  # before any botocore session exists: every session captures
+    handlers.BUILTIN_HANDLERS.append(("before-parameter-build.sagemaker.CreateTrainingJob", _capture))
 
 from sagemaker.core.telemetry import telemetry_logging  # noqa: E402 - after the handler, before any session
 
@@ -79,6 +81,25 @@ def model_trainer(path: str) -> dict[str, Any]:
     trainer = ModelTrainer(**kwargs)
     call = _call(lambda: trainer.train(wait=False, logs=False))
     return {**call, "warnings": [str(w.message) for w in caught], "hook_environment": hook_environment(plan)}
+
+
+def model_trainer_create(path: str, role: str) -> dict[str, Any]:
+    """ModelTrainer's job created for real on the AWS that ``AWS_ENDPOINT_URL`` names (the local AWS)."""
+    from sagemaker.train import ModelTrainer
+    from sagemaker.train.configs import Compute, OutputDataConfig
+
+    plan = DebugPlan.from_file(path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kwargs = plan.to_model_trainer_kwargs(
+            training_image=IMAGE, role=role, base_job_name="smx-v3-local",
+            compute=Compute(instance_type="ml.m5.large", instance_count=1),
+            output_data_config=OutputDataConfig(s3_output_path="s3://bucket/models"), tags={"team": "a"},
+        )
+    trainer = ModelTrainer(**kwargs)
+    trainer.train(wait=False, logs=False)
+    job = trainer._latest_training_job  # what train() created (the SDK keeps it there)
+    return {"job_name": job.training_job_name, "status": str(job.training_job_status)}
 
 
 def training_job(paths: list[str]) -> dict[str, Any]:
@@ -140,6 +161,8 @@ def main() -> None:
     result: dict[str, Any]
     if mode == "model-trainer":
         result = model_trainer(args[0])
+    elif mode == "model-trainer-create":
+        result = model_trainer_create(args[0], args[1])
     elif mode == "training-job":
         result = training_job(args)
     elif mode == "estimator":

@@ -22,7 +22,8 @@ import pytest
 
 from smx_debug import DebugPlan, SmxDebugWarning
 from smx_debug.config.sdk_v3 import hook_environment
-from smx_debug.contracts import EVALUATOR_TAG, MANAGED_TAG, is_opted_in
+from smx_debug.contracts import EVALUATOR_TAG, MANAGED_TAG, is_opted_in, is_watched
+from smx_debug.local import LocalAws, execution_role
 
 ROOT = Path(__file__).resolve().parents[3]
 ENV_DIR = ROOT / "bench" / ".venv-sdkv3"
@@ -59,11 +60,13 @@ def side_env() -> Path:
     return SIDE_PY
 
 
-def _side(side_env: Path, cwd: Path, *args: str) -> dict[str, Any]:
+def _side(side_env: Path, cwd: Path, *args: str, aws: dict[str, str] | None = None) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "PYTHON", "SAGEMAKER_"))}
-    env.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-west-2",
-               # ModelTrainer checks the role with iam:SimulatePrincipalPolicy: there is no account here
-               SAGEMAKER_VALIDATE_ROLE="false", HOME=str(cwd))
+    env.update(aws or {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                       "AWS_DEFAULT_REGION": "us-west-2",
+                       # ModelTrainer checks the role with iam:SimulatePrincipalPolicy: there is no account here
+                       "SAGEMAKER_VALIDATE_ROLE": "false"})
+    env["HOME"] = str(cwd)
     done = subprocess.run([str(side_env), str(SIDE_SCRIPT), *args], capture_output=True, text=True, cwd=cwd,
                           env=env, timeout=600, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
@@ -114,6 +117,24 @@ def test_model_trainer_request_is_valid_and_opts_the_job_in(side_env: Path, eval
     assert params["TrainingJobName"].startswith("smx-v3-")
     # the plan's tensor rule cannot be given the hook's settings through ModelTrainer yet: said, not hidden
     assert any("ExplodingTensor" in w and "no DebugHookConfig" in w for w in out["warnings"])
+
+
+def test_model_trainer_creates_a_watched_job_on_the_local_aws(side_env: Path, evaluator_plan: Path,
+                                                             local_aws: LocalAws) -> None:
+    """Not captured: v3 creates the job on the local AWS (stricter than AWS where it differs: the execution role
+    must exist and trust SageMaker), which then holds the plan's tags."""
+    role = execution_role(local_aws)
+    # The local AWS has no iam:SimulatePrincipalPolicy (moto's NotImplemented, a 500), which v3 calls to check the
+    # role before creating the job: that client-side check is off; CreateTrainingJob still checks the role.
+    aws = {**local_aws.environ(), "SAGEMAKER_VALIDATE_ROLE": "false"}
+    out = _side(side_env, evaluator_plan.parent, "model-trainer-create", str(evaluator_plan), role, aws=aws)
+    sagemaker = local_aws.client("sagemaker")
+    job = sagemaker.describe_training_job(TrainingJobName=out["job_name"])
+    tags = {t["Key"]: t["Value"] for t in sagemaker.list_tags(ResourceArn=job["TrainingJobArn"])["Tags"]}
+    plan = DebugPlan.from_file(evaluator_plan)
+    assert tags == {**{t["Key"]: t["Value"] for t in plan.tags_list()}, "team": "a"}
+    assert is_watched(out["job_name"], tags, prefixes=(), tag_key=MANAGED_TAG)
+    assert "DebugHookConfig" not in job and "DebugRuleConfigurations" not in job
 
 
 def test_training_job_create_sends_the_plans_debug_fields(side_env: Path, tmp_path: Path) -> None:
