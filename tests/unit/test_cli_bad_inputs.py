@@ -1,4 +1,5 @@
-"""Every bad value and path on the CLI: one line naming it, exit 2, no traceback, nothing half-written.
+"""Every bad value and path on the CLI: one line naming it, no traceback, nothing half-written; exit 2 (usage),
+or 3 for a job, folder or file that does not exist or holds nothing to evaluate.
 
 The first eight rows are the ones issue 16 found (four tracebacks, four silently accepted); the rest walk the
 other options and paths a new user mistypes.
@@ -147,8 +148,15 @@ CASES: list[tuple[str, list[str], list[str]]] = [
 ]
 
 
-@pytest.mark.parametrize(("argv", "words"), [pytest.param(a, w, id=i) for i, a, w in CASES])
-def test_cli_bad_input_is_one_line_exit_2(paths: dict[str, str], argv: list[str], words: list[str]) -> None:
+# the rows whose input does not exist or holds no data: exit 3 (ExitStatus.NO_DATA); every other row is usage, 2
+NO_DATA = {"evaluate-empty-folder", "evaluate-missing-path", "evaluate-plan-missing", "plan-validate-missing",
+           "report-empty-folder", "fleet-root-empty-folder"}
+
+
+@pytest.mark.parametrize(("argv", "words", "status"),
+                         [pytest.param(a, w, 3 if i in NO_DATA else 2, id=i) for i, a, w in CASES])
+def test_cli_bad_input_is_one_line_with_its_exit_status(paths: dict[str, str], argv: list[str], words: list[str],
+                                                        status: int) -> None:
     argv = [a.format(**paths) for a in argv]
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -157,7 +165,7 @@ def test_cli_bad_input_is_one_line_exit_2(paths: dict[str, str], argv: list[str]
         except SystemExit as exc:  # argparse's own errors
             code = exc.code  # type: ignore[assignment]
     text = err.getvalue()
-    assert code == 2, (code, text, out.getvalue())
+    assert code == status, (code, text, out.getvalue())
     assert "Traceback" not in text and "Traceback" not in out.getvalue()
     lines = text.strip().splitlines()
     # one line; a plan file with several problems lists each below it, indented, one per field

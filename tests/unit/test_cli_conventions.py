@@ -57,3 +57,63 @@ def test_cli_rules_list_empty_family_is_no_rules_exit_0(monkeypatch: pytest.Monk
     monkeypatch.setattr("smx_debug.rules.list_rules", lambda *a, **k: [])
     assert _run(["rules", "list", "--family", "smx"]) == 0
     assert capsys.readouterr().out == "(no rules)\n"
+
+
+def test_cli_help_documents_every_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
+    from smx_debug.cli import ExitStatus
+
+    assert _run(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert "exit status:" in out
+    for status in ExitStatus:
+        assert f"  {int(status)}  " in out, (status, out)
+
+
+def _raiser(exc: BaseException):  # type: ignore[no-untyped-def]
+    def run(args):  # type: ignore[no-untyped-def]
+        raise exc
+    return run
+
+
+def _client_error(code: str, operation: str = "DescribeTrainingJob"):  # type: ignore[no-untyped-def]
+    from botocore.exceptions import ClientError
+
+    return ClientError({"Error": {"Code": code, "Message": f"{code} says no"}}, operation)
+
+
+def _failures() -> list[object]:
+    from botocore.exceptions import EndpointConnectionError, NoCredentialsError, NoRegionError
+
+    from smx_debug import errors
+
+    return [
+        pytest.param(errors.ConfigError("plan.yaml: hook.save_interval: bad"), 2, id="config-error"),
+        pytest.param(errors.UnknownNameError("unknown rule 'X'"), 2, id="unknown-name"),
+        pytest.param(errors.NotFoundError("'/x': no such file or folder"), 3, id="not-found"),
+        pytest.param(errors.JobNotFoundError("training job 'x' not found"), 3, id="job-not-found"),
+        pytest.param(errors.NoDataYetError("'x': no profiler data"), 3, id="no-data-yet"),
+        pytest.param(errors.DataError("'x': unusable"), 3, id="data-error"),
+        pytest.param(FileNotFoundError(2, "No such file or directory", "/x"), 3, id="file-not-found"),
+        pytest.param(errors.AccessDeniedError("not authorized to sagemaker:DescribeTrainingJob"), 4, id="access-denied"),
+        pytest.param(errors.RegionError(), 4, id="region-error"),
+        pytest.param(NoRegionError(), 4, id="no-region"),
+        pytest.param(NoCredentialsError(), 4, id="no-credentials"),
+        pytest.param(EndpointConnectionError(endpoint_url="http://127.0.0.1:9"), 4, id="unreachable"),
+        pytest.param(_client_error("ThrottlingException"), 4, id="client-error"),
+        pytest.param(_client_error("AccessDeniedException"), 4, id="client-error-access-denied"),
+    ]
+
+
+@pytest.mark.parametrize(("exc", "status"), _failures())
+def test_cli_failure_kind_has_its_exit_status(exc: BaseException, status: int, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr("smx_debug.cli.rules._list", _raiser(exc))
+    assert _run(["rules", "list"]) == status
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_cli_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["rules", "list", "--no-such-flag"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: smx-debug") and "unrecognized arguments: --no-such-flag" in err

@@ -1,8 +1,8 @@
 """The ``smx-debug`` command line.
 
 Each command group lives in its own module with a ``register(subparsers)`` function. Every
-SmxDebugError, bad option value or unusable path becomes a one-line ``error:`` message and exit status 2:
-users never see a traceback. Dependencies' INFO lines and warnings are hidden unless ``-v``.
+SmxDebugError, AWS error, bad option value or unusable path becomes a one-line ``error:`` message and the exit
+status of its kind (:class:`ExitStatus`: 2 usage, 3 missing data, 4 AWS): users never see a traceback. Dependencies' INFO lines and warnings are hidden unless ``-v``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 from smx_debug import __version__
 from smx_debug.cli._args import OneLineParser
-from smx_debug.errors import RegionError, SmxDebugError, translate_client_error
+from smx_debug.cli._exit import EPILOG, ExitStatus, failure
 from smx_debug.quiet import quiet_dependencies
 
-__all__ = ["build_parser", "main"]
+__all__ = ["ExitStatus", "build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
     # `import smx_debug.cli` (and the entry point's start-up) should not pay for until a parser is built.
     from smx_debug.cli import evaluate, fleet, plan, report, rules, trace
 
-    parser = OneLineParser(prog="smx-debug", description="Guardrails for SageMaker training jobs.", top=True)
+    parser = OneLineParser(prog="smx-debug", description="Guardrails for SageMaker training jobs.", top=True,
+                           epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"smx-debug {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     plan.register(sub)
@@ -37,8 +38,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
-
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.verbose:
@@ -48,28 +47,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     with quiet_dependencies(verbose=args.verbose):
         try:
             return int(args.func(args) or 0)
-        except SmxDebugError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 2
-        # AWS errors that no module translated (credentials, region, an unexpected API error): one line.
-        except NoRegionError:
-            print(f"error: {RegionError()}", file=sys.stderr)
-            return 2
-        except ClientError as exc:
-            translated = translate_client_error(exc)
-            if translated is not exc:
-                print(f"error: {translated}", file=sys.stderr)
-                return 2
-            err = exc.response.get("Error", {})
-            print(f"error: AWS {exc.operation_name}: {err.get('Code', '')}: {err.get('Message', exc)}",
-                  file=sys.stderr)
-            return 2
-        except BotoCoreError as exc:
-            print(f"error: AWS: {exc}", file=sys.stderr)
-            return 2
         except BrokenPipeError:  # `smx-debug ... | head`
-            return 0
-        except OSError as exc:  # a path the checks could not foresee (permissions, a full disk)
-            where = f"{exc.filename}: " if exc.filename else ""
-            print(f"error: {where}{exc.strerror or exc}", file=sys.stderr)
-            return 2
+            return ExitStatus.OK
+        except Exception as exc:
+            found = failure(exc)
+            if found is None:
+                raise
+            line, status = found
+            print(f"error: {line}", file=sys.stderr)
+            return status

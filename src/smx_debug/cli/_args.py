@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NoReturn
 
+from smx_debug.cli._exit import ExitStatus
 from smx_debug.contracts import is_training_job_name
 from smx_debug.errors import ConfigError, NoDataYetError
 
@@ -51,7 +52,7 @@ class OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(2)
+        raise SystemExit(ExitStatus.USAGE)
 
 
 def _number(text: str, kind: type[int] | type[float]) -> float:

@@ -18,6 +18,7 @@ from smx_debug.cli._args import (
     positive_float,
     require_data,
 )
+from smx_debug.cli._exit import ExitStatus
 from smx_debug.contracts import ISSUES_FOUND, JOB_ENDED_STATUSES, NO_ISSUES_FOUND, RULE_IN_PROGRESS
 
 if TYPE_CHECKING:
@@ -212,7 +213,7 @@ def _output(args: argparse.Namespace, results: Mapping[str, Any], head: str, ski
         for note in notes:
             print(note, file=sys.stderr)
     fired = any(r.triggered for r in results.values())
-    return 1 if fired and args.fail_on_issues else 0
+    return ExitStatus.RULES_FIRED if fired and args.fail_on_issues else ExitStatus.OK
 
 
 def _run_trial(args: argparse.Namespace) -> int:
@@ -278,7 +279,8 @@ def _live_trial(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
     _print_statuses(live.status)
     for what, n in trial.skipped.items():
         print(f"skipped {n} {what}", file=sys.stderr)
-    return 1 if args.fail_on_issues and any(s == ISSUES_FOUND for s in live.status.values()) else 0
+    fired = any(s == ISSUES_FOUND for s in live.status.values())
+    return ExitStatus.RULES_FIRED if fired and args.fail_on_issues else ExitStatus.OK
 
 
 def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:

@@ -15,7 +15,7 @@ from smx_debug.cli.evaluate import add_rule_options, rule_selection
 from smx_debug.contracts import Env
 from smx_debug.errors import ConfigError
 
-__all__ = ["add_outcome_options", "load_framework_events", "load_outcome", "parse_time", "register"]
+__all__ = ["add_outcome_options", "load_framework_events", "load_outcome", "onset_of", "parse_time", "register"]
 
 
 _LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z, the last time datetime (and the report) can show
@@ -66,11 +66,15 @@ def add_outcome_options(parser: argparse.ArgumentParser) -> None:
                         help=f"DynamoDB actions ledger to read the stop from (default: ${Env.LEDGER_TABLE})")
 
 
-def load_outcome(info: Any, args: argparse.Namespace) -> Any:
+def onset_of(args: argparse.Namespace) -> int | None:
+    """``--onset`` as epoch ns (None when not given); checked before any work, so a typo costs no evaluation."""
+    return parse_time(args.onset, "--onset") if args.onset else None
+
+
+def load_outcome(info: Any, args: argparse.Namespace, onset: int | None) -> Any:
     """Status, rule trigger times and stop from DescribeTrainingJob and the ledger (job names only), with the
-    onset of :func:`add_outcome_options`."""
+    onset of :func:`onset_of`."""
     ledger_table: str | None = args.ledger_table
-    onset = parse_time(args.onset, "--onset") if args.onset else None
     import boto3
     from botocore.config import Config
 
@@ -131,7 +135,7 @@ def _tensors(trial: Any, configs: Any) -> tuple[dict[str, Any], Any]:
 
 
 def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: Any, overrides: Any,
-         title: str | None) -> Any:
+         title: str | None, onset: int | None) -> Any:
     from smx_debug.data.jobs import load_job
     from smx_debug.errors import NoDataYetError, NotFoundError
     from smx_debug.evaluate import JobData, LoadReport, evaluate
@@ -157,7 +161,7 @@ def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: A
         rules = [c for c in rules if c.rule not in TENSOR_RULES and (asked or profiled)]
         report.skipped.update(trial.skipped)
     results = {**evaluate(data, rules, overrides), **results}
-    outcome = load_outcome(info, args)
+    outcome = load_outcome(info, args, onset)
     instance_type = args.instance_type or info.instance_type
     cost = estimate_job_cost(
         data, instance_type, args.instance_count or info.instance_count,
@@ -177,7 +181,8 @@ def _run(args: argparse.Namespace) -> int:
     jobs: list[str] = args.job_or_path
     if len(jobs) > 1 and args.onset:
         raise ConfigError("--onset applies to one job; give one JOB_OR_PATH", field="--onset", value=args.onset)
-    inputs = [_one(job, args, rules, tensor_rules, overrides, args.title if len(jobs) == 1 else None)
+    onset = onset_of(args)
+    inputs = [_one(job, args, rules, tensor_rules, overrides, args.title if len(jobs) == 1 else None, onset)
               for job in jobs]
     if len(inputs) == 1:
         path = write_report(inputs[0], args.out)

@@ -15,17 +15,18 @@ __all__ = ["register"]
 
 def _run(args: argparse.Namespace) -> int:
     from smx_debug.analysis.trace_export import TraceMark, chrome_trace, write_chrome_trace
-    from smx_debug.cli.report import load_framework_events, load_outcome
+    from smx_debug.cli.report import load_framework_events, load_outcome, onset_of
     from smx_debug.data.jobs import load_job
     from smx_debug.evaluate import LoadReport, evaluate
     from smx_debug.htmlreport import ReportInput, build_model
 
     rules, overrides, _ = rule_selection(args)
     check_output_file(args.out, "--out")
+    onset = onset_of(args)
     data, info = load_job(args.job_or_path, source=args.source, report=LoadReport())
     require_data(data, info.name, info.source)
     events = load_framework_events(args.job_or_path)
-    outcome = load_outcome(info, args)
+    outcome = load_outcome(info, args, onset)
     # the report's own model: the same first-trigger times and stop as the HTML report shows
     model = build_model(ReportInput(job_name=info.name, data=data, results=evaluate(data, rules, overrides),
                                     events=events, outcome=outcome))

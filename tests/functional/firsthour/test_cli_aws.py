@@ -1,4 +1,5 @@
-"""The CLI against the local AWS: a job without metrics says so (exit 2), a mistyped job name is one line."""
+"""The CLI against the local AWS: a job without metrics says so (exit 3, missing data), a mistyped job name
+is one line (exit 3)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,13 @@ def _create_job(aws: LocalAws, name: str) -> None:
     local.create_training_job(aws, name)
 
 
-def test_cli_cloudwatch_source_without_metrics_says_so_and_exits_2(local_aws: LocalAws,
+def test_cli_cloudwatch_source_without_metrics_says_so_and_exits_3(local_aws: LocalAws,
                                                                     capsys: pytest.CaptureFixture[str]) -> None:
     _create_job(local_aws, "no-metrics-job")
     with local_aws.environment():
         code = main(["rules", "evaluate", "no-metrics-job", "--source", "cloudwatch"])
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == 3
     assert err.startswith("error: 'no-metrics-job': no profiler data to evaluate") and "CloudWatch" in err
     assert err.count("\n") == 1
 
@@ -29,6 +30,6 @@ def test_cli_mistyped_job_name_is_one_line_not_found(local_aws: LocalAws,
     with local_aws.environment():
         code = main(["report", "resnet-typo", "--out", "/tmp/never.html"])
     err = capsys.readouterr().err
-    assert code == 2
+    assert code == 3
     assert err == ("error: training job 'resnet-typo' not found in region us-west-2: check the name "
                    "(`aws sagemaker list-training-jobs --name-contains ...`) and the region (AWS_DEFAULT_REGION)\n")
