@@ -79,8 +79,8 @@ class _Index:
     mode: ModeKeys
     mode_step: int
     names: list[str]
-    starts: list[Any]
-    lengths: list[Any]
+    starts: np.ndarray  # int64
+    lengths: np.ndarray  # int64
     shapes: dict[str, tuple[int, ...]]
 
 
@@ -108,10 +108,12 @@ def _parse_index(step: int, worker: str, data: bytes) -> _Index:
         lengths = [e["length"] for e in payload]
     except (KeyError, TypeError):
         raise DataError("a tensor_payload entry lacks tensorname, start_idx or length") from None
+    checked = []
     for what, values in (("start_idx", starts), ("length", lengths)):
         arr = np.asarray(values)
         if len(arr) and (arr.dtype.kind not in "iu" or int(arr.min()) < 0):
             raise DataError(f"every {what} must be an integer >= 0, got {values[:5]!r}...")
+        checked.append(arr.astype(np.int64))  # one past int64 turns negative: outside every file, dropped later
     shapes: dict[str, tuple[int, ...]] = {}
     for entry in doc.get("shape_payload") or ():
         if not isinstance(entry, dict) or not isinstance(entry.get("tensorname"), str):
@@ -119,7 +121,7 @@ def _parse_index(step: int, worker: str, data: bytes) -> _Index:
         _check_names([entry["tensorname"]])
         shapes[entry["tensorname"]] = tuple(_int(d, "shape") for d in entry.get("shape") or ())
     return _Index(step, worker, ModeKeys[mode_name.strip()], _int(meta.get("mode_step"), "meta.mode_step"), names,
-                  starts, lengths, shapes)
+                  checked[0], checked[1], shapes)
 
 
 def _check_names(names: Iterable[Any]) -> None:
@@ -409,15 +411,16 @@ class Catalog:
             ids = np.fromiter((self.name_id(n) for n in names), np.int32, len(names))
             if len(self._id_cache) < 1024:
                 self._id_cache[names] = ids
-        starts = np.asarray(idx.starts, np.int64)
-        lengths = np.asarray(idx.lengths, np.int64)
-        inside = (starts + lengths <= size) & (lengths >= 16)
+        starts, lengths = idx.starts, idx.lengths
+        inside = (starts >= 0) & (starts + lengths <= size) & (lengths >= 16)
         if not inside.all():
             self.skip(BAD_ENTRY, int((~inside).sum()))
             ids, starts, lengths = ids[inside], starts[inside], lengths[inside]
         shapes = {self.name_id(n): s for n, s in idx.shapes.items()} or None
-        return EventFile(idx.step, idx.worker, idx.mode, idx.mode_step, key is not None, size, ids, _small(starts),
-                         _small(lengths), shapes)
+        if size < 2**32:  # every entry lies inside the file: offsets as uint32 (half a large catalog's memory)
+            starts, lengths = starts.astype(np.uint32), lengths.astype(np.uint32)
+        return EventFile(idx.step, idx.worker, idx.mode, idx.mode_step, key is not None, size, ids, starts, lengths,
+                         shapes)
 
     def _scan(self, key: str, step: int, worker: str, size: int) -> EventFile | None:
         """Catalog an event file from its own records (no usable index)."""

@@ -112,11 +112,13 @@ class Trial:
         self._known: set[str] = set()  # tensor (base) names
         self._named = 0  # catalog names taken into _known so far
         self._postings: dict[str, _Posting] = {}
-        self._parts: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}  # name -> (file index, position) arrays
+        self._parts: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}  # name -> (file index,
+        # entry position, name id) arrays
         self._grouped = 0  # files of cat.order grouped into _parts
         self._base_names: dict[str, int] = {}  # tensor (base) name -> its code
         self._base_code: list[int] = []  # name id -> its tensor's code
         self._reader = RecordReader(self._catalog, verify=verify_checksums)
+        self._steps: dict[tuple[ModeKeys, bool], tuple[tuple[int, bool, int], list[int]]] = {}
         self._tensors: dict[str, Tensor] = {}
         self.refresh()
 
@@ -136,27 +138,23 @@ class Trial:
         self._named = len(cat.names)
         return len(added)
 
-    def _records(self, name: str) -> list[tuple[EventFile, int]]:
-        """Where tensor ``name`` and its reductions are: (file, entry position), in the order files were added."""
-        return self._posting(name).records
-
     def _posting(self, name: str) -> _Posting:
-        """Tensor ``name``'s records, found lazily and extended as files arrive (a trial read only through
-        :meth:`frame` never builds these): every tensor's positions are grouped in one pass over new files."""
+        """Tensor ``name``'s records (it and its reductions), found lazily and extended as files arrive (a trial
+        read only through :meth:`frame` never builds these): every tensor's positions are grouped in one pass
+        over new files."""
         cat = self._catalog
+        post = self._postings.get(name)
+        if post is not None and post.seen == len(cat.order):
+            return post
         if self._grouped < len(cat.order):
             self._group(cat.order[self._grouped:], self._grouped)
             self._grouped = len(cat.order)
-        post = self._postings.get(name)
         if post is None:
             post = self._postings[name] = _Posting()
+        post.seen = len(cat.order)
         parts = self._parts.get(name, ())
-        for file_idx, pos in parts[post.taken:]:
-            records, at = post.records, post.at
-            for k, p in zip(file_idx.tolist(), pos.tolist(), strict=True):
-                f = cat.order[k]
-                at.setdefault(f.step, []).append(len(records))
-                records.append((f, p))
+        for file_idx, pos, ids in parts[post.taken:]:
+            post.extend([cat.order[k] for k in file_idx.tolist()], pos.tolist(), ids.tolist())
         post.taken = len(parts)
         return post
 
@@ -179,7 +177,7 @@ class Trial:
         names = list(self._base_names)
         starts = np.concatenate([[0], cuts])
         for a, chunk in zip(starts.tolist(), np.split(order, cuts), strict=True):
-            self._parts.setdefault(names[int(code[a])], []).append((file_idx[chunk], pos[chunk]))
+            self._parts.setdefault(names[int(code[a])], []).append((file_idx[chunk], pos[chunk], ids[chunk]))
 
     @property
     def loaded_all_steps(self) -> bool:
@@ -259,6 +257,15 @@ class Trial:
         """The saved steps: global steps for GLOBAL, else the mode's own steps. Without ``show_incomplete_steps``,
         only steps every worker has written (or that a later complete step, or the end of training, closes)."""
         the_mode = _mode(mode)
+        cat = self._catalog
+        key = (the_mode, bool(show_incomplete_steps))
+        version = (len(cat.order), cat.ended, cat.num_workers)
+        cached = self._steps.get(key)
+        if cached is None or cached[0] != version:
+            cached = self._steps[key] = (version, self._list_steps(the_mode, show_incomplete_steps))
+        return list(cached[1])
+
+    def _list_steps(self, the_mode: ModeKeys, show_incomplete_steps: bool) -> list[int]:
         if the_mode is ModeKeys.GLOBAL:
             pairs = [(g, g) for g in self._global_to_mode]
         else:
@@ -418,18 +425,41 @@ class Trial:
         return read_arrays(self._catalog, plan, verify=self.verify_checksums)
 
     # ---------------------------------------------------------------- one record
-    def _read_value(self, records: list[tuple[EventFile, int]], i: int) -> np.ndarray:
-        """The value of ``records[i]`` (one tensor's records: those after it are read ahead)."""
-        return self._reader.value(records, i)
+    def _read_value(self, post: _Posting, i: int) -> np.ndarray:
+        """The value of a tensor's record ``i`` (those after it are read ahead)."""
+        return self._reader.value(post.files, post.pos, i)
 
 
 @dataclass(eq=False)
 class _Posting:
-    """One tensor's records (it and its reductions) in the order files were added, and by global step."""
+    """One tensor's records (it and its reductions) in the order files were added: file and entry position, in
+    two lists (no container per record), and by global step."""
 
-    records: list[tuple[EventFile, int]] = field(default_factory=list)
-    at: dict[int, list[int]] = field(default_factory=dict)  # global step -> indices into records
-    taken: int = 0  # parts taken into records
+    files: list[EventFile] = field(default_factory=list)
+    pos: list[int] = field(default_factory=list)
+    ids: list[int] = field(default_factory=list)  # the record's name id (the tensor's, or a reduction's)
+    first: dict[int, int] = field(default_factory=dict)  # global step -> its first record
+    more: dict[int, list[int]] = field(default_factory=dict)  # global step -> every record, when several
+    taken: int = 0  # parts taken
+    seen: int = 0  # files of the catalog's order grouped when last extended
+
+    def extend(self, files: list[EventFile], pos: list[int], ids: list[int]) -> None:
+        first, more = self.first, self.more
+        for i, f in enumerate(files, start=len(self.files)):
+            at = first.setdefault(f.step, i)
+            if at != i:
+                more.setdefault(f.step, [at]).append(i)
+        self.files += files
+        self.pos += pos
+        self.ids += ids
+
+    def at(self, step: int) -> list[int]:
+        """The records at global ``step``."""
+        several = self.more.get(step)
+        if several is not None:
+            return several
+        one = self.first.get(step)
+        return [] if one is None else [one]
 
 
 class Tensor:
@@ -442,17 +472,18 @@ class Tensor:
     def __repr__(self) -> str:
         return f"<Tensor {self.name!r} of trial {self.trial.name!r}>"
 
-    def _records(self) -> list[tuple[EventFile, int]]:
-        return self.trial._records(self.name)
+    def _files(self) -> list[EventFile]:
+        """The event files of this tensor's records (one per record)."""
+        return self.trial._posting(self.name).files
 
     def steps(self, mode: ModeKeys | int | str = ModeKeys.GLOBAL, show_incomplete_steps: bool = False) -> list[int]:
         """The steps this tensor (or a reduction of it) was saved at: global steps for GLOBAL, else the mode's."""
         the_mode = _mode(mode)
         trial_steps = set(self.trial.steps(the_mode, show_incomplete_steps=show_incomplete_steps))
         if the_mode is ModeKeys.GLOBAL:
-            mine = {f.step for f, _ in self._records()}
+            mine = {f.step for f in self._files()}
         else:
-            mine = {f.mode_step for f, _ in self._records() if f.mode is the_mode}
+            mine = {f.mode_step for f in self._files() if f.mode is the_mode}
         return sorted(mine & trial_steps)
 
     def prev_steps(self, step: int, n: int | None = None, mode: ModeKeys | int | str = ModeKeys.GLOBAL) -> list[int]:
@@ -463,37 +494,44 @@ class Tensor:
 
     def workers(self, step: int, mode: ModeKeys | int | str = ModeKeys.GLOBAL) -> list[str]:
         g = self.trial._global(step, _mode(mode), refresh=True)
-        return sorted({f.worker for f, _ in self._records() if f.step == g})
+        return sorted({f.worker for f in self._files() if f.step == g})
 
     def _find(self, step: int, mode: ModeKeys | int | str, worker: str | None, name: str
-              ) -> tuple[list[tuple[EventFile, int]], int] | None:
+              ) -> tuple[_Posting, int] | None:
         """The record of tensor ``name`` (this one, or one of its reductions) at the step and worker: this
         tensor's records and its index in them."""
-        the_mode = _mode(mode)
-        g = self.trial._global(step, the_mode, refresh=True)
-        post = self.trial._posting(self.name)
-        records = post.records
-        here = post.at.get(g)
-        if not here:
-            raise TensorUnavailableError(f"tensor {self.name!r} was not saved at step {step} ({the_mode.name})",
-                                         tensor=self.name, step=step, mode=the_mode.name)
-        chosen = worker
-        if worker is None or len(here) > 1:
-            ws = sorted({records[i][0].worker for i in here})
-            if worker is not None and worker not in ws:
+        trial = self.trial
+        if mode is ModeKeys.GLOBAL and step in trial._global_to_mode:  # the common case, without a refresh
+            the_mode, g = ModeKeys.GLOBAL, step
+        else:
+            the_mode = _mode(mode)
+            g = trial._global(step, the_mode, refresh=True)
+        post = trial._postings.get(self.name)
+        if post is None or post.seen != len(trial._catalog.order):
+            post = trial._posting(self.name)
+        files = post.files
+        here = post.more.get(g)
+        nid = trial._catalog.name_ids.get(name)
+        if here is None:  # one worker, one record (the tensor or one reduction)
+            i = post.first.get(g, -1)
+            if i < 0:
+                raise TensorUnavailableError(f"tensor {self.name!r} was not saved at step {step} ({the_mode.name})",
+                                             tensor=self.name, step=step, mode=the_mode.name)
+            f = files[i]
+            if worker is not None and f.worker != worker:
                 raise TensorUnavailableError(
-                    f"tensor {self.name!r} at step {step} was saved by workers {ws}, not {worker!r}",
+                    f"tensor {self.name!r} at step {step} was saved by workers {[f.worker]}, not {worker!r}",
                     tensor=self.name, step=step, mode=the_mode.name, worker=worker)
-            chosen = worker if worker is not None else ws[0]
-        nid = self.trial._catalog.name_ids.get(name)
-        for i in here:
-            f, p = records[i]
-            if f.worker == chosen and int(f.ids[p]) == nid:
-                return records, i
-        if len(here) == 1 and worker is not None and records[here[0]][0].worker != worker:
+            return (post, i) if post.ids[i] == nid else None
+        ws = sorted({files[i].worker for i in here})
+        if worker is not None and worker not in ws:
             raise TensorUnavailableError(
-                f"tensor {self.name!r} at step {step} was saved by workers {[records[here[0]][0].worker]}, not "
-                f"{worker!r}", tensor=self.name, step=step, mode=the_mode.name, worker=worker)
+                f"tensor {self.name!r} at step {step} was saved by workers {ws}, not {worker!r}",
+                tensor=self.name, step=step, mode=the_mode.name, worker=worker)
+        chosen = worker if worker is not None else ws[0]
+        for i in here:
+            if files[i].worker == chosen and post.ids[i] == nid:
+                return post, i
         return None
 
     def value(self, step_num: int, mode: ModeKeys | int | str = ModeKeys.GLOBAL, worker: str | None = None
@@ -513,7 +551,8 @@ class Tensor:
                 f"({', '.join(sorted(('abs_' if a else '') + r for r, a in self.reduction_values(step_num, mode, worker)))}"
                 f"); use reduction_value",
                 tensor=self.name, step=step_num, mode=_mode(mode).name, worker=worker)
-        return self.trial._read_value(*found)
+        post, i = found
+        return self.trial._reader.value(post.files, post.pos, i)
 
     def values(self, mode: ModeKeys | int | str = ModeKeys.GLOBAL, worker: str | None = None
                ) -> dict[int, np.ndarray]:
@@ -553,15 +592,14 @@ class Tensor:
         cat = self.trial._catalog
         g = self.trial._global(step_num, _mode(mode), refresh=True)
         post = self.trial._posting(self.name)
-        here = post.at.get(g, [])
-        ws = sorted({post.records[i][0].worker for i in here})
+        here = post.at(g)
+        ws = sorted({post.files[i].worker for i in here})
         chosen = worker if worker is not None else (ws[0] if ws else None)
         out: dict[tuple[str, bool], np.ndarray] = {}
         for i in here:
-            f, p = post.records[i]
-            nid = int(f.ids[p])
-            red = cat.reduction_of[nid]
+            f = post.files[i]
+            red = cat.reduction_of[post.ids[i]]
             if f.worker == chosen and red:
                 is_abs = red.startswith("abs_")
-                out[(red[4:] if is_abs else red, is_abs)] = self.trial._read_value(post.records, i)
+                out[(red[4:] if is_abs else red, is_abs)] = self.trial._read_value(post, i)
         return out

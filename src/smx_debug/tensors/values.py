@@ -32,26 +32,28 @@ AHEAD_RECORDS: Final = 8192  # a miss reads ahead at most this many records...
 AHEAD_BYTES: Final = 4 << 20  # ...or bytes of records (at least the asked one)
 BUDGET: Final = 256 << 20  # bytes of records and their layout kept
 _ITEMSIZE: Final = np.array([NUMPY_DTYPES[c].itemsize if c in NUMPY_DTYPES else 0 for c in range(32)], np.int64)
+_PER_ROW: Final = 200  # bytes a kept record costs beside its own: its recipe, its slot, its batch arrays
+
+
+# Per DataType number: (stored dtype, native dtype) for numpy to cut a value out of a buffer.
+_DTYPES: Final = [(NUMPY_DTYPES[c], NUMPY_DTYPES[c].newbyteorder("=")) if c in NUMPY_DTYPES else None
+                  for c in range(len(_ITEMSIZE))]
 
 
 @dataclass(eq=False)
 class _Chunk:
-    """One batch kept: its records, and which of them numpy can cut out of the buffer."""
+    """One batch kept, and per record how numpy cuts its value out of the buffer: its DataType number (-1: the
+    record goes through protobuf), content offset, element count and shape (an index into ``shapes``). Plain
+    lists of ints: no container per record for the garbage collector to walk."""
 
+    serial: int
     batch: Batch
-    fast: np.ndarray
+    code: list[int]
+    offset: list[int]
+    count: list[int]
+    shape: list[int]
+    shapes: list[tuple[int, ...]]
     nbytes: int
-
-
-class _Slots:
-    """Where each entry of one event file is kept: chunk serial and row (-1: not kept), or why it is unreadable."""
-
-    __slots__ = ("bad", "chunk", "row")
-
-    def __init__(self, n: int) -> None:
-        self.chunk = np.full(n, -1, np.int64)
-        self.row = np.full(n, -1, np.int64)
-        self.bad: dict[int, str] = {}  # entry position -> the DataError's message (never dropped)
 
 
 class RecordReader:
@@ -62,60 +64,76 @@ class RecordReader:
         self._verify = verify
         self._budget = budget
         self._chunks: OrderedDict[int, _Chunk] = OrderedDict()
-        self._slots: dict[EventFile, _Slots] = {}
+        # Per event file, the chunks holding some of its entries, each with its row per entry position (-1: not
+        # in that chunk).
+        self._slots: dict[EventFile, list[tuple[_Chunk, list[int]]]] = {}
+        self._bad: dict[tuple[EventFile, int], str] = {}  # unreadable entries: why (kept for good: few)
         self._serial = 0
         self._bytes = 0
+        self._last = -1
 
-    def value(self, records: Sequence[tuple[EventFile, int]], i: int) -> np.ndarray:
-        """The value of ``records[i]`` (a tensor's records in step order: what follows is read ahead).
+    def _where(self, f: EventFile, p: int) -> tuple[_Chunk | None, int]:
+        for chunk, rows in self._slots.get(f, ()):
+            row = rows[p]
+            if row >= 0:
+                return chunk, row
+        return None, -1
+
+    def value(self, files: Sequence[EventFile], positions: Sequence[int], i: int) -> np.ndarray:
+        """The value of record ``i`` of a tensor's records (their files and entry positions, in step order:
+        what follows is read ahead).
 
         Raises:
             DataError: when the record is damaged or holds another tensor (counted once in the catalog).
             UnknownDtypeError: for a dtype with no numpy form.
         """
-        f, p = records[i]
-        slots = self._slots.get(f)
-        if slots is None or (slots.chunk[p] < 0 and p not in slots.bad):
-            self._load(records, i)
-            slots = self._slots[f]
-        serial = int(slots.chunk[p])
-        if serial < 0:
-            name = self._catalog.names[int(f.ids[p])]
-            why = slots.bad.get(p, "the record could not be kept")
-            raise DataError(f"tensor {name!r} at step {f.step} of worker {f.worker!r} ({f.key}@{int(f.starts[p])})"
-                            f": {why}")
-        chunk = self._chunks[serial]
-        self._chunks.move_to_end(serial)
-        row = int(slots.row[p])
-        if not chunk.fast[row]:
+        f, p = files[i], positions[i]
+        chunk: _Chunk | None = None
+        row = -1
+        for kept, rows in self._slots.get(f, ()):  # usually one
+            row = rows[p]
+            if row >= 0:
+                chunk = kept
+                break
+        if chunk is None:
+            if (f, p) not in self._bad:
+                self._load(files, positions, i)
+                chunk, row = self._where(f, p)
+            if chunk is None:
+                name = self._catalog.names[int(f.ids[p])]
+                why = self._bad.get((f, p), "the record could not be read")
+                raise DataError(f"tensor {name!r} at step {f.step} of worker {f.worker!r} "
+                                f"({f.key}@{int(f.starts[p])}): {why}")
+        if chunk.serial != self._last:  # least recently used out first
+            self._chunks.move_to_end(chunk.serial)
+            self._last = chunk.serial
+        code = chunk.code[row]
+        if code < 0:
             return decode_one(self._catalog, chunk.batch, row)
-        w = chunk.batch.walk
-        dtype = NUMPY_DTYPES[int(w.dtype[row])]
-        a = int(w.content_start[row])
-        shape = w.dims[row, :int(w.ndim[row])].tolist()
-        out: np.ndarray = chunk.batch.buf[a:a + int(w.content_len[row])].view(dtype).astype(
-            dtype.newbyteorder("=")).reshape(shape)
-        return out
+        stored, native = _DTYPES[code]  # type: ignore[misc]  # a known code: checked in _keep
+        out: np.ndarray = np.frombuffer(chunk.batch.buf, stored, chunk.count[row], chunk.offset[row]).astype(native)
+        shape = chunk.shapes[chunk.shape[row]]
+        return out if len(shape) == 1 else out.reshape(shape)  # 1-D: its one dim is the count
 
-    def _load(self, records: Sequence[tuple[EventFile, int]], i: int) -> None:
-        """Read ``records[i]`` and what follows it (see the module docstring)."""
+    def _load(self, files: Sequence[EventFile], positions: Sequence[int], i: int) -> None:
+        """Read record ``i`` and what follows it (see the module docstring)."""
         plan: list[tuple[EventFile, np.ndarray]] = []
         n_records = n_bytes = 0
         j = i
-        while j < len(records) and n_records < AHEAD_RECORDS and n_bytes < AHEAD_BYTES:
-            f = records[j][0]
+        while j < len(files) and n_records < AHEAD_RECORDS and n_bytes < AHEAD_BYTES:
+            f = files[j]
             mine = []
-            while j < len(records) and records[j][0] is f:
-                mine.append(records[j][1])
+            while j < len(files) and files[j] is f:
+                mine.append(positions[j])
                 j += 1
             if f.key is None:
                 continue
             want = f.lengths <= SMALL
             want[mine] = True
-            slots = self._slots.get(f)
-            if slots is not None:
-                want &= slots.chunk < 0
-                want[list(slots.bad)] = False
+            for _, rows in self._slots.get(f, ()):
+                want &= np.asarray(rows) < 0
+            if self._bad:
+                want[[p for p in range(len(want)) if (f, p) in self._bad]] = False
             sel = np.flatnonzero(want)
             if len(sel):
                 plan.append((f, sel))
@@ -124,37 +142,53 @@ class RecordReader:
         first = self._serial
         for batch in read_batches(self._catalog, plan, verify=self._verify):
             self._keep(batch)
-        for f, _ in plan:
-            self._slots.setdefault(f, _Slots(len(f.ids)))
-        while self._bytes > self._budget and next(iter(self._chunks)) < first:  # never what was just read
-            old, dropped = self._chunks.popitem(last=False)
-            self._bytes -= dropped.nbytes
-            for f in dropped.batch.files:
-                slots = self._slots[f]
-                gone = slots.chunk == old
-                slots.chunk[gone] = -1
-                slots.row[gone] = -1
+        while self._bytes > self._budget and self._chunks and next(iter(self._chunks)) < first:
+            self._drop(self._chunks.popitem(last=False)[1])  # never what was just read
 
     def _keep(self, batch: Batch) -> None:
+        for (k, p), (_, why) in batch.dropped.items():
+            self._bad[(batch.files[k], p)] = why
         w = batch.walk
-        w.dims = np.ascontiguousarray(w.dims[:, :int(w.ndim.max()) if len(w.ndim) else 0])  # most are 1 or 2
         code = np.clip(w.dtype, 0, len(_ITEMSIZE) - 1)
-        fast = (w.ok & (w.dtype == code) & (_ITEMSIZE[code] > 0) & (w.count > 0)
-                & (w.content_len == w.count * _ITEMSIZE[code]) & (w.dims >= 0).all(axis=1))
-        arrays = (batch.file_of, batch.pos, batch.ids, batch.start, batch.length, fast,
-                  *(getattr(w, k) for k in ("ok", "tag_start", "tag_len", "tensor_start", "tensor_end", "dtype",
-                                            "ndim", "count", "content_start", "content_len", "dims")))
-        nbytes = batch.buf.nbytes + sum(a.nbytes for a in arrays)
+        size = _ITEMSIZE[code]
+        fast = (w.ok & (w.dtype == code) & (size > 0) & (w.count > 0) & (w.content_len == w.count * size)
+                & (w.dims >= 0).all(axis=1))
+        shape_of, shapes = _shapes(np.where(fast, w.ndim, 0), w.dims)
+        batch.walk = w.take(np.zeros(0, np.int64))  # what is needed is kept below
         serial = self._serial
         self._serial += 1
-        self._chunks[serial] = _Chunk(batch, fast, nbytes)
-        self._bytes += nbytes
-        for (k, p), (_, why) in batch.dropped.items():
-            f = batch.files[k]
-            self._slots.setdefault(f, _Slots(len(f.ids))).bad[p] = why
-        bounds = np.searchsorted(batch.file_of, np.arange(len(batch.files) + 1))
+        chunk = _Chunk(serial, batch, np.where(fast, code, -1).tolist(), w.content_start.tolist(),
+                       w.count.tolist(), shape_of.tolist(), shapes, batch.buf.nbytes + _PER_ROW * len(fast))
+        self._chunks[serial] = chunk
+        self._bytes += chunk.nbytes
+        bounds = np.searchsorted(batch.file_of, np.arange(len(batch.files) + 1)).tolist()
         for k, f in enumerate(batch.files):
-            rows = np.arange(bounds[k], bounds[k + 1])
-            slots = self._slots.setdefault(f, _Slots(len(f.ids)))
-            slots.chunk[batch.pos[rows]] = serial
-            slots.row[batch.pos[rows]] = rows
+            rows = np.full(len(f.ids), -1, np.int64)
+            rows[batch.pos[bounds[k]:bounds[k + 1]]] = np.arange(bounds[k], bounds[k + 1])
+            self._slots.setdefault(f, []).append((chunk, rows.tolist()))
+
+    def _drop(self, chunk: _Chunk) -> None:
+        self._bytes -= chunk.nbytes
+        for f in chunk.batch.files:
+            kept = [(c, rows) for c, rows in self._slots[f] if c is not chunk]
+            if kept:
+                self._slots[f] = kept
+            else:
+                del self._slots[f]
+
+
+def _shapes(ndim: np.ndarray, dims: np.ndarray) -> tuple[np.ndarray, list[tuple[int, ...]]]:
+    """Per record an index into a list of the distinct shapes (the first ``ndim`` of each row of ``dims``)."""
+    deepest = int(ndim.max()) if len(ndim) else 0
+    if not deepest:
+        return np.zeros(len(ndim), np.int64), [()]
+    used = np.where(np.arange(deepest) < ndim[:, None], dims[:, :deepest], 0)
+    bits = 59 // deepest
+    if int(used.max()) < 1 << bits:  # one int64 per shape: sorting it is cheap (sorting rows is not)
+        key = ndim.astype(np.int64) | (used << (4 + bits * np.arange(deepest, dtype=np.int64))).sum(axis=1)
+        _, first, shape_of = np.unique(key, return_index=True, return_inverse=True)
+        return shape_of.reshape(-1), [tuple(used[r, :ndim[r]].tolist()) for r in first.tolist()]
+    seen: dict[tuple[int, ...], int] = {}
+    shape_of = np.array([seen.setdefault(tuple(d[:k]), len(seen)) for d, k in zip(used.tolist(), ndim.tolist(),
+                                                                                  strict=True)], np.int64)
+    return shape_of, list(seen)

@@ -171,3 +171,26 @@ def test_trial_refresh_s3_lists_only_steps_not_yet_complete(s3: Any) -> None:
     assert trial.steps()[-2:] == [10, 11]
     steps_listed = {k.split("/")[-1][:12] for k in counting.listed if "/index/" in k or "/events/" in k}
     assert steps_listed == {f"{s:012d}" for s in (10, 11)}
+
+
+def test_tensor_value_every_value_reads_each_file_once_per_pass_of_reads_ahead(s3: Any) -> None:
+    from smx_debug.tensors import create_trial
+
+    _trial(f"s3://{BUCKET}/job/debug-output", s3)
+    counting = CountingS3(s3)
+    trial = create_trial(f"s3://{BUCKET}/job/debug-output", s3_client=counting)
+    per_pass = []
+    for _ in range(2):
+        counting.gets.clear()
+        for name in ("loss", "fc.weight"):
+            tensor = trial.tensor(name)
+            for step in tensor.steps():
+                for worker in tensor.workers(step):
+                    assert tensor.value(step, worker=worker).reshape(-1)[0] == step
+                    if name == "fc.weight":  # the saved one
+                        assert tensor.reduction_value(step, "l2", worker=worker) == step * 64
+        per_pass.append(sorted(k.rsplit("/", 1)[-1] for k, _ in counting.gets if k.endswith(".tfevents")))
+    files = sorted(f"{s:012d}_worker_{w}.tfevents" for s in range(3) for w in (0, 1))
+    # The first value of loss reads ahead loss and the small l2 of every file (two ranges: the 16 KB weights lie
+    # between them), the first weight every file's weights: three reads per file for 18 values; then none.
+    assert per_pass == [sorted(files * 3), []]
