@@ -215,6 +215,9 @@ class Hook:
         self._scalars: list[tuple[str, np.ndarray]] = []
         self._custom: dict[str, tuple[Any, str]] = {}
         self._began_since_optimizer = False
+        self._steps_from_events = False  # follow_step_events(): steps start only at start_step()
+        self.stop_reason: str | None = None
+        """Why the training loop was asked to stop (:meth:`request_stop`), or None."""
         # registration
         self._modules: list[tuple[nn.Module, nn.Module]] = []  # (where the step pre-hook is, the model)
         self._module_names: dict[int, str] = {}  # id(module) -> tensor-name base
@@ -233,7 +236,9 @@ class Hook:
     @classmethod
     def create_from_json_file(cls, json_file_path: str | os.PathLike[str] | None = None) -> Hook:
         """The hook SageMaker's ``debughookconfig.json`` describes (``SMDEBUG_CONFIG_FILE_PATH`` overrides the
-        path; ``json_file_path`` overrides both). A missing file raises NotFoundError naming the path."""
+        path; ``json_file_path`` overrides both); with no file and no ``json_file_path``, the one the plan rendered
+        into the job's environment (``SMX_DEBUG_OUTPUT``, ``SMX_DEBUG_HOOK``: a job without a DebugHookConfig).
+        Neither raises NotFoundError naming both."""
         return cls.from_settings(read_hook_config(json_file_path))
 
     @classmethod
@@ -349,6 +354,11 @@ class Hook:
 
     register_hook = register_module  # smdebug's alias
 
+    def is_registered(self, module: nn.Module) -> bool:
+        """Whether ``module`` (or the model a compiled ``module`` wraps) is registered."""
+        model = getattr(module, "_orig_mod", module) if _is_compiled(module) else module
+        return any(model is m for _, m in self._modules)
+
     def register_loss(self, loss_module: nn.Module) -> None:
         """Save a loss module's output (``<LossClass>_output_0``, the ``losses`` collection) and inputs."""
         if not isinstance(loss_module, nn.Module):
@@ -359,6 +369,32 @@ class Hook:
         self._named.append((base, loss_module))
         if self._prepared:
             self._hook_modules([(base, loss_module)])
+
+    # --- steps driven by a framework, and the stop seam -----------------------------------------------
+
+    def follow_step_events(self) -> None:
+        """From now on a step starts only at :meth:`start_step`, no longer at the registered module's forward.
+
+        The framework integrations (:mod:`smx_debug.integrations`) call this, then :meth:`start_step` on the
+        framework's own batch events, so a step that never calls the model itself (Lightning's
+        ``self.encoder(x)`` style) saves too and a forward called twice in a step counts once."""
+        self._steps_from_events = True
+
+    def start_step(self) -> None:
+        """Start the next step now (in the current mode), writing the finished one; see :meth:`follow_step_events`."""
+        self._steps_from_events = True
+        self._begin_step()
+
+    def request_stop(self, reason: str) -> None:
+        """Ask the training loop to stop, for ``reason`` (the first reason is kept; logged once).
+
+        The seam of the in-process guard: a ``stop`` verdict calls this. The framework integrations read
+        :attr:`stop_reason` after each batch and stop the loop the framework's way (Hugging Face:
+        ``control.should_training_stop``; Lightning: ``trainer.should_stop``); a plain loop reads it itself
+        (``if hook.stop_reason: break``)."""
+        if self.stop_reason is None:
+            self.stop_reason = str(reason)
+            log.warning("smx_debug.hook: stop requested: %s", self.stop_reason)
 
     # --- modes and custom values -----------------------------------------------------------------
 
@@ -411,7 +447,9 @@ class Hook:
             if self._writes and not self.dry_run and (self._sink is not None or self._saved_any):
                 sink = self._get_sink()
                 self._write_collections()
-                if not _is_sagemaker_job():  # on SageMaker the platform marks the end, as for smdebug
+                # on SageMaker the platform uploads LocalPath and marks the end, as for smdebug; a trial written
+                # straight to S3 (a job without a DebugHookConfig) has nobody else to mark it
+                if not _is_sagemaker_job() or self.out_dir.startswith("s3://"):
                     sink.training_end()
                 sink.close()
         except Exception as exc:
@@ -423,7 +461,8 @@ class Hook:
     # when torch.compile inlines the model's hooks (nn.Sequential compiled after registering: one break there).
     @torch.compiler.disable  # type: ignore[untyped-decorator]
     def _forward_pre_hook(self, module: nn.Module, inputs: Any) -> None:
-        self._begin_step()
+        if not self._steps_from_events:
+            self._begin_step()
 
     def _begin_step(self) -> None:
         if not self._prepared:
@@ -647,8 +686,8 @@ def _check_out_dir(out_dir: str) -> None:
 
 
 def get_hook(json_config_path: str | None = None, create_if_not_exists: bool = False) -> Hook | None:
-    """The current hook; with ``create_if_not_exists`` and none yet, the one the job's JSON config describes
-    (None when there is no config file, as outside a SageMaker job with a DebugHookConfig)."""
+    """The current hook; with ``create_if_not_exists`` and none yet, the one the job's JSON config describes,
+    else the one its plan rendered into its environment (None when there is neither, as outside a guarded job)."""
     current = singleton.current_hook()
     if isinstance(current, Hook):
         return current
