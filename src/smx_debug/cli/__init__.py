@@ -50,7 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         except BrokenPipeError:  # `smx-debug ... | head`
             return ExitStatus.OK
         except Exception as exc:
-            found = failure(exc)
+            named = getattr(args, "job_or_path", None)
+            found = failure(exc, [named] if isinstance(named, str) else named or [])
             if found is None:
                 raise
             line, status = found

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
+from pathlib import Path
 
+from smx_debug.contracts import is_training_job_name
 from smx_debug.errors import (
     AwsError,
     DataError,
+    JobNotFoundError,
     NotFoundError,
     RegionError,
     SmxDebugError,
@@ -36,9 +40,37 @@ _MEANING = {
 EPILOG = "exit status:\n" + "\n".join(f"  {int(s)}  {_MEANING[s]}" for s in ExitStatus)
 
 
-def failure(exc: BaseException) -> tuple[str, ExitStatus] | None:
+def failure(exc: BaseException, job_or_path: Sequence[str] = ()) -> tuple[str, ExitStatus] | None:
     """The one line (without ``error: ``) and the exit status for ``exc``; None for what is not a failure we
-    report (it propagates)."""
+    report (it propagates).
+
+    ``job_or_path``: the command's JOB_OR_PATHs. When one of them is no path and looking it up as a training job
+    failed (no such job, no region or credentials, ...), the line first says that no such folder exists: a
+    mistyped folder name is the likelier mistake than a job in a region not configured.
+    """
+    found = _failure(exc)
+    if found is None:
+        return None
+    line, status = found
+    name = _missing_folder(exc, status, job_or_path)
+    if name is not None:
+        line = f"{name!r}: no such file or folder in {Path.cwd()}, and as a training job name: {line}"
+    return line, status
+
+
+def _missing_folder(exc: BaseException, status: ExitStatus, job_or_path: Sequence[str]) -> str | None:
+    """The JOB_OR_PATH the failed job lookup was for, when it is no path either; else None."""
+    if isinstance(exc, JobNotFoundError):
+        names = [exc.job_name] if exc.job_name in job_or_path else []
+    elif status == ExitStatus.AWS:
+        names = list(job_or_path)
+    else:
+        return None
+    bare = [n for n in names if is_training_job_name(n) and not Path(n).expanduser().exists()]
+    return bare[0] if bare else None
+
+
+def _failure(exc: BaseException) -> tuple[str, ExitStatus] | None:
     from botocore.exceptions import BotoCoreError, ClientError, NoRegionError
 
     if isinstance(exc, ClientError):

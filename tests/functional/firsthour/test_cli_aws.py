@@ -3,6 +3,8 @@ is one line (exit 3)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from smx_debug import local
@@ -31,5 +33,6 @@ def test_cli_mistyped_job_name_is_one_line_not_found(local_aws: LocalAws,
         code = main(["report", "resnet-typo", "--out", "/tmp/never.html"])
     err = capsys.readouterr().err
     assert code == 3
-    assert err == ("error: training job 'resnet-typo' not found in region us-west-2: check the name "
+    assert err == (f"error: 'resnet-typo': no such file or folder in {Path.cwd()}, and as a training job name: "
+                   "training job 'resnet-typo' not found in region us-west-2: check the name "
                    "(`aws sagemaker list-training-jobs --name-contains ...`) and the region (AWS_DEFAULT_REGION)\n")
