@@ -13,6 +13,7 @@ walk could not read its record. Each event file is read once while its records s
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,7 +58,7 @@ class _Chunk:
 
 
 class RecordReader:
-    """Values of single records, read ahead and kept within ``budget`` bytes. Not thread-safe."""
+    """Values of single records, read ahead and kept within ``budget`` bytes (one reader at a time: a lock)."""
 
     def __init__(self, catalog: Catalog, *, verify: bool = False, budget: int = BUDGET) -> None:
         self._catalog = catalog
@@ -71,6 +72,7 @@ class RecordReader:
         self._serial = 0
         self._bytes = 0
         self._last = -1
+        self._lock = threading.Lock()
 
     def _where(self, f: EventFile, p: int) -> tuple[_Chunk | None, int]:
         for chunk, rows in self._slots.get(f, ()):
@@ -87,6 +89,10 @@ class RecordReader:
             DataError: when the record is damaged or holds another tensor (counted once in the catalog).
             UnknownDtypeError: for a dtype with no numpy form.
         """
+        with self._lock:
+            return self._value(files, positions, i)
+
+    def _value(self, files: Sequence[EventFile], positions: Sequence[int], i: int) -> np.ndarray:
         f, p = files[i], positions[i]
         chunk: _Chunk | None = None
         row = -1

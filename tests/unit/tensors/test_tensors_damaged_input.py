@@ -13,7 +13,13 @@ import pytest
 
 from smx_debug.errors import DataError
 from smx_debug.tensors import Collection, CollectionsFile, TrialWriter, create_trial, proto
-from smx_debug.tensors.catalog import BAD_ENTRY, DAMAGED_COLLECTIONS, DAMAGED_INDEX, DAMAGED_RECORD, WRONG_TENSOR
+from smx_debug.tensors.catalog import (
+    BAD_ENTRY,
+    DAMAGED_COLLECTIONS,
+    DAMAGED_INDEX,
+    DAMAGED_RECORD,
+    WRONG_TENSOR,
+)
 from smx_debug.tensors.dtypes import tensor_value
 from smx_debug.tensors.tfrecord import frame
 
@@ -62,7 +68,7 @@ def test_trial_collections_file_nested_too_deep_is_skipped_and_counted(tmp_path:
 
 
 def test_collections_file_nested_too_deep_raises_data_error() -> None:
-    with pytest.raises(DataError, match="w_collections.json: not JSON"):
+    with pytest.raises(DataError, match=r"w_collections\.json: not JSON"):
         CollectionsFile.from_json(DEEP, where="w_collections.json")
 
 

@@ -70,4 +70,4 @@ def test_tensor_value_reads_the_smdebug_written_trial_as_its_frame() -> None:
     trial = create_trial(SMDEBUG_WRITTEN)
     df = trial.frame(["loss"])
     for row in df.itertuples():
-        assert trial.tensor("loss").value(row.step, worker=row.worker).tolist() == [row.value]
+        assert trial.tensor("loss").value(int(row.step), worker=str(row.worker)).tolist() == [row.value]
