@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_RETRAIN_WAIT_SECONDS",
     "DETAIL_TYPE",
     "DIMENSION_SETS",
+    "ENVIRONMENT_VALUE_MAX",
     "EVALUATOR_SPEC_PREFIX",
     "EVALUATOR_TAG",
     "EVENT_SOURCE",
@@ -36,6 +37,8 @@ __all__ = [
     "FLEET_TABLES",
     "FLEET_TEAM_TAG",
     "HANDLER_TAG",
+    "HOOK_CONFIG_ENV",
+    "HOOK_OUTPUT_ENV",
     "ISSUES_FOUND",
     "JOB_COMPLETED",
     "JOB_ENDED_STATUSES",
@@ -88,6 +91,7 @@ __all__ = [
     "fleet_database_name",
     "fleet_workgroup_name",
     "handler_entry",
+    "hook_trial_uri",
     "is_opted_in",
     "is_rule_configuration_name",
     "is_training_job_name",
@@ -129,10 +133,24 @@ PROFILER_OUTPUT: Final = "profiler-output"
 # ... and the hook's tensors under DebugHookConfig.S3OutputPath/<job>/DEBUG_OUTPUT/ (the evaluator's role may read
 # there too, for the tensor rules).
 DEBUG_OUTPUT: Final = "debug-output"
+# A job launched without a DebugHookConfig (SDK v3's ModelTrainer) carries its hook's settings in its Environment,
+# as DescribeTrainingJob returns it: HOOK_OUTPUT_ENV is the S3OutputPath its hook writes the trial under
+# (hook_trial_uri: <output>/<job>/DEBUG_OUTPUT/, where the evaluator reads it), HOOK_CONFIG_ENV the rest of the
+# DebugHookConfig (HookParameters, CollectionConfigurations) as compact JSON. SageMaker refuses an Environment
+# value over ENVIRONMENT_VALUE_MAX characters (botocore's TrainingEnvironmentValue), so the plan refuses it first.
+HOOK_OUTPUT_ENV: Final = "SMX_DEBUG_OUTPUT"
+HOOK_CONFIG_ENV: Final = "SMX_DEBUG_HOOK"
+ENVIRONMENT_VALUE_MAX: Final = 512
 # On every run the retraining workflow launches (value: the workflow run, ``<job_name_prefix>-<run_id>``): the
 # execution that launched it monitors it, stops it and plans the next run, so the ``retrain`` action never
 # starts a second workflow for it (which would also escape the first one's retraining budget).
 RETRAIN_RUN_TAG: Final = "smx-debug:retrain-run"
+
+
+def hook_trial_uri(output: str, job_name: str) -> str:
+    """The trial of ``job_name``'s hook under ``output`` (a DebugHookConfig's S3OutputPath or the job's
+    :data:`HOOK_OUTPUT_ENV`): ``<output>/<job>/debug-output/``, where SageMaker uploads a DebugHookConfig's tensors."""
+    return "/".join([output.rstrip("/"), job_name, DEBUG_OUTPUT]) + "/"
 
 
 def is_opted_in(tags: Mapping[str, str], tag_key: str = MANAGED_TAG) -> bool:

@@ -4,8 +4,8 @@ v3 has no Estimator, and its ``ModelTrainer`` has no debugger fields. Two paths 
 
 - :func:`model_trainer_kwargs`: a job guarded by the stack's evaluator and smx-debug's hook (``guard: evaluator``).
   The plan contributes the job's tags (opt-in, plan name, actions, the evaluator's watch spec) as
-  ``sagemaker.core.shapes.Tag`` and the environment the hook needs (:func:`hook_environment`), each joined with
-  the user's own.
+  ``sagemaker.core.shapes.Tag`` and the environment the hook reads in a job without a ``DebugHookConfig``
+  (:func:`hook_environment`), each joined with the user's own.
 - :func:`training_job_kwargs`: Debugger's CreateTrainingJob fields as ``sagemaker.core.shapes`` objects for
   ``sagemaker.core.resources.TrainingJob.create``, whose ``tags`` are ``sagemaker.core.resources.Tag`` (it
   rejects ``sagemaker.core.shapes.Tag``).
@@ -15,13 +15,11 @@ Both render from :func:`smx_debug.config.request.request_dict`, the one renderin
 
 from __future__ import annotations
 
-import warnings
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from smx_debug.config.estimator import join_tags
 from smx_debug.config.request import request_dict
-from smx_debug.config.warnings import SmxDebugWarning
 from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -45,14 +43,45 @@ def _core(method: str) -> tuple[ModuleType, ModuleType]:
 
 
 def hook_environment(plan: DebugPlan) -> dict[str, str]:
-    """The ``Environment`` values smx-debug's hook needs in a job launched without a ``DebugHookConfig``.
+    """The ``Environment`` values smx-debug's hook reads in a job launched without a ``DebugHookConfig``.
 
-    The one place that renders them, for both v3 paths. Today the hook takes its settings from a
-    ``DebugHookConfig`` only, so there are none yet; values added here must respect SageMaker's limit of 512
-    characters per ``Environment`` value.
+    The one place that renders them (their names and the trial's place are :mod:`smx_debug.contracts`'s; the hook
+    reads them in :func:`smx_debug.hook.json_config.settings_from_environment`, the evaluator finds the trial from
+    the job's description by them): ``SMX_DEBUG_OUTPUT``, the plan's ``s3_output_path`` (the hook writes its trial
+    to ``<it>/<job>/debug-output/``, as Debugger would), and ``SMX_DEBUG_HOOK``, the ``HookParameters`` and
+    ``CollectionConfigurations`` of the plan's ``DebugHookConfig`` as compact JSON. Empty when the plan has no
+    rule that reads tensors (the hook is not needed, as no DebugHookConfig would be rendered).
+
+    Raises:
+        ConfigError: a value over SageMaker's 512 characters per ``Environment`` value (the field named, with
+            its length), here rather than when SageMaker refuses the job.
+
+    Example:
+        >>> hook_environment(plan)  # doctest: +SKIP
+        {'SMX_DEBUG_OUTPUT': 's3://bucket/debugger', 'SMX_DEBUG_HOOK': '{"HookParameters":{"save_interval":"5"},...}'}
     """
-    del plan
-    return {}
+    import json
+
+    from smx_debug.config.request import debug_hook_config
+    from smx_debug.contracts import ENVIRONMENT_VALUE_MAX, HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV
+
+    if not plan.hooked_rules:
+        return {}
+    config = debug_hook_config(plan)
+    settings = {k: config[k] for k in ("HookParameters", "CollectionConfigurations") if k in config}
+    env = {HOOK_OUTPUT_ENV: str(config["S3OutputPath"]), HOOK_CONFIG_ENV: json.dumps(settings, separators=(",", ":"))}
+    for key, value in env.items():
+        if len(value) > ENVIRONMENT_VALUE_MAX:
+            what = ("the plan's s3_output_path" if key == HOOK_OUTPUT_ENV else
+                    "the hook's parameters and collections (" + ", ".join(
+                        c["CollectionName"] for c in settings.get("CollectionConfigurations", [])) + ")")
+            raise ConfigError(
+                f"environment.{key}: {what} take {len(value)} characters, and SageMaker allows at most "
+                f"{ENVIRONMENT_VALUE_MAX} per Environment value; guard fewer tensor rules per job (or fewer hook "
+                "collections), or launch it with Debugger's DebugHookConfig (plan.to_training_job_kwargs())",
+                field=f"environment.{key}", value=value,
+            )
+    return env
 
 
 def _join_environment(plan_env: dict[str, str], user_env: Any) -> dict[str, Any]:
@@ -101,13 +130,6 @@ def model_trainer_kwargs(plan: DebugPlan, user: dict[str, Any]) -> dict[str, Any
             "TensorBoardOutputConfig(s3_output_path=...)), not from a keyword argument; call that and remove it "
             "from the plan",
             field="tensorboard_output_path", value=plan.tensorboard_output_path,
-        )
-    if plan.hooked_rules:
-        warnings.warn(
-            f"rules {[r.rule_configuration_name for r in plan.hooked_rules]} judge the hook's tensors, and a "
-            "ModelTrainer job has no DebugHookConfig to give the hook its settings: the evaluator reports them "
-            "as not evaluated (its other rules run)",
-            SmxDebugWarning, stacklevel=3,
         )
     shapes, _ = _core("to_model_trainer_kwargs")
     out = {k: v for k, v in user.items() if k not in ("tags", "environment")}
@@ -175,7 +197,8 @@ def training_job_kwargs(plan: DebugPlan, user: dict[str, Any]) -> dict[str, Any]
     name = user.get("training_job_name")
     rendered = _shapes(shapes, request_dict(plan, job_name=name if isinstance(name, str) else None))
     rendered["tags"] = _tags(plan, user.get("tags"), resources.Tag)
-    environment = _join_environment(hook_environment(plan), user.get("environment"))
+    # the hook reads the DebugHookConfig rendered above whenever it needs one: no hook environment here
+    environment = _join_environment({}, user.get("environment"))
     if environment or "environment" in user:
         rendered["environment"] = environment
     out = dict(rendered)

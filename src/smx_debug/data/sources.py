@@ -20,7 +20,7 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import ClientError, NoRegionError
 
-from smx_debug.contracts import DEBUG_OUTPUT, PROFILER_OUTPUT
+from smx_debug.contracts import HOOK_OUTPUT_ENV, PROFILER_OUTPUT, hook_trial_uri
 from smx_debug.errors import ConfigError, NotFoundError, RegionError, translate_client_error
 
 __all__ = [
@@ -312,14 +312,18 @@ def job_paths(job_name: str, *, sagemaker_client: Any = None, description: dict[
 
     Debugger writes tensors under ``DebugHookConfig.S3OutputPath/<job>/debug-output/``, profiler data under
     ``ProfilerConfig.S3OutputPath/<job>/profiler-output/`` and rule outputs under ``.../<job>/rule-output/``.
+    A job without a DebugHookConfig whose plan rendered the hook's settings into its ``Environment`` has its
+    hook's trial at the same place under ``SMX_DEBUG_OUTPUT`` (:func:`smx_debug.contracts.hook_trial_uri`).
     """
     desc = description if description is not None else describe_job(job_name, sagemaker_client)
     hook = (desc.get("DebugHookConfig") or {}).get("S3OutputPath")
+    env_hook = (desc.get("Environment") or {}).get(HOOK_OUTPUT_ENV)
     prof = (desc.get("ProfilerConfig") or {}).get("S3OutputPath")
     rule_base = prof or hook
+    trial = hook or env_hook
     return JobPaths(
         job_name=job_name,
-        debugger=_join(hook, job_name, DEBUG_OUTPUT) if hook else None,
+        debugger=hook_trial_uri(str(trial), job_name) if trial else None,
         profiler=_join(prof, job_name, PROFILER_OUTPUT) if prof else None,
         rule_output=_join(rule_base, job_name, "rule-output") if rule_base else None,
     )

@@ -7,6 +7,13 @@ SageMaker writes the job's ``DebugHookConfig`` to ``/opt/ml/input/config/debugho
 ``predict.``/``global.`` keys to one, and a collection's missing keys come from the hook's. Unlike smdebug,
 an unknown key, a bad value, or a collection that is neither built in nor given an ``include_regex`` is a
 ConfigError/UnknownNameError naming the field and the value, before training starts.
+
+A job launched without a ``DebugHookConfig`` (SDK v3's ``ModelTrainer``, ``plan.to_model_trainer_kwargs()``) has
+no such file: its plan rendered the same settings into the job's ``Environment``
+(:data:`~smx_debug.contracts.HOOK_OUTPUT_ENV`, the S3OutputPath; :data:`~smx_debug.contracts.HOOK_CONFIG_ENV`,
+HookParameters and CollectionConfigurations as JSON). :func:`read_hook_config` takes the file when there is one,
+else those variables (:func:`settings_from_environment`): the hook then writes its trial straight to
+``<S3OutputPath>/<TRAINING_JOB_NAME>/debug-output/``, because SageMaker uploads nothing for such a job.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from pydantic import StrictBool, StrictStr
 
 from smx_debug import _json as bounded_json
 from smx_debug.config._base import FrozenModel
+from smx_debug.contracts import HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV, hook_trial_uri
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.hook.collection import DEFAULT_COLLECTIONS
 from smx_debug.hook.reduction_config import ReductionConfig
@@ -40,6 +48,7 @@ __all__ = [
     "config_file_path",
     "parse_hook_config",
     "read_hook_config",
+    "settings_from_environment",
     "settings_from_plan",
 ]
 
@@ -56,6 +65,9 @@ HOOK_KEYS = _SAVE_ALL_KEYS | _REDUCTION_KEYS | {"save_all", "include_regex", "in
                                                   "export_tensorboard", "tensorboard_dir", "dry_run"}
 COLLECTION_KEYS = _SAVE_ALL_KEYS | _REDUCTION_KEYS | {"include_regex", "save_histogram"}
 _TOP_KEYS = ("LocalPath", "S3OutputPath", "HookParameters", "CollectionConfigurations")
+# SageMaker sets it in every training container (Developer Guide, "How Amazon SageMaker Provides Training
+# Information": the TrainingJobName of the CreateTrainingJob request)
+TRAINING_JOB_NAME_ENV = "TRAINING_JOB_NAME"
 
 
 class CollectionSettings(FrozenModel):
@@ -84,22 +96,37 @@ class HookSettings(FrozenModel):
     collections: tuple[CollectionSettings, ...] = ()
 
 
-def config_file_path(json_config_path: str | os.PathLike[str] | None = None) -> Path:
-    """The config file to read: the given path, else ``$SMDEBUG_CONFIG_FILE_PATH``, else SageMaker's."""
+def config_file_path(json_config_path: str | os.PathLike[str] | None = None,
+                     environ: Mapping[str, str] | None = None) -> Path:
+    """The config file to read: the given path, else ``$SMDEBUG_CONFIG_FILE_PATH`` (of ``environ``, default
+    ``os.environ``), else SageMaker's."""
     if json_config_path is not None:
         return Path(json_config_path)
-    return Path(os.environ.get(CONFIG_FILE_ENV) or DEFAULT_CONFIG_FILE)
+    return Path((os.environ if environ is None else environ).get(CONFIG_FILE_ENV) or DEFAULT_CONFIG_FILE)
 
 
-def read_hook_config(json_config_path: str | os.PathLike[str] | None = None) -> HookSettings:
-    """Parse the hook's JSON config file; a missing file raises NotFoundError naming the path."""
-    path = config_file_path(json_config_path)
+def read_hook_config(json_config_path: str | os.PathLike[str] | None = None,
+                     environ: Mapping[str, str] | None = None) -> HookSettings:
+    """The job's hook settings: its ``DebugHookConfig`` file, else (no path given) its environment.
+
+    ``json_config_path`` given: that file only. Otherwise the file ``$SMDEBUG_CONFIG_FILE_PATH`` or SageMaker's
+    names, and when it does not exist, :func:`settings_from_environment` (``environ``, default ``os.environ``).
+
+    Raises:
+        NotFoundError: no file and no ``$SMX_DEBUG_OUTPUT`` (the path and the variable named).
+        ConfigError: a file or variable that cannot be parsed (the field named).
+    """
+    env = os.environ if environ is None else environ
+    path = config_file_path(json_config_path, env)
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
+        if json_config_path is None and env.get(HOOK_OUTPUT_ENV):
+            return settings_from_environment(env)
         raise NotFoundError(
             f"hook config {str(path)!r} does not exist (SageMaker writes it when the job has a DebugHookConfig; "
-            f"set {CONFIG_FILE_ENV} or pass json_config_path to use another file)"
+            f"set {CONFIG_FILE_ENV} or pass json_config_path to use another file) and ${HOOK_OUTPUT_ENV} is not "
+            "set (a plan renders it into a job launched without a DebugHookConfig: plan.to_model_trainer_kwargs())"
         ) from None
     except OSError as exc:
         raise ConfigError(f"hook config {str(path)!r}: {exc.strerror}", field="path", value=str(path)) from None
@@ -109,6 +136,42 @@ def read_hook_config(json_config_path: str | os.PathLike[str] | None = None) -> 
         raise ConfigError(f"hook config {str(path)!r}: line {exc.lineno}, column {exc.colno}: invalid JSON "
                           f"({exc.msg})", field="(file)", value=str(path)) from None
     return parse_hook_config(data, source=str(path))
+
+
+def settings_from_environment(environ: Mapping[str, str]) -> HookSettings:
+    """The settings a plan rendered into a job's ``Environment`` (a job without a ``DebugHookConfig``).
+
+    The trial goes to ``<$SMX_DEBUG_OUTPUT>/<$TRAINING_JOB_NAME>/debug-output/``: SageMaker sets
+    ``TRAINING_JOB_NAME`` in every training container. ``$SMX_DEBUG_HOOK`` (optional) holds the
+    ``HookParameters`` and ``CollectionConfigurations`` of the plan's DebugHookConfig as a JSON object.
+
+    Raises:
+        ConfigError: a variable missing or malformed (named, with its value).
+    """
+    output = environ.get(HOOK_OUTPUT_ENV, "")
+    if not output.startswith("s3://") or len(output) <= 5 or output[5] == "/":
+        raise ConfigError(f"${HOOK_OUTPUT_ENV} must be the s3://bucket/prefix the hook writes the trial under, "
+                          f"got {output!r}", field=HOOK_OUTPUT_ENV, value=output)
+    job = environ.get(TRAINING_JOB_NAME_ENV, "")
+    if not job:
+        raise ConfigError(f"${HOOK_OUTPUT_ENV} is set but ${TRAINING_JOB_NAME_ENV} is not: SageMaker sets it in a "
+                          "training job's container, and the trial goes under the job's name; set it to run "
+                          "outside SageMaker", field=TRAINING_JOB_NAME_ENV, value=None)
+    source = f"${HOOK_CONFIG_ENV}"
+    data: Mapping[str, Any] = {}
+    raw = environ.get(HOOK_CONFIG_ENV)
+    if raw is not None:
+        try:
+            parsed = bounded_json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{source}: column {exc.colno}: invalid JSON ({exc.msg})", field=HOOK_CONFIG_ENV,
+                              value=raw) from None
+        if not isinstance(parsed, Mapping) or {"LocalPath", "S3OutputPath"} & set(parsed):
+            raise ConfigError(f"{source}: a JSON object with HookParameters and CollectionConfigurations only "
+                              f"(the trial's place is ${HOOK_OUTPUT_ENV}), got {raw!r}", field=HOOK_CONFIG_ENV,
+                              value=raw)
+        data = parsed
+    return parse_hook_config({**data, "LocalPath": hook_trial_uri(output, job)}, source=source)
 
 
 def settings_from_plan(plan: DebugPlan, out_dir: str) -> HookSettings:

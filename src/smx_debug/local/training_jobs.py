@@ -9,8 +9,9 @@ CreateTrainingJob. :func:`install` extends moto's public SageMaker backend and r
   job, the first DescribeTrainingJob after the stop still shows ``Stopping`` and moves it on, so the next one
   shows ``Stopped`` (or call :func:`tick`). A stop of a job in any other status is a ``ValidationException``,
   as in SageMaker. Every call is counted: :func:`stop_calls`.
-- **Profiler fields**: ``ProfilerConfig`` and ``ProfilerRuleConfigurations`` of CreateTrainingJob are kept and
-  returned by DescribeTrainingJob (with ``ProfilingStatus``).
+- **Profiler fields and Environment**: ``ProfilerConfig``, ``ProfilerRuleConfigurations`` and ``Environment`` of
+  CreateTrainingJob are kept and returned by DescribeTrainingJob (with ``ProfilingStatus``); an Environment value
+  over 512 characters is refused with SageMaker's ValidationException.
 - **Job statuses**: :func:`set_training_job_status` sets TrainingJobStatus and SecondaryStatus (with the
   secondary status transitions and end time) as SageMaker would.
 
@@ -27,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from smx_debug.contracts import (
+    ENVIRONMENT_VALUE_MAX,
     JOB_COMPLETED,
     JOB_ENDED_STATUSES,
     JOB_FAILED,
@@ -119,6 +121,18 @@ def _advance(job: Any) -> None:
             _transition(job, JOB_STOPPED, JOB_STOPPED, "Training job stopped")
 
 
+def _check_environment(environment: Any) -> None:
+    """SageMaker's ValidationException for an Environment value over its 512 characters (botocore does not check
+    a maximum length before sending)."""
+    from moto.sagemaker.exceptions import ValidationError
+
+    for key, value in (environment or {}).items():
+        if isinstance(value, str) and len(value) > ENVIRONMENT_VALUE_MAX:
+            raise ValidationError(message=(
+                f"1 validation error detected: Value at 'environment.{key}' failed to satisfy constraint: Member "
+                f"must have length less than or equal to {ENVIRONMENT_VALUE_MAX}"))
+
+
 def install() -> None:
     """Add StopTrainingJob, keep the profiler fields and check the execution role of CreateTrainingJob
     (:mod:`~smx_debug.local.execution_roles`), once per process. Idempotent."""
@@ -141,13 +155,14 @@ def install() -> None:
         original_describe = SageMakerModelBackend.describe_training_job
 
         def create_training_job(self: Any) -> Any:
+            _check_environment(self._get_param("Environment"))
             result = original_create(self)
-            # moto drops the profiler fields of the request; keep them as SageMaker does.
+            # moto drops the profiler fields and the Environment of the request; keep them as SageMaker does.
             job = self.sagemaker_backend.training_jobs.get(self._get_param("TrainingJobName"))
             if job is not None:
                 _profiler_fields[job] = {
                     key: self._get_param(key)
-                    for key in ("ProfilerConfig", RULE_FIELDS["profiler"][1])
+                    for key in ("ProfilerConfig", RULE_FIELDS["profiler"][1], "Environment")
                     if self._get_param(key) is not None
                 }
             return result
@@ -157,7 +172,8 @@ def install() -> None:
             job = self.training_jobs.get(training_job_name)
             if job is not None and _profiler_fields.get(job):
                 response.update(copy.deepcopy(_profiler_fields[job]))
-                response.setdefault("ProfilingStatus", "Enabled")
+                if "ProfilerConfig" in _profiler_fields[job]:
+                    response.setdefault("ProfilingStatus", "Enabled")
             if job is not None and _pending_stop.get(job):
                 _advance(job)  # shown as Stopping this time, Stopped on the next describe
             return response

@@ -101,7 +101,8 @@ def job_facts(description: Mapping[str, Any]) -> dict[str, Any]:
         "start": _epoch(description.get("TrainingStartTime")) or _epoch(description.get("CreationTime")),
         "profiler_s3": None if profiler.get("DisableProfiler") else profiler.get("S3OutputPath"),
         "debugger_rules": own_rules,
-        # where its hook's tensors are (its trial, read by the tensor rules): <S3OutputPath>/<job>/debug-output/
+        # where its hook's tensors are (its trial, read by the tensor rules): <S3OutputPath>/<job>/debug-output/,
+        # S3OutputPath from its DebugHookConfig, else from SMX_DEBUG_OUTPUT in its Environment
         "tensors_s3": job_paths(str(description.get("TrainingJobName", "")), description=dict(description)).debugger,
     }
 

@@ -1,7 +1,8 @@
 """The evaluator's per-job tensor step: a watched job's tensor rules, judged on the tensors its hook writes to S3.
 
 A job whose ``DebugHookConfig`` sends tensors to S3 (``<S3OutputPath>/<job>/debug-output/``, the cursor's
-``tensors_s3``) gets the tensor rules its watch spec lists (:data:`~smx_debug.rules.watch_spec.TENSOR_WATCH_RULES`),
+``tensors_s3``), or whose hook writes them there itself (a job without a DebugHookConfig, whose plan put
+``SMX_DEBUG_OUTPUT`` in its ``Environment``: :func:`smx_debug.data.sources.job_paths` finds either) gets the tensor rules its watch spec lists (:data:`~smx_debug.rules.watch_spec.TENSOR_WATCH_RULES`),
 with the rule catalog's defaults and the plan's parameters. Each run reads only what the job saved since the last
 one: the job's cursor item keeps the next global step to read and every rule's state (counts, class tallies,
 channel sums, the first steps PoorWeightInitialization analyses, the last step's wall time), compressed, at most
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from smx_debug.contracts import condition_met_details
+from smx_debug.contracts import HOOK_OUTPUT_ENV, condition_met_details
 from smx_debug.errors import ConfigError, DataError, NoDataYetError
 from smx_debug.rules.watch_spec import WatchedRule
 from smx_debug.watch.cursor import Cursor
@@ -48,8 +49,9 @@ def evaluate_tensors(cursor: Cursor, outcome: JobOutcome, *, s3: Any, now: float
     prefix = cursor.info.get("tensors_s3")
     names = ", ".join(r.name for r in rules)
     if not prefix:
-        outcome.notes.append(f"{names}: the job has no DebugHookConfig, so it saves no tensors: not evaluated "
-                             "(launch it with its plan's DebugHookConfig)")
+        outcome.notes.append(f"{names}: the job has no DebugHookConfig and no {HOOK_OUTPUT_ENV} in its Environment, "
+                             "so its hook saves no tensors: not evaluated (launch it with what its plan renders: "
+                             "to_request_dict(), to_estimator_kwargs() or to_model_trainer_kwargs())")
         return cursor, []
     from smx_debug.evaluate.tensor_eval import TensorEvaluator
     from smx_debug.evaluate.tensor_state import load

@@ -10,6 +10,8 @@ import numpy as np
 import pytest
 from watch_support import BUCKET, T0, Recorder, at, clients, create_job, settings, with_clients
 
+from smx_debug.config import DebugPlan
+from smx_debug.config.sdk_v3 import hook_environment
 from smx_debug.local import LocalAws
 from smx_debug.local.clients import client as cached_client
 from smx_debug.tensors import Collection, TrialWriter
@@ -104,8 +106,23 @@ def test_run_tensor_rule_job_without_tensors_is_noted_never_stopped(aws: LocalAw
     recorder = Recorder()
     report = run_once(settings(default_rules=EXPLODING), clients(aws), recorder, now=at(2))
     assert recorder.calls == []
-    assert any("no DebugHookConfig" in n for n in report.outcomes["guarded-nohook"].notes)
+    assert any("no DebugHookConfig and no SMX_DEBUG_OUTPUT" in n for n in report.outcomes["guarded-nohook"].notes)
     assert any("no tensors under" in n for n in report.outcomes["guarded-notyet"].notes)
+
+
+def test_run_tensor_rule_job_without_debug_hook_config_judged_on_its_environments_trial(aws: LocalAws) -> None:
+    # a ModelTrainer job (issue 31 item 2): no DebugHookConfig, the hook's settings in the Environment its plan
+    # rendered; its hook writes the trial under SMX_DEBUG_OUTPUT/<job>/debug-output/ (TRIAL for JOB)
+    plan = DebugPlan(region=aws.region, s3_output_path=f"s3://{BUCKET}/debugger", guard="evaluator",
+                     rules=[{"name": "ExplodingTensor"}])
+    create_job(aws, JOB, Environment={**hook_environment(plan), "EPOCHS": "3"})
+    assert "DebugHookConfig" not in cached_client(aws, "sagemaker").describe_training_job(TrainingJobName=JOB)
+    _steps(aws, range(0, 30, 10), nan_from=20, first=True)
+    recorder = Recorder()
+    report = run_once(settings(default_rules=EXPLODING), clients(aws), recorder, now=at(2))
+    assert report.outcomes[JOB].status == "evaluated", report.outcomes[JOB].notes
+    assert [(t.job, t.name, t.step) for t in report.triggers] == [(JOB, "ExplodingTensor", 20)]
+    assert [(job, [t.name for t in ts]) for job, ts in recorder.calls] == [(JOB, ["ExplodingTensor"])]
 
 
 def test_run_tensor_prefix_denied_is_that_jobs_access_denied_and_tried_again(aws: LocalAws) -> None:
