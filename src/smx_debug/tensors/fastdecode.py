@@ -37,7 +37,7 @@ class Walk:
     count: np.ndarray
     content_start: np.ndarray
     content_len: np.ndarray
-    dims: np.ndarray  # (records, MAX_DIMS): the sizes of the first ``ndim`` dims
+    dims: np.ndarray  # (records, MAX_DIMS) when asked for: the sizes of the first ``ndim`` dims
 
     def take(self, rows: np.ndarray) -> Walk:
         """The records ``rows`` only."""
@@ -87,8 +87,9 @@ def _length(buf: np.ndarray, pos: np.ndarray, ok: np.ndarray, end: np.ndarray, k
     return length, body
 
 
-def walk(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> Walk:
-    """Walk the payloads ``buf[start[i]:end[i]]`` (uint8 buffer, int64 offsets)."""
+def walk(buf: np.ndarray, start: np.ndarray, end: np.ndarray, *, dims: bool = False) -> Walk:
+    """Walk the payloads ``buf[start[i]:end[i]]`` (uint8 buffer, int64 offsets); ``dims``: record each dim's
+    size too (else ``Walk.dims`` has no columns)."""
     n = len(start)
     ok = np.ones(n, bool) & (end > start)
     pos = start.astype(_I64)
@@ -119,7 +120,7 @@ def walk(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> Walk:
     # dims: each `12 len {08 size}? {12 len name}?`
     count = np.ones(n, _I64)
     ndim = np.zeros(n, np.int8)
-    dims = np.zeros((n, MAX_DIMS), _I64)
+    sizes = np.zeros((n, MAX_DIMS if dims else 0), _I64)
     p = s_start.copy()
     for k in range(MAX_DIMS):
         more = ok & (p < s_end)
@@ -129,12 +130,13 @@ def walk(buf: np.ndarray, start: np.ndarray, end: np.ndarray) -> Walk:
         d_end = d_start + d_len
         has_size, size, _ = _optional(buf, d_start, more, d_end, 0x08)
         count = np.where(more, count * np.where(has_size, size, 0), count)
-        dims[:, k] = np.where(more & has_size, size, 0)
+        if dims:
+            sizes[:, k] = np.where(more & has_size, size, 0)
         ndim = np.where(more, ndim + 1, ndim).astype(np.int8)
         ok &= more | ~(ok & (p < s_end))  # a dim that failed to parse fails the record
         p = np.where(more, d_end, p)
     ok &= p >= s_end  # more dims than MAX_DIMS: left to the protobuf path
-    return Walk(ok, tag_start, tag_len, t_start, t_end, dtype, ndim, count, c_start, c_len, dims)
+    return Walk(ok, tag_start, tag_len, t_start, t_end, dtype, ndim, count, c_start, c_len, sizes)
 
 
 def scalar_values(buf: np.ndarray, w: Walk) -> tuple[np.ndarray, np.ndarray]:

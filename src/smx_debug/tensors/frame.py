@@ -118,7 +118,7 @@ def _ranges(read: Callable[[int, int], bytes], starts: np.ndarray, lengths: np.n
 
 
 def read_batches(catalog: Catalog, plan: Sequence[tuple[EventFile, np.ndarray]], *,
-                 verify: bool = False) -> Iterator[Batch]:
+                 verify: bool = False, dims: bool = False) -> Iterator[Batch]:
     """The planned records (per file, the selected entry positions), a bounded batch at a time; records whose
     header or checksum is wrong are dropped here and counted."""
     local = isinstance(catalog.source, LocalSource)
@@ -138,11 +138,11 @@ def read_batches(catalog: Catalog, plan: Sequence[tuple[EventFile, np.ndarray]],
                 fetched = [_fetch(catalog.source, f, sel) for f, sel in chunk]
             else:
                 fetched = list(pool.map(lambda fs: _fetch(catalog.source, fs[0], fs[1]), chunk))
-            yield _batch(catalog, chunk, fetched, verify)
+            yield _batch(catalog, chunk, fetched, verify, dims)
 
 
 def _batch(catalog: Catalog, chunk: list[tuple[EventFile, np.ndarray]], fetched: list[tuple[bytes, np.ndarray]],
-           verify: bool) -> Batch:
+           verify: bool, dims: bool) -> Batch:
     # One buffer, each fetched piece copied in and dropped at once: the peak is the batch plus one piece, not two
     # copies of the batch (b"".join would hold every piece and the joined bytes together).
     bases = np.cumsum([0] + [len(d) for d, _ in fetched[:-1]])
@@ -176,19 +176,28 @@ def _batch(catalog: Catalog, chunk: list[tuple[EventFile, np.ndarray]], fetched:
             if footer != SMDEBUG_FOOTER and footer != masked_crc32c(buf[a + 12:a + n - 4].tobytes()):
                 good[k] = False
                 drop(np.array([k]), BAD_CHECKSUM, lambda _: "the record's checksum is wrong")
-    w = walk(buf, start + 12, start + length - 4)
+    if not good.all():
+        keep = np.flatnonzero(good)
+        file_of, pos, ids, start, length = file_of[keep], pos[keep], ids[keep], start[keep], length[keep]
+    w = walk(buf, start + 12, start + length - 4, dims=dims)
     # Each record's own tag must be the name the index gives it (a record the fast walk cannot read is checked
     # when protobuf decodes it, in decode_values).
-    wrong = good & _wrong_tags(catalog, buf, w, ids)
-    drop(np.flatnonzero(wrong), WRONG_TENSOR, lambda r: f"the record holds tensor {_tag(buf, w, r)!r} (a damaged index)")
-    keep = np.flatnonzero(good & ~wrong)
-    return Batch(buf, files, file_of[keep], pos[keep], ids[keep], start[keep], length[keep], w.take(keep),
-                 dropped)
+    wrong = _wrong_tags(catalog, buf, w, ids)
+    if wrong.any():
+        drop(np.flatnonzero(wrong), WRONG_TENSOR,
+             lambda r: f"the record holds tensor {_tag(buf, w, r)!r} (a damaged index)")
+        keep = np.flatnonzero(~wrong)
+        file_of, pos, ids, start, length, w = file_of[keep], pos[keep], ids[keep], start[keep], length[keep], w.take(
+            keep)
+    return Batch(buf, files, file_of, pos, ids, start, length, w, dropped)
 
 
 def _tag(buf: np.ndarray, w: Walk, row: int) -> str:
     a = int(w.tag_start[row])
     return bytes(buf[a:a + int(w.tag_len[row])]).decode("utf-8", "replace")
+
+
+_TAG_BYTES: Final = 1 << 16  # tag bytes compared at once (bounds the work arrays)
 
 
 def _wrong_tags(catalog: Catalog, buf: np.ndarray, w: Walk, ids: np.ndarray) -> np.ndarray:
@@ -197,11 +206,17 @@ def _wrong_tags(catalog: Catalog, buf: np.ndarray, w: Walk, ids: np.ndarray) -> 
     wrong: np.ndarray = w.ok & (w.tag_len != lengths[ids])
     rows = np.flatnonzero(w.ok & ~wrong)
     n = lengths[ids[rows]]
-    total = int(n.sum())
-    if total:
-        within = np.arange(total) - np.repeat(np.cumsum(n) - n, n)
-        differ = buf[np.repeat(w.tag_start[rows], n) + within] != names[np.repeat(offsets[ids[rows]], n) + within]
-        wrong[rows[np.unique(np.repeat(np.arange(len(rows)), n)[differ])]] = True
+    ends = np.cumsum(n)
+    lo = 0
+    while lo < len(rows):
+        hi = max(int(np.searchsorted(ends, (ends[lo - 1] if lo else 0) + _TAG_BYTES, "right")), lo + 1)
+        r, m = rows[lo:hi], n[lo:hi]
+        total = int(m.sum())
+        if total:
+            within = np.arange(total) - np.repeat(np.cumsum(m) - m, m)
+            differ = buf[np.repeat(w.tag_start[r], m) + within] != names[np.repeat(offsets[ids[r]], m) + within]
+            wrong[r[np.unique(np.repeat(np.arange(len(r)), m)[differ])]] = True
+        lo = hi
     return wrong
 
 

@@ -59,15 +59,21 @@ def header_ok(buf: np.ndarray, start: np.ndarray, length: np.ndarray) -> np.ndar
     valid header is there, one that says this length and whose checksum covers it (what :func:`split_records`
     checks one record at a time)."""
     inside = (start >= 0) & (start + np.maximum(length, 16) <= len(buf))
-    at = np.where(inside, start, 0)[:, None] + np.arange(12)
-    head = buf[at] if len(buf) >= 12 else np.zeros((len(start), 12), np.uint8)
-    said = np.ascontiguousarray(head[:, :8]).view("<u8").reshape(-1)
+    if len(buf) < 12:
+        return np.zeros(len(start), bool)
+    at = np.where(inside, start, 0)
+    said = np.zeros(len(start), np.uint64)
+    stored = np.zeros(len(start), np.uint64)
     crc = np.full(len(start), 0xFFFFFFFF, np.uint32)
-    for k in range(8):
-        crc = _CRC_TABLE[(crc ^ head[:, k]) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
-    crc = (crc ^ np.uint32(0xFFFFFFFF)).astype(np.uint64)
-    masked = (((crc >> np.uint64(15)) | (crc << np.uint64(17))) + np.uint64(_MASK_DELTA)) & np.uint64(0xFFFFFFFF)
-    stored = np.ascontiguousarray(head[:, 8:12]).view("<u4").reshape(-1)
+    for k in range(12):  # one byte column at a time: no (records, 12) index array
+        byte = buf[at + k]
+        if k < 8:
+            said |= byte.astype(np.uint64) << np.uint64(8 * k)
+            crc = _CRC_TABLE[(crc ^ byte) & np.uint32(0xFF)] ^ (crc >> np.uint32(8))
+        else:
+            stored |= byte.astype(np.uint64) << np.uint64(8 * (k - 8))
+    crc64 = (crc ^ np.uint32(0xFFFFFFFF)).astype(np.uint64)
+    masked = (((crc64 >> np.uint64(15)) | (crc64 << np.uint64(17))) + np.uint64(_MASK_DELTA)) & np.uint64(0xFFFFFFFF)
     ok: np.ndarray = inside & (said.astype(np.int64) == length - 16) & (masked == stored)
     return ok
 

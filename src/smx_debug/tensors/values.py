@@ -146,7 +146,7 @@ class RecordReader:
                 n_records += len(sel)
                 n_bytes += int(f.lengths[sel].sum())
         first = self._serial
-        for batch in read_batches(self._catalog, plan, verify=self._verify):
+        for batch in read_batches(self._catalog, plan, verify=self._verify, dims=True):
             self._keep(batch)
         while self._bytes > self._budget and self._chunks and next(iter(self._chunks)) < first:
             self._drop(self._chunks.popitem(last=False)[1])  # never what was just read
