@@ -9,12 +9,14 @@
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
-env_dir="$here/.venv-sdkv3"
+# shellcheck source=bench/side_env.sh
+source "$here/side_env.sh"
+side_env sdkv3 "$0"  # env_dir: bench/.venv-sdkv3, a link into the cache
 python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 pip=("$env_dir/bin/python" -m pip install -q --disable-pip-version-check)
 
 if [ ! -f "$env_dir/.ready-sdk" ]; then
-  "$python" -m venv --clear "$env_dir"
+  "$python" -m venv --clear "$(readlink -f "$env_dir")"  # built where it lives (the cache)
   "${pip[@]}" "sagemaker>=3,<4"
   "$env_dir/bin/python" -c "import sagemaker.train, sagemaker.core.resources, sagemaker.core.shapes"
   touch "$env_dir/.ready-sdk"
