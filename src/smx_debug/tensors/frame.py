@@ -197,7 +197,7 @@ def _tag(buf: np.ndarray, w: Walk, row: int) -> str:
     return bytes(buf[a:a + int(w.tag_len[row])]).decode("utf-8", "replace")
 
 
-_TAG_BYTES: Final = 1 << 16  # tag bytes compared at once (bounds the work arrays)
+_TAG_BYTES: Final = 1 << 14  # tag bytes compared at once (bounds the work arrays: a few hundred KB)
 
 
 def _wrong_tags(catalog: Catalog, buf: np.ndarray, w: Walk, ids: np.ndarray) -> np.ndarray:
