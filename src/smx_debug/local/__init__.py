@@ -22,7 +22,8 @@ each through moto's public backend objects:
   and partial batch failures;
 - and, installed on their own: :mod:`~smx_debug.local.metric_data`, :mod:`~smx_debug.local.job_metrics`,
   :mod:`~smx_debug.local.throttling`, :mod:`~smx_debug.local.sfn_lambda`, :mod:`~smx_debug.local.playback`,
-  :mod:`~smx_debug.local.training_run` (a job's entry point run as in its container, tensors uploaded).
+  :mod:`~smx_debug.local.training_run` (a job's entry point run as in its container, tensors uploaded) with
+  :mod:`~smx_debug.local.container_role` (the container's calls as the job's execution role, authorized).
 
 :func:`install` installs training_jobs (with execution_roles), search, bucket_policy, iam (its server guard),
 delivery and event_sources at once; :func:`deploy_stack` installs concurrency and event_sources; the rest act when called.

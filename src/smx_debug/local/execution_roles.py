@@ -25,8 +25,9 @@ records any ``RoleArn``. Here:
   local IAM and returns its ARN: the one helper every caller uses that creates training jobs on the local AWS
   (:func:`smx_debug.local.create_training_job`, the examples, the notebook, the benchmarks, the tests).
 
-A role's permissions are not evaluated when the job runs (:mod:`smx_debug.local.training_run` uploads as the
-account). This module needs moto (at call time only), so it is not part of the Lambda assets.
+A job's own calls from its container are made as its role (:mod:`smx_debug.local.container_role`); the local
+container uploads a DebugHookConfig's LocalPath as the platform. This module needs moto (at call time only), so
+it is not part of the Lambda assets.
 """
 
 from __future__ import annotations

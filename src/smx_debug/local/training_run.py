@@ -1,7 +1,10 @@
-"""A training job's container on the local AWS: run an entry point as SageMaker runs it with a DebugHookConfig.
+"""A training job's container on the local AWS: run an entry point as SageMaker runs it, with or without Debugger.
 
 moto records a CreateTrainingJob and never trains. :func:`start_training` plays the container's part for a job
-that exists on the local AWS, as SageMaker does for a job with a ``DebugHookConfig``:
+that exists on the local AWS. As SageMaker does, it gives the entry point the job's ``Environment``,
+``TRAINING_JOB_NAME`` and the job's execution role (:func:`smx_debug.local.container_role.container_environment`:
+the role session's credentials, the local endpoint; the server authorizes its calls with the local IAM), in place
+of the caller's AWS credentials. For a job with a ``DebugHookConfig``:
 
 1. the job goes ``InProgress``;
 2. the job's ``DebugHookConfig`` is written to ``/opt/ml/input/config/debughookconfig.json`` of the container,
@@ -19,10 +22,13 @@ that exists on the local AWS, as SageMaker does for a job with a ``DebugHookConf
    with a FailureReason when the entry point exited non-zero or the upload was refused (a missing bucket: S3's
    own ``NoSuchBucket``), as SageMaker reports an AlgorithmError or a ClientError.
 
-:func:`run_training` is the same, waiting for the end. A job without a ``DebugHookConfig`` (or a job name the
-local AWS does not know) is refused with a ConfigError or NotFoundError before anything runs. Only what SageMaker
-gives the container is given: no credentials or endpoints are added to the entry point's environment beyond the
-caller's own.
+A job without a ``DebugHookConfig`` whose ``Environment`` has the hook's settings (``SMX_DEBUG_OUTPUT``, what
+``plan.to_model_trainer_kwargs()`` renders) gets no config file and no upload, as on SageMaker: its hook writes its
+trial to ``<SMX_DEBUG_OUTPUT>/<job>/debug-output/`` itself, as the execution role, and marks its end. The job's
+status follows the entry point as above.
+
+:func:`run_training` is the same, waiting for the end. A job with neither (or a job name the local AWS does not
+know) is refused with a ConfigError or NotFoundError before anything runs.
 """
 
 from __future__ import annotations
@@ -42,10 +48,20 @@ from typing import IO, Any
 
 from botocore.exceptions import ClientError
 
-from smx_debug.contracts import DEBUG_OUTPUT, JOB_COMPLETED, JOB_FAILED, JOB_IN_PROGRESS, JOB_STOPPED
+from smx_debug.contracts import (
+    DEBUG_OUTPUT,
+    HOOK_OUTPUT_ENV,
+    JOB_COMPLETED,
+    JOB_FAILED,
+    JOB_IN_PROGRESS,
+    JOB_STOPPED,
+    hook_trial_uri,
+)
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.local import training_jobs
 from smx_debug.local.clients import client
+from smx_debug.local.container_role import container_environment
+from smx_debug.local.iam import PLUGIN_ENV
 from smx_debug.local.server import LocalAws
 from smx_debug.tensors.layout import END_OF_JOB
 
@@ -55,6 +71,9 @@ __all__ = ["CONTAINER_CONFIG", "DEFAULT_LOCAL_PATH", "RunningTraining", "Trainin
 CONTAINER_CONFIG = "/opt/ml/input/config/debughookconfig.json"
 DEFAULT_LOCAL_PATH = "/opt/ml/output/tensors"
 _TAIL = 800  # characters of the entry point's stderr kept in FailureReason
+# the caller's own AWS settings, which SageMaker does not give a container (it gives the role's session)
+_CALLER_ONLY = frozenset({"AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE", "AWS_ENDPOINT_URL_S3",
+                          "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI", "AWS_CONTAINER_CREDENTIALS_FULL_URI", PLUGIN_ENV})
 _UPLOAD_ORDER = {"collections": 0, "events": 1, "index": 2}  # an index is uploaded after its event file
 
 
@@ -70,7 +89,7 @@ class TrainingRun:
     debug_output: str
     """``s3://<bucket>/<S3OutputPath prefix>/<job>/debug-output/``: the trial's root, for ``create_trial``."""
     uploaded: int
-    """Files uploaded from LocalPath (the end marker not counted)."""
+    """Files uploaded from LocalPath (the end marker not counted; 0 without a DebugHookConfig)."""
     failure_reason: str | None = None
     stdout: str = ""
     stderr: str = ""
@@ -103,7 +122,8 @@ def start_training(
 
     Raises:
         NotFoundError: the local AWS has no job ``job_name``, or the script does not exist.
-        ConfigError: the job has no DebugHookConfig, or ``workdir`` already holds a container's output.
+        ConfigError: the job has neither a DebugHookConfig nor ``SMX_DEBUG_OUTPUT`` in its Environment, or
+            ``workdir`` already holds a container's output.
     """
     script = Path(entry_point)
     if not script.is_file():
@@ -112,38 +132,48 @@ def start_training(
     training_jobs.training_job(aws, job_name)  # NotFoundError for an unknown job
     desc = sagemaker.describe_training_job(TrainingJobName=job_name)
     hook_config: dict[str, Any] | None = desc.get("DebugHookConfig")
-    if not hook_config:
-        raise ConfigError(f"training job {job_name!r} has no DebugHookConfig: nothing tells a hook what to save "
-                          "(launch it with a plan that renders one: guard 'debugger' or 'both', or tensor rules)",
+    environment: dict[str, str] = dict(desc.get("Environment") or {})
+    if not hook_config and not environment.get(HOOK_OUTPUT_ENV):
+        raise ConfigError(f"training job {job_name!r} has no DebugHookConfig and no {HOOK_OUTPUT_ENV} in its "
+                          "Environment: nothing tells a hook what to save (launch it with what a plan with tensor "
+                          "rules renders: its DebugHookConfig, or to_model_trainer_kwargs()'s environment)",
                           field="DebugHookConfig", value=None)
     root = Path(workdir)
-    local_path = _container_path(root, hook_config.get("LocalPath") or DEFAULT_LOCAL_PATH)
+    local_path = _container_path(root, (hook_config or {}).get("LocalPath") or DEFAULT_LOCAL_PATH)
     if local_path.exists() and any(local_path.iterdir()):
         raise ConfigError(f"workdir {str(root)!r} already holds a container's tensors ({local_path}); give each "
                           "run a new workdir", field="workdir", value=str(root))
     config_file = _container_path(root, CONTAINER_CONFIG)
     config_file.parent.mkdir(parents=True, exist_ok=True)
     local_path.mkdir(parents=True, exist_ok=True)
-    # SageMaker hands the container the job's DebugHookConfig as given, LocalPath filled in
-    config_file.write_text(json.dumps({**hook_config, "LocalPath": str(local_path)}, indent=2))
-    bucket, prefix = _split_s3(str(hook_config["S3OutputPath"]))
-    out_prefix = "/".join(p for p in (prefix, job_name, DEBUG_OUTPUT) if p) + "/"
+    # the caller's environment stands for the image's; the job's Environment, its name and its role's session
+    # (instead of any credentials of the caller's) are SageMaker's
+    container_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in _CALLER_ONLY}
+    container_env.update({**environment, **container_environment(aws, job_name, str(desc["RoleArn"])),
+                          "SMDEBUG_CONFIG_FILE_PATH": str(config_file), "TRAINING_JOB_NAME": job_name})
+    upload: tuple[str, str] | None = None
+    if hook_config:
+        # SageMaker hands the container the job's DebugHookConfig as given, LocalPath filled in, and uploads it
+        config_file.write_text(json.dumps({**hook_config, "LocalPath": str(local_path)}, indent=2))
+        bucket, prefix = _split_s3(str(hook_config["S3OutputPath"]))
+        upload = bucket, "/".join(p for p in (prefix, job_name, DEBUG_OUTPUT) if p) + "/"
+        debug_output = f"s3://{upload[0]}/{upload[1]}"
+    else:  # no DebugHookConfig: no config file, nothing uploaded; the hook writes its trial itself
+        debug_output = hook_trial_uri(environment[HOOK_OUTPUT_ENV], job_name)
     return RunningTraining(aws, job_name, [sys.executable, str(script), *args], root=root, local_path=local_path,
-                           env={**os.environ, **(env or {}), "SMDEBUG_CONFIG_FILE_PATH": str(config_file),
-                                "TRAINING_JOB_NAME": job_name},
-                           bucket=bucket, prefix=out_prefix, timeout=timeout, upload_interval=upload_interval,
-                           stop_grace=stop_grace)
+                           env=container_env, upload=upload, debug_output=debug_output, timeout=timeout,
+                           upload_interval=upload_interval, stop_grace=stop_grace)
 
 
 class RunningTraining:
     """A training started by :func:`start_training`: its process, its uploads and its stop."""
 
     def __init__(self, aws: LocalAws, job_name: str, command: list[str], *, root: Path, local_path: Path,
-                 env: dict[str, str], bucket: str, prefix: str, timeout: float, upload_interval: float,
-                 stop_grace: float) -> None:
+                 env: dict[str, str], upload: tuple[str, str] | None, debug_output: str, timeout: float,
+                 upload_interval: float, stop_grace: float) -> None:
         self.aws, self.job_name, self.local_path = aws, job_name, local_path
-        self.bucket, self.prefix = bucket, prefix
-        self.debug_output = f"s3://{bucket}/{prefix}"
+        self.upload = upload  # (bucket, prefix) SageMaker uploads LocalPath to; None without a DebugHookConfig
+        self.debug_output = debug_output
         self.timeout, self.upload_interval, self.stop_grace = timeout, upload_interval, stop_grace
         self._s3 = client(aws, "s3")
         self._uploaded: dict[Path, tuple[int, int]] = {}
@@ -187,8 +217,9 @@ class RunningTraining:
 
     def _upload(self) -> int:
         """Upload the finished files of LocalPath that are new or changed since the last upload."""
-        if self._upload_error is not None:
+        if self._upload_error is not None or self.upload is None:
             return 0
+        bucket, prefix = self.upload
         files = [p for p in self.local_path.rglob("*") if p.is_file() and not p.name.endswith(".tmp")]
         files.sort(key=lambda p: (_UPLOAD_ORDER.get(p.relative_to(self.local_path).parts[0], 3), str(p)))
         count = 0
@@ -201,7 +232,7 @@ class RunningTraining:
             if self._uploaded.get(path) == stamp:
                 continue
             try:
-                self._s3.put_object(Bucket=self.bucket, Key=self.prefix + path.relative_to(self.local_path).as_posix(),
+                self._s3.put_object(Bucket=bucket, Key=prefix + path.relative_to(self.local_path).as_posix(),
                                     Body=path.read_bytes())
             except ClientError as exc:
                 self._upload_error = _upload_failure(exc, self.debug_output)
@@ -218,9 +249,9 @@ class RunningTraining:
         training_jobs.detach_container(self.aws, self.job_name)
         timed_out = time.monotonic() - self._started > self.timeout and self._stop_at is None
         self._upload()
-        if self._upload_error is None:
+        if self._upload_error is None and self.upload is not None:
             try:
-                self._s3.put_object(Bucket=self.bucket, Key=self.prefix + END_OF_JOB, Body=b"")
+                self._s3.put_object(Bucket=self.upload[0], Key=self.upload[1] + END_OF_JOB, Body=b"")
             except ClientError as exc:
                 self._upload_error = _upload_failure(exc, self.debug_output)
         self._out.seek(0)
