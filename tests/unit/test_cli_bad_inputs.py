@@ -48,8 +48,8 @@ def paths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 CASES: list[tuple[str, list[str], list[str]]] = [
     # the eight from the issue
     ("plan-validate-binary-file", ["plan", "validate", "{base}/binary.yaml"], ["binary.yaml", "UTF-8"]),
-    ("json-into-missing-folder", ["rules", "evaluate", "{data}", "--json", "{base}/nope/out.json"],
-     ["--json", "nope"]),
+    ("out-into-missing-folder", ["rules", "evaluate", "{data}", "--out", "{base}/nope/out.json"],
+     ["--out", "nope"]),
     ("output-dir-is-a-file", ["rules", "evaluate", "{data}", "--output-dir", "{base}/a_file"],
      ["--output-dir", "a_file", "not a folder"]),
     ("report-out-is-a-folder", ["report", "{data}", "--out", "{base}/folder"], ["--out", "folder", "a folder"]),
@@ -89,7 +89,7 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("plan-validate-invalid-job-name", ["plan", "validate", PLAN, "--job-name=-lead"], ["--job-name", "'-lead'"]),
     ("plan-render-output-path-not-s3", ["plan", "render", PLAN, "--output-path", "bucket/x"], ["bucket/x"]),
     ("plan-render-job-name-too-long", ["plan", "render", PLAN, "--job-name", "j" * 64], ["--job-name", "63"]),
-    ("json-is-a-folder", ["rules", "evaluate", "{data}", "--json", "{base}/folder"], ["--json", "folder"]),
+    ("out-is-a-folder", ["rules", "evaluate", "{data}", "--out", "{base}/folder"], ["--out", "folder"]),
     ("output-dir-under-a-file", ["rules", "evaluate", "{data}", "--output-dir", "{base}/a_file/sub"],
      ["--output-dir", "a_file"]),
     ("report-out-missing-folder", ["report", "{data}", "--out", "{base}/nope/r.html"], ["--out", "nope"]),
@@ -107,8 +107,8 @@ CASES: list[tuple[str, list[str], list[str]]] = [
     ("fleet-root-empty-folder", ["fleet", "idle_gpu_hours", "--root", "{base}/empty"],
      ["system_minutes", "empty"]),
     ("fleet-root-is-a-file", ["fleet", "idle_gpu_hours", "--root", "{base}/a_file"], ["a_file", "a file"]),
-    ("fleet-json-missing-folder", ["fleet", "rules_fired", "--root", "{base}", "--json", "{base}/nope/x.json"],
-     ["--json", "nope"]),
+    ("fleet-out-missing-folder", ["fleet", "rules_fired", "--root", "{base}", "--out", "{base}/nope/x.json"],
+     ["--out", "nope"]),
     # issue 20, defect 11
     ("report-onset-huge", ["report", "{data}", "--out", "{base}/r.html", "--onset", "1e30"], ["--onset", "1e30"]),
     ("report-onset-inf", ["report", "{data}", "--out", "{base}/r.html", "--onset", "inf"], ["--onset", "inf"]),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from smx_debug.cli._exit import ExitStatus
+from smx_debug.cli._output import FORMATS
 from smx_debug.contracts import is_training_job_name
 from smx_debug.errors import ConfigError, NoDataYetError
 
@@ -39,7 +40,7 @@ class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one ``error:`` line (with the command) and exit status 2.
 
     Every parser of the tree (argparse builds the subcommands' parsers with this class too) takes the global
-    options, so ``-v`` works before or after any command. Only the top parser (``top=True``) gives them their
+    options (``-v``, ``--output``), so they work before or after any command. Only the top parser (``top=True``) gives them their
     defaults; the others leave them unset unless given (``SUPPRESS``), so a subcommand never resets what was
     given before it.
     """
@@ -49,6 +50,9 @@ class OneLineParser(argparse.ArgumentParser):
         group = self.add_argument_group("global options")
         group.add_argument("-v", "--verbose", action="store_true", default=False if top else argparse.SUPPRESS,
                            help="show the SDK's and boto's INFO lines and dependency warnings")
+        group.add_argument("--output", choices=FORMATS, default=None if top else argparse.SUPPRESS,
+                           help="the result on stdout: table (aligned, for people; the default), text (tab-separated, "
+                           "no header) or json")
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)

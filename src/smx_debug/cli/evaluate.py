@@ -19,6 +19,7 @@ from smx_debug.cli._args import (
     require_data,
 )
 from smx_debug.cli._exit import ExitStatus
+from smx_debug.cli._output import add_out_option, as_table, as_text, emit, output_format
 from smx_debug.contracts import ISSUES_FOUND, JOB_ENDED_STATUSES, NO_ISSUES_FOUND, RULE_IN_PROGRESS
 
 if TYPE_CHECKING:
@@ -142,22 +143,18 @@ def _status(r: Any) -> str:
     return "NoData" if r.datapoints == 0 and r.rule != "OverallSystemUsage" else NO_ISSUES_FOUND
 
 
-def _table(results: Mapping[str, Any], *, reasons: bool = False) -> str:
+def _rows(results: Mapping[str, Any], *, reasons: bool = False) -> list[tuple[str, ...]]:
     """One row per result; the reason of fired rules (``reasons``: of every rule, e.g. what a rule without
     data needs)."""
-    rows = [("Rule", "Class", "Status", "Triggered", "Violations", "Datapoints", "Reason")]
-    for name, r in results.items():
-        status = _status(r)
-        reason = r.message if r.triggered or reasons else ""
-        rows.append((name, r.rule, status, str(r.rule_triggered), str(r.violations), str(r.datapoints),
-                     reason))
-    widths = [max(len(row[i]) for row in rows) for i in range(6)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(row[:6], widths, strict=True)) + "  " + row[6] for row in rows]
-    return "\n".join(line.rstrip() for line in lines)
+    return [(name, r.rule, _status(r), str(r.rule_triggered), str(r.violations), str(r.datapoints),
+             r.message if r.triggered or reasons else "") for name, r in results.items()]
+
+
+_HEADER = ("Rule", "Class", "Status", "Triggered", "Violations", "Datapoints", "Reason")
 
 
 def _with_status(results: Mapping[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
-    """--json: each rule's status (as the table shows it) and full reason, then Debugger's own fields."""
+    """--output json: each rule's status (as the table shows it) and full reason, then Debugger's own fields."""
     out: dict[str, Any] = {}
     for name, r in results.items():
         status = _status(r)
@@ -165,19 +162,10 @@ def _with_status(results: Mapping[str, Any], payload: Mapping[str, Any]) -> dict
     return out
 
 
-def _write_results(args: argparse.Namespace, results: Mapping[str, Any]) -> None:
-    payload = {name: r.to_debugger_json() for name, r in results.items()}
-    if args.output_dir:
-        out = Path(args.output_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        for name, body in payload.items():
-            (out / f"{name}.json").write_text(json.dumps(body))
-    if args.json:
-        text = json.dumps(_with_status(results, payload), indent=2)
-        if args.json == "-":
-            print(text)
-        else:
-            Path(args.json).write_text(text)
+def _check_outputs(args: argparse.Namespace) -> None:
+    """``--out`` and ``--output-dir`` can be written: checked before any data is read."""
+    check_output_file(args.out, "--out")
+    check_output_dir(args.output_dir, "--output-dir")
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -189,8 +177,7 @@ def _run(args: argparse.Namespace) -> int:
     configs, overrides, skipped = rule_selection(args)
     if args.live:
         return _live(args, configs)
-    check_output_file(args.json, "--json")
-    check_output_dir(args.output_dir, "--output-dir")
+    _check_outputs(args)
     report = LoadReport()
     data, info = load_job(args.job_or_path, source=args.source, report=report)
     require_data(data, info.name, info.source)
@@ -202,16 +189,27 @@ def _run(args: argparse.Namespace) -> int:
 
 def _output(args: argparse.Namespace, results: Mapping[str, Any], head: str, skipped: Mapping[str, int],
             notes: list[str], *, reasons: bool = False) -> int:
-    """Write the results (files, --json) and, unless --json -, the header, the table and what was skipped;
-    the exit status (1 when a rule fired and --fail-on-issues)."""
-    _write_results(args, results)
-    if args.json != "-":
-        print(head)
-        print(_table(results, reasons=reasons))
-        for what, n in skipped.items():
-            print(f"skipped {n} {what}", file=sys.stderr)
-        for note in notes:
-            print(note, file=sys.stderr)
+    """The results in the ``--output`` format (and as files under ``--output-dir``); what was read, skipped and
+    not evaluated to stderr; the exit status (RULES_FIRED when a rule fired and --fail-on-issues)."""
+    payload = {name: r.to_debugger_json() for name, r in results.items()}
+    if args.output_dir:
+        out = Path(args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, body in payload.items():
+            (out / f"{name}.json").write_text(json.dumps(body))
+    fmt = output_format(args)
+    if fmt == "json":
+        emit(_with_status(results, payload), args)
+    elif fmt == "text":
+        emit(as_text(_rows(results, reasons=reasons)), args)
+    else:
+        emit(f"{head}\n{as_table(_rows(results, reasons=reasons), _HEADER)}", args)
+    if fmt != "table":
+        print(head, file=sys.stderr)
+    for what, n in skipped.items():
+        print(f"skipped {n} {what}", file=sys.stderr)
+    for note in notes:
+        print(note, file=sys.stderr)
     fired = any(r.triggered for r in results.values())
     return ExitStatus.RULES_FIRED if fired and args.fail_on_issues else ExitStatus.OK
 
@@ -224,8 +222,7 @@ def _run_trial(args: argparse.Namespace) -> int:
     configs, _, skipped = rule_selection(args, tensors=True)
     if args.live:
         return _live_trial(args, configs)
-    check_output_file(args.json, "--json")
-    check_output_dir(args.output_dir, "--output-dir")
+    _check_outputs(args)
     trial = create_trial(args.job_or_path)
     results = TensorEvaluator(trial, configs).refresh()
     head = (f"{trial.name}: {len(results)} tensor rules on {len(trial.steps())} saved steps, "
@@ -319,7 +316,7 @@ def register(subparsers: Any) -> Any:
         "DebugHookConfig), in seconds and without rule jobs.",
     )
     add_rule_options(parser)
-    parser.add_argument("--json", metavar="FILE", help="write all results as JSON ('-' for stdout only)")
+    add_out_option(parser, "the results (in the --output format)")
     parser.add_argument("--output-dir", metavar="DIR", help="write <Rule>.json files shaped like Debugger's profiler-reports/")
     parser.add_argument("--fail-on-issues", action="store_true", help="exit 1 when a rule fires")
     parser.add_argument("--live", action="store_true", help="re-evaluate as data arrives and print status transitions")

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from smx_debug.cli._args import check_output_file, positive_int
+from smx_debug.cli._output import add_out_option, as_table, as_text, emit, output_format
 
 __all__ = ["register"]
 
@@ -21,25 +22,28 @@ def _threshold(text: str) -> float:
     return value
 
 
-def _list() -> int:
+def _list(args: argparse.Namespace) -> int:
     from smx_debug.fleet import list_queries
 
     queries = list_queries()
-    width = max(len(q.name) for q in queries)
-    for q in queries:
-        print(f"{q.name:<{width}}  {q.description}")
+    fmt = output_format(args)
+    if fmt == "json":
+        emit([{"name": q.name, "description": q.description} for q in queries], args)
+    else:
+        rows = [(q.name, q.description) for q in queries]
+        emit(as_text(rows) if fmt == "text" else as_table(rows), args)
     return 0
 
 
 def _run(args: argparse.Namespace) -> int:
+    check_output_file(args.out, "--out")
     if args.query == "list":
-        return _list()
+        return _list(args)
     from smx_debug.errors import ConfigError
     from smx_debug.fleet import execute, get_query, parse_since
 
     get_query(args.query)  # an unknown name fails before any work
     parse_since(args.since)
-    check_output_file(args.json, "--json")
     if args.engine == "duckdb" and args.root is None:
         raise ConfigError("--root is required with --engine duckdb: the fleet dataset's folder or "
                           "s3://bucket/prefix (the stack's bucket: s3://<OutputBucketName>/smx-debug/fleet/)",
@@ -48,15 +52,13 @@ def _run(args: argparse.Namespace) -> int:
                      engine=args.engine, root=args.root, endpoint_url=args.endpoint_url, stack_name=args.stack,
                      database=args.database, workgroup=args.workgroup)
     frame = result.frame
-    if args.json is not None:
-        text = frame.to_json(orient="records", date_format="iso", indent=2)
-        if args.json == "-":
-            sys.stdout.write(text + "\n")
-        else:
-            with open(args.json, "w", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+    fmt = output_format(args)
+    if fmt == "json":
+        emit(frame.to_json(orient="records", date_format="iso", indent=2), args)
+    elif fmt == "text":
+        emit(frame.to_csv(sep="\t", index=False, header=False, date_format="%Y-%m-%dT%H:%M:%S").rstrip("\n"), args)
     else:
-        print(frame.to_string(index=False) if len(frame) else "(no rows)")
+        emit(frame.to_string(index=False) if len(frame) else "(no rows)", args)
     print(result.summary(), file=sys.stderr)
     return 0
 
@@ -67,7 +69,7 @@ def register(subparsers: Any) -> Any:
         "fleet", help="SQL over every job's utilisation and verdicts (DuckDB or Athena)",
         description="Run a named fleet query (`smx-debug fleet list` names them) over the fleet dataset: with "
         "DuckDB over a folder or s3:// prefix (--root), or with Athena in the deployed stack's workgroup. "
-        "Prints the rows (or JSON), then what the query scanned and, on Athena, its price. docs/fleet.md.",
+        "Prints the rows (--output table, text or json), then what the query scanned and, on Athena, its price. docs/fleet.md.",
     )
     parser.add_argument("query", help="a named query, or `list`")
     parser.add_argument("--since", default="30d", help="how far back: 30d, 12h, 90m or an ISO date (default 30d)")
@@ -80,6 +82,6 @@ def register(subparsers: Any) -> Any:
     parser.add_argument("--stack", default="SmxDebugGuard", help="the deployed stack (Athena's database and workgroup)")
     parser.add_argument("--database", help="Athena: the Glue database (default: the stack's)")
     parser.add_argument("--workgroup", help="Athena: the workgroup (default: the stack's)")
-    parser.add_argument("--json", metavar="FILE", help="write the rows as JSON to FILE (`-`: stdout)")
+    add_out_option(parser, "the rows (in the --output format)")
     parser.set_defaults(func=_run)
     return parser

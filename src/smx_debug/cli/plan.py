@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import warnings
 from typing import Any
 
 from smx_debug.cli._args import job_name
+from smx_debug.cli._output import emit, fixed_format, output_format
 
 __all__ = ["register"]
 
@@ -49,7 +49,11 @@ def _validate(args: argparse.Namespace) -> int:
     for message in found:
         print(f"warning: {message}", file=sys.stderr)
     rules = len(plan.rules)
-    print(f"ok: {args.file}: {rules} rule{'s' if rules != 1 else ''}, {len(found)} warning{'s' if len(found) != 1 else ''}")
+    if output_format(args) == "json":
+        emit({"file": args.file, "rules": rules, "warnings": list(found)}, args)
+    else:
+        emit(f"ok: {args.file}: {rules} rule{'s' if rules != 1 else ''}, "
+             f"{len(found)} warning{'s' if len(found) != 1 else ''}", args)
     return 0
 
 
@@ -64,6 +68,7 @@ def _sdk_object(obj: Any) -> Any:
 
 
 def _render(args: argparse.Namespace) -> int:
+    fixed_format(args, "json", "plan render")
     plan = _load(args)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -82,6 +87,5 @@ def _render(args: argparse.Namespace) -> int:
     for w in caught:
         if issubclass(w.category, SmxDebugWarning):
             print(f"warning: {w.message}", file=sys.stderr)
-    json.dump(out, sys.stdout, indent=2, default=str)
-    sys.stdout.write("\n")
+    emit(out, args)
     return 0

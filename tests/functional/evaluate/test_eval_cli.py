@@ -25,7 +25,7 @@ def job_dir(tmp_path_factory):
 
 def test_evaluate_json_stdout_has_debugger_shape_and_fires_cpu_bottleneck(job_dir, capsys):
     assert main(["rules", "evaluate", str(job_dir), "--rule", "CPUBottleneck", "--rule", "IOBottleneck",
-                 "--json", "-"]) == 0
+                 "--output", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert list(out) == ["CPUBottleneck", "IOBottleneck"]
     assert {k: list(v) for k, v in out.items()} == {
@@ -37,7 +37,7 @@ def test_evaluate_json_stdout_has_debugger_shape_and_fires_cpu_bottleneck(job_di
 
 def test_evaluate_what_if_threshold_changes_verdict_without_rerun(job_dir, capsys):
     assert main(["rules", "evaluate", str(job_dir), "--rule", "CPUBottleneck", "--set", "CPUBottleneck.threshold=99",
-                 "--json", "-"]) == 0
+                 "--output", "json"]) == 0
     out = json.loads(capsys.readouterr().out)["CPUBottleneck"]
     assert (out["RuleTriggered"], out["RuleParameters"].splitlines()[0]) == (0, "threshold:99")
 
@@ -105,7 +105,7 @@ def test_evaluate_plan_rules_and_profiler_report_parameters(job_dir, tmp_path, c
         "  - name: ProfilerReport\n    parameters: {LowGPUUtilization_threshold_p95: 5}\n"
         "  - name: exploding_tensor\n"
     )
-    assert main(["rules", "evaluate", str(job_dir), "--plan", str(plan), "--json", "-"]) == 0
+    assert main(["rules", "evaluate", str(job_dir), "--plan", str(plan), "--output", "json"]) == 0
     captured = capsys.readouterr()
     out = json.loads(captured.out)
     assert list(out)[:2] == ["CPUBottleneck", "BatchSize"] and len(out) == 10
@@ -139,7 +139,7 @@ TWO_LOW_GPU = (
 def test_evaluate_plan_one_rule_two_configurations_two_verdicts_json(job_dir, tmp_path, capsys):
     plan = tmp_path / "plan.yaml"
     plan.write_text(TWO_LOW_GPU)
-    assert main(["rules", "evaluate", str(job_dir), "--plan", str(plan), "--json", "-"]) == 0
+    assert main(["rules", "evaluate", str(job_dir), "--plan", str(plan), "--output", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert list(out) == ["LowGPU-strict", "LowGPU-lax", "CPUBottleneck"]
     assert out["LowGPU-strict"]["RuleParameters"].startswith("threshold_p95:90\n")
@@ -192,7 +192,7 @@ def poisoned_dir(job_dir, tmp_path_factory):
 
 
 def test_evaluate_and_report_poisoned_profiler_lines_skipped_exit_0(poisoned_dir, tmp_path, capsys):
-    assert main(["rules", "evaluate", str(poisoned_dir), "--rule", "CPUBottleneck", "--json", "-"]) == 0
+    assert main(["rules", "evaluate", str(poisoned_dir), "--rule", "CPUBottleneck", "--output", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["CPUBottleneck"]["status"] == "IssuesFound"
     assert main(["report", str(poisoned_dir), "--out", str(tmp_path / "r.html")]) == 0

@@ -132,7 +132,7 @@ def test_evaluate_trial_job_name_reads_its_debug_hook_output(local_aws: LocalAws
 def test_cli_rules_evaluate_trial_rule_set_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write_run(tmp_path, range(0, 100, 10))
     assert main(["rules", "evaluate", str(tmp_path), "--rule", "VanishingGradient", "--set", "threshold=1e-12",
-                 "--json", "-"]) == 0
+                 "--output", "json"]) == 0
     out = json.loads(capsys.readouterr().out)["VanishingGradient"]
     assert (out["status"], out["RuleTriggered"], out["RuleParameters"]) == ("NoIssuesFound", 0, "threshold:1e-12")
     assert main(["rules", "evaluate", str(tmp_path), "--rule", "VanishingGradient", "--fail-on-issues"]) == 1
@@ -147,7 +147,7 @@ def test_cli_rules_evaluate_trial_missing_collection_says_what_to_add(tmp_path: 
         w.write_collections([Collection(name="losses", include_regex=("loss",))])
         w.write_step(0, tensors={"loss": np.float32(1.0)})
         w.training_end()
-    assert main(["rules", "evaluate", str(tmp_path), "--rule", "VanishingGradient", "--json", "-"]) == 0
+    assert main(["rules", "evaluate", str(tmp_path), "--rule", "VanishingGradient", "--output", "json"]) == 0
     out = json.loads(capsys.readouterr().out)["VanishingGradient"]
     assert out["status"] == "NoData"
     assert "add 'gradients' to the plan's hook collections" in out["reason"]

@@ -47,7 +47,7 @@ def test_plan_render_estimator_prints_sdk_requests(capsys: pytest.CaptureFixture
 
 
 def test_rules_list_json_lists_32_rules(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["rules", "list", "--json"]) == 0
+    assert main(["rules", "list", "--output", "json"]) == 0
     rules = json.loads(capsys.readouterr().out)
     assert (len(rules), sum(r["kind"] == "profiler" for r in rules)) == (32, 11)
 

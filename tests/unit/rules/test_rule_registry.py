@@ -95,7 +95,7 @@ PROBE = textwrap.dedent('''
             code = main(list(argv))
         return code, buf.getvalue()
 
-    code, text = cli("rules", "list", "--json", "--family", "smx")
+    code, text = cli("rules", "list", "--output", "json", "--family", "smx")
     out["listed"] = [(r["name"], r["family"], [p["name"] for p in r["parameters"]]) for r in json.loads(text)]
 
     from smx_debug.config import DebugPlan
@@ -124,7 +124,7 @@ PROBE = textwrap.dedent('''
             value = 1.0 if step < 2 else 9.0
             writer.write_step(step, mode="TRAIN", tensors={"fc.weight": np.full((3, 3), value, np.float32)})
         writer.training_end()
-    code, text = cli("rules", "evaluate", str(trial), "--rule", "MeanAbsAbove", "--json", "-")
+    code, text = cli("rules", "evaluate", str(trial), "--rule", "MeanAbsAbove", "--output", "json")
     out["evaluate"] = [code, json.loads(text)]
 
     code, _ = cli("report", str(trial), "--rule", "MeanAbsAbove", "--out", str(work / "report.html"))
@@ -215,7 +215,14 @@ def test_registry_builtin_params_model_is_typed_frozen_and_closed() -> None:
         model.params.model_validate({"only_nan": True, "typo": 1})
     with pytest.raises(ValidationError):
         params.only_nan = False  # type: ignore[misc]
-    assert type(find("LossNotDecreasing").params.model_validate({"diff_percent": 1}).diff_percent) is float  # type: ignore[union-attr]
+    loss = find("LossNotDecreasing")
+    assert loss is not None
+    # a float parameter is a number as written (RuleParameters and messages show 1 as 1, as the plan wrote it),
+    # never a string: the catalog's check (ParamSpec.check) is the model's
+    assert type(loss.params.model_validate({"diff_percent": 1}).diff_percent) is int  # type: ignore[attr-defined]
+    assert type(loss.params.model_validate({"diff_percent": 0.5}).diff_percent) is float  # type: ignore[attr-defined]
+    with pytest.raises(ValidationError, match="expected float, got str"):
+        loss.params.model_validate({"diff_percent": "1"})
 
 
 class _Open(BaseModel):

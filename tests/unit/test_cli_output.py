@@ -1,0 +1,105 @@
+"""One output convention for every command (aws-cli's): `--output table|text|json` on stdout, given anywhere;
+`--out FILE` where a file is wanted instead of stdout. `--json` is gone."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from smx_debug.cli import main
+from smx_debug.simulate import Simulation, SimulationSpec
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAN = str(ROOT / "examples" / "plans" / "cpu_bottleneck_guard.yaml")
+
+
+def _run(argv: list[str]) -> int:
+    try:
+        return main(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("out") / "cpu-job"
+    spec = SimulationSpec(scenario="cpu_bottleneck", duration_s=600.0, onset_s=120.0, cpus=4, gpus=1, seed=3)
+    Simulation(spec).write_local(root / "profiler-output")
+    return str(root)
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["--output", "json", "rules", "list"], id="before"),
+    pytest.param(["rules", "list", "--output", "json"], id="after"),
+])
+def test_cli_rules_list_output_json_is_the_catalog(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(argv) == 0
+    rules = json.loads(capsys.readouterr().out)
+    assert {"LowGPUUtilization", "CPUBottleneck"} <= {r["name"] for r in rules}
+
+
+def test_cli_rules_list_output_text_is_tab_separated_rows(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["rules", "list", "--output", "text"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(len(line.split("\t")) == 4 for line in lines)
+    assert any(line.startswith("CPUBottleneck\tprofiler\t") for line in lines)
+
+
+def test_cli_rules_show_output_json_is_the_rule(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["rules", "show", "CPUBottleneck", "--output", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["name"] == "CPUBottleneck"
+
+
+def test_cli_rules_evaluate_output_json_on_stdout_only(job: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["rules", "evaluate", job, "--rule", "CPUBottleneck", "--output", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert list(out) == ["CPUBottleneck"] and out["CPUBottleneck"]["status"] == "IssuesFound"
+
+
+def test_cli_rules_evaluate_output_text_is_tab_separated(job: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["rules", "evaluate", job, "--rule", "CPUBottleneck", "--rule", "IOBottleneck",
+                 "--output", "text"]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [r[:3] for r in rows] == [["CPUBottleneck", "CPUBottleneck", "IssuesFound"],
+                                     ["IOBottleneck", "IOBottleneck", "NoIssuesFound"]]
+
+
+def test_cli_rules_evaluate_out_file_takes_stdout(job: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "results.json"
+    assert _run(["rules", "evaluate", job, "--rule", "CPUBottleneck", "--output", "json", "--out", str(target)]) == 0
+    assert capsys.readouterr().out == ""
+    assert json.loads(target.read_text())["CPUBottleneck"]["status"] == "IssuesFound"
+
+
+def test_cli_plan_validate_output_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["plan", "validate", PLAN, "--output", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["file"] == PLAN and out["rules"] >= 1 and isinstance(out["warnings"], list)
+
+
+def test_cli_plan_render_output_table_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["plan", "render", PLAN, "--output", "table"]) == 2
+    assert capsys.readouterr().err.startswith("error: --output")
+
+
+def test_cli_fleet_list_output_json(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["fleet", "list", "--output", "json"]) == 0
+    assert "idle_gpu_hours" in {q["name"] for q in json.loads(capsys.readouterr().out)}
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["rules", "list", "--json"], id="rules-list"),
+    pytest.param(["rules", "show", "CPUBottleneck", "--json"], id="rules-show"),
+    pytest.param(["rules", "evaluate", "x", "--json", "-"], id="rules-evaluate"),
+    pytest.param(["fleet", "list", "--json", "-"], id="fleet"),
+])
+def test_cli_json_option_is_gone_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(argv) == 2
+    assert "--json" in capsys.readouterr().err
+
+
+def test_cli_output_unknown_format_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["rules", "list", "--output", "yaml"]) == 2
+    assert "--output" in capsys.readouterr().err
