@@ -9,7 +9,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export SAGEMAKER_SUPPRESS_V2_WARNING := 1
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: install test lint typecheck pytest validate demo synth bench browser smdebug-env sdk-v3-env clean
+.PHONY: install test lint typecheck pytest validate demo synth bench browser smdebug-env sdk-v3-env transformers-env lightning-env clean
 
 install: $(STAMP) $(NPM_STAMP)
 
@@ -51,7 +51,16 @@ typecheck: install
 sdk-v3-env:
 	@bash bench/sdk_v3_env.sh >/dev/null 2>&1 || echo "SDK v3 side env (bench/sdk_v3_env.sh) could not be built: the SDK v3 tests will skip"
 
-pytest: install browser smdebug-env sdk-v3-env
+# The framework integrations' side environments (never project dependencies; torch 2.13.0 CPU, the framework and
+# this tree's wheel; about 4 minutes each the first time, a few seconds after a source change):
+# tests/functional/integrations/ run docs/frameworks.md's snippets there. Where one cannot be built, its tests skip.
+transformers-env:
+	@bash bench/transformers_env.sh >/dev/null 2>&1 || echo "transformers side env (bench/transformers_env.sh) could not be built: the Hugging Face integration tests will skip"
+
+lightning-env:
+	@bash bench/lightning_env.sh >/dev/null 2>&1 || echo "lightning side env (bench/lightning_env.sh) could not be built: the Lightning integration tests will skip"
+
+pytest: install browser smdebug-env sdk-v3-env transformers-env lightning-env
 	$(VENV)/bin/pytest -q
 
 test: lint typecheck pytest
