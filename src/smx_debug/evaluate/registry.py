@@ -10,11 +10,12 @@ from smx_debug.data.frames import JobData
 from smx_debug.evaluate import scalar_rules, step_rules, system_rules
 from smx_debug.evaluate.result import RuleResult
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure, configured_rule
-from smx_debug.rules.registry import rule_defs
+from smx_debug.rules.registry import RuleParams, rule_defs
 
 __all__ = ["REGISTRY", "Evaluator", "evaluate", "evaluate_rule", "run"]
 
-Evaluator = Callable[[JobData, dict[str, Any]], RuleResult]
+Evaluator = Callable[[JobData, RuleParams], RuleResult]
+"""A rule on a job's frames, given its configuration's typed parameters (:attr:`ConfiguredRule.params`)."""
 
 # Debugger's built-ins evaluated on a job's frames, bound by name to their evaluators (grouped by the data they read;
 # the registry in smx_debug.rules, one floor below, cannot import them). The registry says which rules these are.
@@ -38,8 +39,8 @@ REGISTRY: dict[str, Evaluator] = {d.name: _BUILTIN[d.name] for d in rule_defs() 
 
 
 def run(config: ConfiguredRule, data: JobData) -> RuleResult:
-    """Evaluate one configuration; the result carries its configuration name and typed parameters."""
-    result = REGISTRY[config.rule](data, dict(config.parameters))
+    """Evaluate one configuration; the result carries its configuration name and its parameters as written."""
+    result = REGISTRY[config.rule](data, config.params)
     return result.model_copy(update={"configuration_name": config.name, "parameters": dict(config.parameters)})
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RuleResult", "Trace", "encode_parameters", "jsonable"]
+__all__ = ["RuleResult", "Trace", "encode_parameters", "encode_set_parameters", "jsonable"]
 
 
 def jsonable(value: Any) -> Any:
@@ -32,6 +32,11 @@ def jsonable(value: Any) -> Any:
 def encode_parameters(params: Mapping[str, Any]) -> str:
     """Encode parameters as Debugger does in ``RuleParameters``: ``k:v`` lines, Python ``str`` of each value."""
     return "\n".join(f"{k}:{v}" for k, v in params.items())
+
+
+def encode_set_parameters(params: BaseModel) -> str:
+    """:func:`encode_parameters` of a rule's typed parameters that are set (not None)."""
+    return encode_parameters({k: v for k, v in params.model_dump().items() if v is not None})
 
 
 class Trace(BaseModel):

@@ -2,7 +2,9 @@
 
 The input is the scalars frame (``metric``, ``mode``, ``step``, ``timestamp``, ``value``) read from the
 SageMaker-metrics files smdebug writes (``loss_TRAIN`` -> metric ``loss``, mode ``TRAIN``) or from
-CloudWatch. ``tensor_regex`` None selects the losses (metric names containing "loss").
+CloudWatch. ``tensor_regex`` None selects the losses (metric names containing "loss"). Each rule gets its
+configuration's typed parameters (:attr:`~smx_debug.rules.configured.ConfiguredRule.params`); ``losses`` (the
+tensor rules' exact names of the loss tensors they collected) replaces ``tensor_regex``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import pandas as pd
 
 from smx_debug.data.frames import JobData, ns
 from smx_debug.errors import ConfigError
-from smx_debug.evaluate.result import RuleResult, encode_parameters
+from smx_debug.evaluate.result import RuleResult, encode_set_parameters
+from smx_debug.rules.registry import RuleParams
 
 __all__ = ["loss_not_decreasing", "overfit", "overtraining", "stalled_training"]
 
@@ -54,7 +57,7 @@ def _check_points(steps: np.ndarray, num_steps: int) -> np.ndarray:
         out.append(nxt)
 
 
-def loss_not_decreasing(data: JobData, params: dict[str, Any]) -> RuleResult:
+def loss_not_decreasing(data: JobData, params: RuleParams, *, losses: str | None = None) -> RuleResult:
     """LossNotDecreasing: the loss does not go down.
 
     Debugger developer guide: "The rule compares the loss for this step with the loss at a step which is
@@ -65,11 +68,11 @@ def loss_not_decreasing(data: JobData, params: dict[str, Any]) -> RuleResult:
     present of EVAL, TRAIN, GLOBAL. A check where the loss also rose by more than
     ``increase_threshold_percent`` is listed under ``increases`` in Details.
     """
-    rp = encode_parameters({k: v for k, v in params.items() if v is not None})
-    sc = _losses(data, params.get("tensor_regex"))
+    rp = encode_set_parameters(params)
+    sc = _losses(data, params.tensor_regex if losses is None else losses)
     if sc.empty:
         return RuleResult(rule="LossNotDecreasing", rule_parameters=rp)
-    modes = [str(params["mode"]).upper()] if params["mode"] is not None else ["EVAL", "TRAIN", "GLOBAL"]
+    modes = [params.mode.upper()] if params.mode is not None else ["EVAL", "TRAIN", "GLOBAL"]
     present = set(sc["mode"].astype(str).str.upper())
     mode = next((m for m in modes if m in present), None)
     if mode is None:
@@ -80,21 +83,21 @@ def loss_not_decreasing(data: JobData, params: dict[str, Any]) -> RuleResult:
     for metric, grp in sc.groupby("metric", sort=True):
         per_step = grp.groupby("step")["value"].mean().sort_index()
         steps, vals = per_step.index.to_numpy(), per_step.to_numpy(dtype=np.float64)
-        chk = _check_points(steps, int(params["num_steps"]))
+        chk = _check_points(steps, params.num_steps)
         s_chk, v_chk = steps[chk], vals[chk]
         if len(v_chk) < 2:
             continue
         prev, cur = v_chk[:-1], v_chk[1:]
         with np.errstate(divide="ignore", invalid="ignore"):
             dec = np.where(prev != 0, (prev - cur) / np.abs(prev) * 100, 0.0)
-        viol = dec < params["diff_percent"]
-        inc = -dec > params["increase_threshold_percent"]
+        viol = dec < params.diff_percent
+        inc = -dec > params.increase_threshold_percent
         count += int(viol.sum())
         increases += int(inc.sum())
         if viol.any():
             at = int(s_chk[1:][viol][0])
             first = at if first is None else min(first, at)
-            reasons.append(f"{metric} ({mode}) decreased by less than {params['diff_percent']}% at "
+            reasons.append(f"{metric} ({mode}) decreased by less than {params.diff_percent}% at "
                            f"{int(viol.sum())} of {len(viol)} checks, first at step {at}")
         details[str(metric)] = {
             "mode": mode,
@@ -108,7 +111,7 @@ def loss_not_decreasing(data: JobData, params: dict[str, Any]) -> RuleResult:
     )
 
 
-def overfit(data: JobData, params: dict[str, Any]) -> RuleResult:
+def overfit(data: JobData, params: RuleParams, *, losses: str | None = None) -> RuleResult:
     """Overfit: validation loss pulls away from training loss.
 
     Debugger developer guide: ``ratio_threshold`` is "the maximum ratio of the difference between the
@@ -116,8 +119,8 @@ def overfit(data: JobData, params: dict[str, Any]) -> RuleResult:
     exceeded for a patience number of steps, the model is being overfit"; comparison starts at
     ``start_step``. Each EVAL value is compared with the mean TRAIN value since the previous EVAL value.
     """
-    rp = encode_parameters({k: v for k, v in params.items() if v is not None})
-    sc = _losses(data, params.get("tensor_regex"))
+    rp = encode_set_parameters(params)
+    sc = _losses(data, params.tensor_regex if losses is None else losses)
     count, first, reasons, datapoints = 0, None, [], 0
     details: dict[str, Any] = {}
     if not sc.empty:
@@ -127,7 +130,7 @@ def overfit(data: JobData, params: dict[str, Any]) -> RuleResult:
             train, evl = grp[m == "TRAIN"], grp[m == "EVAL"]
             if train.empty or evl.empty:
                 continue
-            evl = evl[evl["step"] >= params["start_step"]].sort_values("timestamp", kind="stable")
+            evl = evl[evl["step"] >= params.start_step].sort_values("timestamp", kind="stable")
             train = train.sort_values("timestamp", kind="stable")
             e_ts, t_ts = ns(evl["timestamp"]), ns(train["timestamp"])
             bucket = np.searchsorted(e_ts, t_ts, side="left")
@@ -137,8 +140,8 @@ def overfit(data: JobData, params: dict[str, Any]) -> RuleResult:
             v = evl["value"].to_numpy(dtype=np.float64)
             with np.errstate(divide="ignore", invalid="ignore"):
                 ratio = (v - t_mean) / np.abs(t_mean)
-            exceed = np.nan_to_num(ratio, nan=-np.inf) > params["ratio_threshold"]
-            fire = _run_length(exceed) >= params["patience"]
+            exceed = np.nan_to_num(ratio, nan=-np.inf) > params.ratio_threshold
+            fire = _run_length(exceed) >= params.patience
             datapoints += len(v)
             steps = evl["step"].to_numpy()
             count += int(fire.sum())
@@ -147,7 +150,7 @@ def overfit(data: JobData, params: dict[str, Any]) -> RuleResult:
                 first = at if first is None else min(first, at)
                 j = int(np.flatnonzero(fire)[0])
                 reasons.append(f"{metric}: validation {v[j]:.4g} vs training {t_mean[j]:.4g} "
-                               f"(ratio {ratio[j]:.2f} > {params['ratio_threshold']}) from EVAL step {at}")
+                               f"(ratio {ratio[j]:.2f} > {params.ratio_threshold}) from EVAL step {at}")
             finite = ratio[~np.isnan(ratio)]  # a diverged run's ratios are all NaN: no max, and no warning
             details[str(metric)] = {"max_ratio": float(finite.max()) if len(finite) else None,
                                     "overfit_steps": steps[fire].tolist()}
@@ -164,7 +167,7 @@ def _best_with_delta(values: np.ndarray, delta: float) -> np.ndarray:
         return np.asarray(step.accumulate(values.astype(object)), dtype=np.float64)
 
 
-def overtraining(data: JobData, params: dict[str, Any]) -> RuleResult:
+def overtraining(data: JobData, params: RuleParams, *, losses: str | None = None) -> RuleResult:
     """Overtraining: training or validation loss stopped improving.
 
     Debugger developer guide: ``patience_train`` / ``patience_validation`` are "the number of steps to
@@ -172,26 +175,26 @@ def overtraining(data: JobData, params: dict[str, Any]) -> RuleResult:
     ``delta`` is "the minimum threshold by how much the error should improve before it is considered
     as a new optimum".
     """
-    rp = encode_parameters({k: v for k, v in params.items() if v is not None})
-    sc = _losses(data, params.get("tensor_regex"))  # None: names containing "loss" (the tensor rule passes its own)
+    rp = encode_set_parameters(params)
+    sc = _losses(data, losses)  # None: names containing "loss" (the tensor rule passes its own)
     count, first, reasons = 0, None, []
     details: dict[str, Any] = {}
     if not sc.empty:
         mode = sc["mode"].astype(str).str.upper()
         for (metric, m), grp in sc.assign(_m=mode).groupby(["metric", "_m"], sort=True):
-            patience = {"TRAIN": params["patience_train"], "EVAL": params["patience_validation"]}.get(str(m))
+            patience = {"TRAIN": params.patience_train, "EVAL": params.patience_validation}.get(str(m))
             if patience is None:
                 continue
             per_step = grp.groupby("step")["value"].mean().sort_index()
             vals = per_step.to_numpy(dtype=np.float64)
-            best = _best_with_delta(vals, float(params["delta"]))
+            best = _best_with_delta(vals, params.delta)
             improved = np.concatenate([[True], best[1:] != best[:-1]])
             fire = _run_length(~improved) >= patience
             count += int(fire.sum())
             if fire.any():
                 at = int(per_step.index[fire][0])
                 first = at if first is None else min(first, at)
-                reasons.append(f"{metric} ({m}) has not improved by {params['delta']} for {patience} steps "
+                reasons.append(f"{metric} ({m}) has not improved by {params.delta} for {patience} steps "
                                f"from step {at}")
             details[f"{metric}_{m}"] = {"best": float(best[-1]), "stalled_steps": int(fire.sum())}
     return RuleResult(
@@ -200,7 +203,7 @@ def overtraining(data: JobData, params: dict[str, Any]) -> RuleResult:
     )
 
 
-def stalled_training(data: JobData, params: dict[str, Any]) -> RuleResult:
+def stalled_training(data: JobData, params: RuleParams) -> RuleResult:
     """StalledTrainingRule: no new output for ``threshold`` seconds.
 
     Debugger developer guide: ``threshold`` is "a threshold that defines by how much time in seconds
@@ -208,21 +211,21 @@ def stalled_training(data: JobData, params: dict[str, Any]) -> RuleResult:
     timestamps of scalars and step ends: every gap longer than the threshold counts, and in live mode
     so does the silence from the last output to ``as_of``.
     """
-    rp = encode_parameters({k: v for k, v in params.items() if v is not None})
+    rp = encode_set_parameters(params)
     parts = [ns(data.scalars["timestamp"])] if not data.scalars.empty else []
     if not data.steps.empty:
         parts.append(ns(data.steps["end"]))
     if not parts:
         return RuleResult(rule="StalledTrainingRule", rule_parameters=rp)
     ts = np.unique(np.concatenate(parts))
-    limit = int(params["threshold"]) * 10**9
+    limit = params.threshold * 10**9
     points = ts if data.as_of_ns is None else np.append(ts, max(int(data.as_of_ns), int(ts[-1])))
     gaps = np.diff(points)
     viol = gaps > limit
     count = int(viol.sum())
     longest = float(gaps.max() / 1e9) if len(gaps) else 0.0
     details = {"longest_gap_s": longest, "last_output": float(ts[-1] / 1e9), "stalls": int(count)}
-    msg = f"no output for {longest:.0f} s (threshold {params['threshold']} s)" if count else ""
+    msg = f"no output for {longest:.0f} s (threshold {params.threshold} s)" if count else ""
     return RuleResult(
         rule="StalledTrainingRule", rule_triggered=count, violations=count, details=details,
         datapoints=len(ts), rule_parameters=rp, trigger_step=None, message=msg,

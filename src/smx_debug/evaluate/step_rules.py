@@ -10,6 +10,7 @@ import pandas as pd
 from smx_debug.data.frames import JobData, ns
 from smx_debug.evaluate.result import RuleResult, encode_parameters
 from smx_debug.evaluate.scan import boundaries, counts_before
+from smx_debug.rules.registry import RuleParams
 
 __all__ = ["SCAN_COLUMNS", "dataloader", "max_initialization_time", "step_outlier", "step_outlier_scans"]
 
@@ -81,7 +82,7 @@ def step_outlier_scans(
     return pd.DataFrame(rows, columns=SCAN_COLUMNS).astype(_SCAN_DTYPES)
 
 
-def step_outlier(data: JobData, params: dict[str, Any]) -> RuleResult:
+def step_outlier(data: JobData, params: RuleParams) -> RuleResult:
     """StepOutlier: step durations above mean + ``stddev`` standard deviations.
 
     Debugger: "Rule returns True if duration is larger than stddev * standard deviation" - per node
@@ -92,19 +93,19 @@ def step_outlier(data: JobData, params: dict[str, Any]) -> RuleResult:
     scan's figures, and what the whole job's steps show.
     """
     rp = encode_parameters(
-        {"threshold": params["stddev"], "mode": params["mode"], "n_outliers": params["n_outliers"],
-         "stddev": params["stddev"]}
+        {"threshold": params.stddev, "mode": params.mode, "n_outliers": params.n_outliers,
+         "stddev": params.stddev}
     )
     steps = data.steps
-    if params["mode"] is not None:
-        steps = steps[steps["mode"].astype(str).str.upper() == str(params["mode"]).upper()]
+    if params.mode is not None:
+        steps = steps[steps["mode"].astype(str).str.upper() == params.mode.upper()]
     if steps.empty:
         return RuleResult(rule="StepOutlier", details={"step_details": {}}, rule_parameters=rp)
     span = _span(data)
     assert span is not None
-    k_std = float(params["stddev"])
+    k_std = params.stddev
     scans = step_outlier_scans(
-        steps, stddev=k_std, n_outliers=int(params["n_outliers"]), scan_interval_us=int(params["scan_interval_us"]),
+        steps, stddev=k_std, n_outliers=params.n_outliers, scan_interval_us=params.scan_interval_us,
         start=pd.Timestamp(span[0], tz="UTC"), end=pd.Timestamp(span[1], tz="UTC"),
     )
     fired = scans[scans["fires"]]
@@ -145,7 +146,7 @@ def step_outlier(data: JobData, params: dict[str, Any]) -> RuleResult:
             f"fired at scan {int(first['scan'])} (steps ended by {first['scan_end']:%H:%M:%S} UTC): {first['node']} "
             f"{first['mode']} had {int(first['outliers'])} of {int(first['steps'])} steps slower than "
             f"{first['threshold']:.3f} s (mean {first['mean']:.3f} s + {k_std:g} x std {first['std']:.3f} s), more "
-            f"than n_outliers {int(params['n_outliers'])}; condition met at {triggered} of {len(scans)} scans; "
+            f"than n_outliers {params.n_outliers}; condition met at {triggered} of {len(scans)} scans; "
             f"over the whole job: " + "; ".join(whole)
         )
     return RuleResult(
@@ -160,7 +161,7 @@ def step_outlier(data: JobData, params: dict[str, Any]) -> RuleResult:
     )
 
 
-def max_initialization_time(data: JobData, params: dict[str, Any]) -> RuleResult:
+def max_initialization_time(data: JobData, params: RuleParams) -> RuleResult:
     """MaxInitializationTime: the training loop starts too late.
 
     Debugger: "This rule helps to detect if the training intialization is taking too much time. The
@@ -169,14 +170,14 @@ def max_initialization_time(data: JobData, params: dict[str, Any]) -> RuleResult
     first scan's start and no step has been seen by the end of the scan (a step starting exactly at the
     scan's end counts as seen, as Debugger's inclusive time-range query does).
     """
-    rp = encode_parameters({"threshold": params["threshold"]})
+    rp = encode_parameters({"threshold": params.threshold})
     span = _span(data)
     details: dict[str, Any] = {"step_num": {}}
     if span is None:
         return RuleResult(rule="MaxInitializationTime", details=details, rule_parameters=rp)
     t0 = data.system_span_ns[0] if data.system_span_ns is not None else span[0]
-    interval_ns = int(params["scan_interval_us"]) * 1000
-    bounds = boundaries(t0, span[1], int(params["scan_interval_us"]))
+    interval_ns = params.scan_interval_us * 1000
+    bounds = boundaries(t0, span[1], params.scan_interval_us)
     starts = np.sort(ns(data.steps["start"])) if not data.steps.empty else np.array([], dtype=np.int64)
     if len(starts):
         details["step_num"] = {"first": int(starts[0] // 1000)}
@@ -186,7 +187,7 @@ def max_initialization_time(data: JobData, params: dict[str, Any]) -> RuleResult
         details["job_start"] = data.system_span_ns[0] / 1e9
         details["job_end"] = data.system_span_ns[1] / 1e9
     scan_start = bounds - interval_ns
-    waited = scan_start - scan_start[0] > int(params["threshold"]) * 60 * 10**9
+    waited = scan_start - scan_start[0] > params.threshold * 60 * 10**9
     no_step = np.searchsorted(starts, bounds, side="right") == 0
     hits = waited & no_step
     count = int(hits.sum())
@@ -195,7 +196,7 @@ def max_initialization_time(data: JobData, params: dict[str, Any]) -> RuleResult
         first = (starts[0] - t0) / 60e9 if len(starts) else None
         msg = (
             f"first step after {first:.1f} min" if first is not None else "no training step recorded"
-        ) + f" (threshold {params['threshold']} min)"
+        ) + f" (threshold {params.threshold} min)"
     return RuleResult(
         rule="MaxInitializationTime",
         rule_triggered=count,
@@ -208,7 +209,7 @@ def max_initialization_time(data: JobData, params: dict[str, Any]) -> RuleResult
     )
 
 
-def dataloader(data: JobData, params: dict[str, Any]) -> RuleResult:
+def dataloader(data: JobData, params: RuleParams) -> RuleResult:
     """Dataloader: too few or too many parallel dataloader processes for the CPU cores.
 
     Debugger: "This rule helps to detect how many dataloader processes are running in parallel and
@@ -216,7 +217,7 @@ def dataloader(data: JobData, params: dict[str, Any]) -> RuleResult:
     distinct dataloader processes per second is compared with ``min_threshold`` and
     ``max_threshold`` percent of the cores.
     """
-    rp = encode_parameters({"min_threshold": params["min_threshold"], "max_threshold": params["max_threshold"]})
+    rp = encode_parameters({"min_threshold": params.min_threshold, "max_threshold": params.max_threshold})
     events = data.dataloader
     if events.empty:
         return RuleResult(rule="Dataloader", rule_parameters=rp)
@@ -230,13 +231,13 @@ def dataloader(data: JobData, params: dict[str, Any]) -> RuleResult:
     parallel = per_second.to_numpy()
     sec = per_second.index.to_numpy()
     span = _span(data) or (int(start.min()), int(end.max()))
-    bounds = boundaries(min(span[0], int(start.min())), max(span[1], int(end.max())), int(params["scan_interval_us"]))
+    bounds = boundaries(min(span[0], int(start.min())), max(span[1], int(end.max())), params.scan_interval_us)
     n_at = counts_before(sec * 10**9, bounds)
     violations = 0
     first: int | None = None
     for k in np.flatnonzero(n_at > DATALOADER_PATIENCE):  # one pass per scan evaluation
         med = int(np.median(parallel[: n_at[k]]))
-        bad = int(med < cores * params["min_threshold"] / 100) + int(med > cores * params["max_threshold"] / 100)
+        bad = int(med < cores * params.min_threshold / 100) + int(med > cores * params.max_threshold / 100)
         violations += bad
         if bad and first is None:
             first = int(k) + 1

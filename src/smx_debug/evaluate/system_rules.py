@@ -16,6 +16,7 @@ import pandas as pd
 from smx_debug.data.frames import JobData, Series
 from smx_debug.evaluate.result import RuleResult, encode_parameters
 from smx_debug.evaluate.scan import boundaries, counts_before, interval_of, window_quantiles
+from smx_debug.rules.registry import RuleParams
 
 __all__ = [
     "batch_size",
@@ -28,14 +29,14 @@ __all__ = [
 ]
 
 
-def _bounds(data: JobData, params: dict[str, Any]) -> np.ndarray:
+def _bounds(data: JobData, params: RuleParams) -> np.ndarray:
     span = data.system_span_ns
     assert span is not None  # callers return early without system metrics
-    return boundaries(span[0], span[1], int(params["scan_interval_us"]))
+    return boundaries(span[0], span[1], params.scan_interval_us)
 
 
-def _pick(params: dict[str, Any], *keys: str) -> str:
-    return encode_parameters({k: params[k] for k in keys})
+def _pick(params: RuleParams, *keys: str) -> str:
+    return encode_parameters({k: getattr(params, k) for k in keys})
 
 
 def _join(reasons: list[str], limit: int = 4) -> str:
@@ -66,7 +67,7 @@ def _scan_start_us(bounds: np.ndarray, k: int, interval_us: int) -> int:
     return int(bounds[k] // 1000) - interval_us
 
 
-def low_gpu_utilization(data: JobData, params: dict[str, Any]) -> RuleResult:
+def low_gpu_utilization(data: JobData, params: RuleParams) -> RuleResult:
     """LowGPUUtilization: per GPU on each node, low or fluctuating utilization.
 
     Debugger: "Rule returns True if 95th quantile is below threshold_p95 which indicates
@@ -82,18 +83,18 @@ def low_gpu_utilization(data: JobData, params: dict[str, Any]) -> RuleResult:
     if not series:
         return RuleResult(rule="LowGPUUtilization", rule_parameters=rp)
     bounds = _bounds(data, params)
-    interval = int(params["scan_interval_us"])
-    th95, th5 = float(params["threshold_p95"]), float(params["threshold_p5"])
+    interval = params.scan_interval_us
+    th95, th5 = params.threshold_p95, params.threshold_p5
     hits = np.zeros(len(bounds), dtype=bool)
     count = 0
     details: dict[str, Any] = {}
     reasons: list[str] = []
     for s in series:
         n = counts_before(s.ts, bounds)
-        ok = np.flatnonzero(n > params["patience"])
+        ok = np.flatnonzero(n > params.patience)
         if not len(ok):
             continue
-        p95, p5 = window_quantiles(s.values, n[ok], int(params["window"]), [0.95, 0.05])
+        p95, p5 = window_quantiles(s.values, n[ok], params.window, [0.95, 0.05])
         low = p95 < th95
         viol = low | ((p95 > th95) & (p5 < th5))
         if not viol.any():
@@ -121,7 +122,7 @@ def low_gpu_utilization(data: JobData, params: dict[str, Any]) -> RuleResult:
     )
 
 
-def gpu_memory_increase(data: JobData, params: dict[str, Any]) -> RuleResult:
+def gpu_memory_increase(data: JobData, params: RuleParams) -> RuleResult:
     """GPUMemoryIncrease: a large increase of the moving average of GPU memory.
 
     Debugger: "The rule computes the moving average of continous datapoints and compares it against
@@ -137,8 +138,8 @@ def gpu_memory_increase(data: JobData, params: dict[str, Any]) -> RuleResult:
     if not series:
         return RuleResult(rule="GPUMemoryIncrease", rule_parameters=rp)
     bounds = _bounds(data, params)
-    interval = int(params["scan_interval_us"])
-    w, inc = int(params["window"]), float(params["increase"])
+    interval = params.scan_interval_us
+    w, inc = params.window, params.increase
     first_scan: int | None = None
     last_scan = -1
     count = 0
@@ -153,7 +154,7 @@ def gpu_memory_increase(data: JobData, params: dict[str, Any]) -> RuleResult:
         cur = (cs[i + 1] - cs[i + 1 - w]) / w  # mean(v[i-w+1 : i+1])
         prev = (cs[i - 1] - cs[i - w]) / (w - 1) if w > 1 else np.full(len(i), np.nan)  # mean(v[i-w : i-1])
         diff = cur - prev
-        viol = (diff > inc) & (i + 1 > params["patience"])
+        viol = (diff > inc) & (i + 1 > params.patience)
         if not viol.any():
             continue
         at = i[viol]
@@ -183,7 +184,7 @@ def gpu_memory_increase(data: JobData, params: dict[str, Any]) -> RuleResult:
     )
 
 
-def batch_size(data: JobData, params: dict[str, Any]) -> RuleResult:
+def batch_size(data: JobData, params: RuleParams) -> RuleResult:
     """BatchSize: CPU, GPU and GPU memory all low, so the batch could grow or the instance shrink.
 
     Debugger: "If utilization on CPU, GPU and memory footprint is on average low, it may indicate
@@ -196,7 +197,7 @@ def batch_size(data: JobData, params: dict[str, Any]) -> RuleResult:
     cpu = data.totals("CPUUtilization")
     if not cpu:
         return RuleResult(rule="BatchSize", rule_parameters=rp)
-    w, patience = int(params["window"]), int(params["patience"])
+    w, patience = params.window, params.patience
     gpus = {(s.node, s.name): s for s in data.series("GPUUtilization")}
     mems = {(s.node, s.name): s for s in data.series("GPUMemoryUtilization")}
     datapoints = len(list(cpu.values())[-1][0])  # Debugger: the count of the node it read last (nodes sorted)
@@ -214,7 +215,7 @@ def batch_size(data: JobData, params: dict[str, Any]) -> RuleResult:
         if not len(ok):
             continue
         cpu95 = window_quantiles(share, n[ok], w, [0.95])[0]
-        low_cpu = ok[cpu95 < params["cpu_threshold_p95"]]
+        low_cpu = ok[cpu95 < params.cpu_threshold_p95]
         if not len(low_cpu):
             continue
         for (gnode, gpu), g in gpus.items():
@@ -227,7 +228,7 @@ def batch_size(data: JobData, params: dict[str, Any]) -> RuleResult:
                 continue
             g95 = window_quantiles(g.values, ng[ok_g], w, [0.95])[0]
             m95 = window_quantiles(mem.values, nm[ok_g], w, [0.95])[0]
-            viol = (g95 < params["gpu_threshold_p95"]) & (m95 < params["gpu_memory_threshold_p95"])
+            viol = (g95 < params.gpu_threshold_p95) & (m95 < params.gpu_memory_threshold_p95)
             if not viol.any():
                 continue
             count += int(viol.sum())
@@ -242,10 +243,10 @@ def batch_size(data: JobData, params: dict[str, Any]) -> RuleResult:
             d[f"{gpu}_memory"] = _stats(mem.values[mem.ts < last_b])
             reasons.append(
                 f"{node}/{gpu}: p95 GPU {g95[viol][-1]:.0f}%, p95 GPU memory {m95[viol][-1]:.0f}%, "
-                f"p95 CPU {cpu95[cpu95 < params['cpu_threshold_p95']][-1]:.0f}%"
+                f"p95 CPU {cpu95[cpu95 < params.cpu_threshold_p95][-1]:.0f}%"
             )
     if count:  # as Debugger: the start (epoch us) of the last scan that found the condition
-        details["last_timestamp"] = _scan_start_us(bounds, last_k, int(params["scan_interval_us"]))
+        details["last_timestamp"] = _scan_start_us(bounds, last_k, params.scan_interval_us)
     return RuleResult(
         rule="BatchSize",
         rule_triggered=count,
@@ -274,7 +275,7 @@ def _js_distance(p: np.ndarray, q: np.ndarray) -> np.ndarray:
     return np.asarray(np.sqrt(np.maximum((kl_p + kl_q) / 2, 0.0)))
 
 
-def load_balancing(data: JobData, params: dict[str, Any]) -> RuleResult:
+def load_balancing(data: JobData, params: RuleParams) -> RuleResult:
     """LoadBalancing: GPUs of one node with different utilization histograms.
 
     Debugger: "It computes a histogram of utilization per GPU and measures the distance between those
@@ -312,11 +313,11 @@ def load_balancing(data: JobData, params: dict[str, Any]) -> RuleResult:
         details[node] = {"workloads": {s.name: h[-1].tolist() for s, h in zip(group, cum, strict=True)}}
         for a in range(len(group)):
             for c in range(a + 1, len(group)):
-                ok = (ns[a] > params["patience"]) & (ns[c] > params["patience"])
+                ok = (ns[a] > params.patience) & (ns[c] > params.patience)
                 if not ok.any():
                     continue
                 dist = _js_distance(cum[a][ok], cum[c][ok])
-                over = dist > params["threshold"]
+                over = dist > params.threshold
                 if not over.any():
                     continue
                 count += int(over.sum())
@@ -337,7 +338,7 @@ def load_balancing(data: JobData, params: dict[str, Any]) -> RuleResult:
 
 
 def _bottleneck(
-    data: JobData, params: dict[str, Any], rule: str, dimension: str, th_key: str
+    data: JobData, params: RuleParams, rule: str, dimension: str, th_key: str
 ) -> RuleResult:
     keys = ("threshold", th_key, "gpu_threshold", "patience")
     rp = _pick(params, *keys)
@@ -363,10 +364,10 @@ def _bottleneck(
         gcount = np.zeros(len(snap), dtype=np.int64)
         ccount = np.zeros(len(snap), dtype=np.int64)
         for s in gpu_by_node.get(node, []):
-            idx = np.searchsorted(snap, s.ts[s.values < params["gpu_threshold"]], side="right") - 1
+            idx = np.searchsorted(snap, s.ts[s.values < params.gpu_threshold], side="right") - 1
             gcount += np.bincount(idx[idx >= 0], minlength=len(snap))
         for s in hi_by_node.get(node, []):
-            idx = np.searchsorted(snap, s.ts[s.values > params[th_key]], side="right") - 1
+            idx = np.searchsorted(snap, s.ts[s.values > getattr(params, th_key)], side="right") - 1
             ccount += np.bincount(idx[idx >= 0], minlength=len(snap))
         low_gpu += int((gcount > 0).sum())
         bn = (gcount > 0) & (ccount > 0)
@@ -375,7 +376,7 @@ def _bottleneck(
         bn_times.append(snap[bn])
         bn_g.append(gcount[bn])
         bn_c.append(ccount[bn])
-    ok = (total_dp > params["patience"]) & (total_bn * 100 > params["threshold"] * np.maximum(total_dp, 1))
+    ok = (total_dp > params.patience) & (total_bn * 100 > params.threshold * np.maximum(total_dp, 1))
     times = np.concatenate(bn_times) if bn_times else np.array([], dtype=np.int64)
     gs, cs = np.concatenate(bn_g) if bn_g else times, np.concatenate(bn_c) if bn_c else times
     bottlenecks: dict[str, dict[str, int]] = {}
@@ -385,20 +386,20 @@ def _bottleneck(
         entry["CPUs"] += int(c)
     dp, nb = int(total_dp[-1]), int(total_bn[-1])
     what = "CPU" if dimension == "CPUUtilization" else "I/O wait"
-    cond = f"had GPU below {params['gpu_threshold']}% while {what} was above {params[th_key]}%"
+    cond = f"had GPU below {params.gpu_threshold}% while {what} was above {getattr(params, th_key)}%"
     whole = f"over the whole job {nb} of {dp} snapshots ({100 * nb / max(dp, 1):.0f}%)"
-    judged = total_dp > params["patience"]
+    judged = total_dp > params.patience
     if ok.any():
         k = int(np.flatnonzero(ok)[0])
         msg = (f"fired at scan {k + 1}: {int(total_bn[k])} of {int(total_dp[k])} snapshots so far "
-               f"({100 * total_bn[k] / total_dp[k]:.0f}%) {cond}, more than the threshold {params['threshold']}%; "
+               f"({100 * total_bn[k] / total_dp[k]:.0f}%) {cond}, more than the threshold {params.threshold}%; "
                f"{whole}")
     elif judged.any():
         share = 100 * total_bn[judged] / total_dp[judged]
         msg = (f"not fired: at most {share.max():.0f}% of the snapshots so far {cond} at any scan, never more than "
-               f"the threshold {params['threshold']}%; {whole}")
+               f"the threshold {params.threshold}%; {whole}")
     else:
-        msg = f"not judged: {dp} snapshots, not more than patience {params['patience']}; {whole}"
+        msg = f"not judged: {dp} snapshots, not more than patience {params.patience}; {whole}"
     return RuleResult(
         rule=rule,
         rule_triggered=int(ok.sum()),
@@ -411,7 +412,7 @@ def _bottleneck(
     )
 
 
-def cpu_bottleneck(data: JobData, params: dict[str, Any]) -> RuleResult:
+def cpu_bottleneck(data: JobData, params: RuleParams) -> RuleResult:
     """CPUBottleneck: GPU idle while the CPU is busy, for too large a share of the time.
 
     Debugger: "Rule returns True if number of CPU bottlenecks exceeds a predefined threshold" - a
@@ -422,7 +423,7 @@ def cpu_bottleneck(data: JobData, params: dict[str, Any]) -> RuleResult:
     return _bottleneck(data, params, "CPUBottleneck", "CPUUtilization", "cpu_threshold")
 
 
-def io_bottleneck(data: JobData, params: dict[str, Any]) -> RuleResult:
+def io_bottleneck(data: JobData, params: RuleParams) -> RuleResult:
     """IOBottleneck: GPU idle while I/O wait is high, for too large a share of the time.
 
     Debugger: "Rule returns True if number of IO bottlenecks exceeds a predefined threshold" - as
@@ -437,7 +438,7 @@ def _percentiles(values: np.ndarray, n: int) -> dict[str, float]:
     return {k: round(float(v), 2) for k, v in zip(("max", "p99", "p95", "p50", "min"), q, strict=True)}
 
 
-def overall_system_usage(data: JobData, params: dict[str, Any]) -> RuleResult:
+def overall_system_usage(data: JobData, params: RuleParams) -> RuleResult:
     """OverallSystemUsage: per-node max/p99/p95/p50/min of network, GPU, CPU, memory and I/O; never fires.
 
     Debugger: "The rule currently only aggregates values per node and computes their percentiles. The

@@ -36,20 +36,18 @@ __all__ = ["TENSOR_REGISTRY", "OwnTensorRule", "TensorEvaluator", "evaluate_tria
 class OwnTensorRule(TensorRule):
     """A rule of our own (:func:`smx_debug.rules.registry.define`) as a :class:`TensorRule`: its evaluator's
     ``update`` (and ``select``, ``start``, ``result`` where it has them, else the built-ins' defaults), given its
-    typed parameters (the rule's model, validated once per configuration). Its ``start(params, tally)`` gets the
-    :class:`Tally` its state carries as ``tally`` (the default verdict is that tally's)."""
+    typed parameters (the rule's model, validated once per configuration: :attr:`ConfiguredRule.params`). Its
+    ``start(params, tally)`` gets the :class:`Tally` its state carries as ``tally`` (the default verdict is that
+    tally's)."""
 
     def __init__(self, rule: RuleDef) -> None:
         self.rule = rule
         self.impl = rule.evaluator
         self.state_types = tuple(getattr(self.impl, "state_types", ()))  # type: ignore[misc]
 
-    def parameters(self, params: Mapping[str, Any]) -> Any:
-        return self.rule.params.model_validate(dict(params))
-
     def select(self, params: Any, names: Sequence[str], collections: Collections) -> Selection:
         own = getattr(self.impl, "select", None)
-        return own(params, names, collections) if own else select_tensors(params.model_dump(), names, collections)
+        return own(params, names, collections) if own else select_tensors(params, names, collections)
 
     def start(self, params: Any) -> Any:
         own = getattr(self.impl, "start", None)
@@ -63,7 +61,7 @@ class OwnTensorRule(TensorRule):
         if own:
             return RuleResult.model_validate(own(state, params))
         tally = getattr(state, "tally", state)
-        result: RuleResult = tally.result(params.model_dump())
+        result: RuleResult = tally.result(params)
         return result
 
 
@@ -112,8 +110,7 @@ class TensorEvaluator:
         self.configs = _tensor_configs(rules)
         self.feed = TrialFeed(trial, cursor=cursor)
         self.clock = clock
-        self._params = {c.name: TENSOR_REGISTRY[c.rule].parameters(c.parameters) for c in self.configs}
-        self._states = {c.name: TENSOR_REGISTRY[c.rule].start(self._params[c.name]) for c in self.configs}
+        self._states = {c.name: TENSOR_REGISTRY[c.rule].start(c.params) for c in self.configs}
         self._selections: dict[str, Selection] = {}
         self.wall_times: dict[int, float] = {}  # global step -> wall time (epoch s) of the steps read
         self.waiting = ""  # why the last refresh read none of the trial's saved steps (TensorBatch.waiting)
@@ -159,7 +156,7 @@ class TensorEvaluator:
     def _select(self, names: list[str], collections: Mapping[str, Callable[[str], bool]]) -> set[str]:
         wanted: set[str] = set()
         for c in self.configs:
-            sel = TENSOR_REGISTRY[c.rule].select(self._params[c.name], names, collections)
+            sel = TENSOR_REGISTRY[c.rule].select(c.params, names, collections)
             self._selections[c.name] = sel
             wanted.update(sel.names)
         return wanted
@@ -178,7 +175,7 @@ class TensorEvaluator:
         """Fold one batch (built by the feed, or by hand in tests) into every rule's state."""
         for c in self.configs:
             rule = TENSOR_REGISTRY[c.rule]
-            params = self._params[c.name]
+            params = c.params
             sel = self._selections.get(c.name) or rule.select(params, batch.names, batch.collections)
             self._selections[c.name] = sel
             state = self._states[c.name]
@@ -192,7 +189,7 @@ class TensorEvaluator:
         """The verdict of every configuration so far, keyed by configuration name."""
         out = {}
         for c in self.configs:
-            result = TENSOR_REGISTRY[c.rule].result(self._states[c.name], self._params[c.name])
+            result = TENSOR_REGISTRY[c.rule].result(self._states[c.name], c.params)
             update: dict[str, Any] = {"configuration_name": c.name, "parameters": dict(c.parameters)}
             if self.waiting and result.datapoints == 0:
                 update["message"] = f"no data: {self.waiting}"

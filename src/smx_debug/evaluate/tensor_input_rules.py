@@ -7,9 +7,8 @@ built-in collection holds them for PyTorch. Definitions and sources: docs/rules.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -18,6 +17,7 @@ from smx_debug.evaluate.result import RuleResult
 from smx_debug.evaluate.tensor_data import Stat, TensorBatch, per_record
 from smx_debug.evaluate.tensor_rules import Collections, TensorRule
 from smx_debug.evaluate.tensor_verdict import Selection, Tally, by_collection, by_regex, split_list
+from smx_debug.rules.registry import RuleParams
 from smx_debug.tensors.arrays import TensorValues
 
 __all__ = ["CheckInputImages", "ClassImbalance", "Confusion", "NLPSequenceRatio"]
@@ -83,28 +83,27 @@ class ClassImbalance(TensorRule):
     name = "ClassImbalance"
     state_types = (_Counts,)
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
-        labels = by_regex(split_list(params["labels_regex"], field="labels_regex"), names, what="labels_regex")
-        return labels | by_regex(split_list(params["predictions_regex"], field="predictions_regex"), names,
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
+        labels = by_regex(split_list(params.labels_regex, field="labels_regex"), names, what="labels_regex")
+        return labels | by_regex(split_list(params.predictions_regex, field="predictions_regex"), names,
                                  what="predictions_regex") if labels.names else labels
 
-    def start(self, params: Mapping[str, Any]) -> _Counts:
+    def start(self, params: RuleParams) -> _Counts:
         return _Counts(Tally(self.name))
 
-    def result(self, state: _Counts, params: Mapping[str, Any]) -> RuleResult:
+    def result(self, state: _Counts, params: RuleParams) -> RuleResult:
         return state.tally.result(params, details={
             "samples": state.samples,
             "class_counts": {str(c): int(n) for c, n in enumerate(state.labels.tolist()) if n},
             "mispredicted": {str(c): int(state.wrong[c]) for c in range(len(state.compared)) if state.compared[c]},
             "steps_without_matching_predictions": state.unpaired})
 
-    def update(self, state: _Counts, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        label_names = by_regex(split_list(params["labels_regex"], field="labels_regex"), selection.names, what="").names
-        pred_names = [n for n in by_regex(split_list(params["predictions_regex"], field="predictions_regex"),
+    def update(self, state: _Counts, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        label_names = by_regex(split_list(params.labels_regex, field="labels_regex"), selection.names, what="").names
+        pred_names = [n for n in by_regex(split_list(params.predictions_regex, field="predictions_regex"),
                                           selection.names, what="").names if n not in label_names]
-        imb, mis, need = float(params["threshold_imbalance"]), float(params["threshold_misprediction"]), int(
-            params["samples"])
-        pairs = [(s, w, y, p) for s, w, y, p in _pairs(batch, label_names, pred_names, argmax=bool(params["argmax"]))
+        imb, mis, need = params.threshold_imbalance, params.threshold_misprediction, params.samples
+        pairs = [(s, w, y, p) for s, w, y, p in _pairs(batch, label_names, pred_names, argmax=params.argmax)
                  if len(y) and y.min() >= 0]
         if not pairs:
             return
@@ -164,25 +163,25 @@ class Confusion(TensorRule):
 
     name = "Confusion"
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
-        labels = _named_or_collection(str(params["labels"]), str(params["labels_collection"]), names, collections)
-        preds = _named_or_collection(str(params["predictions"]), str(params["predictions_collection"]), names,
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
+        labels = _named_or_collection(params.labels, params.labels_collection, names, collections)
+        preds = _named_or_collection(params.predictions, params.predictions_collection, names,
                                      collections)
         if not labels.names or not preds.names:
             return Selection((), "; ".join(h for h in (labels.hint, preds.hint) if h))
         return labels | preds
 
-    def update(self, state: Tally, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        labels = _named_or_collection(str(params["labels"]), str(params["labels_collection"]), selection.names,
+    def update(self, state: Tally, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        labels = _named_or_collection(params.labels, params.labels_collection, selection.names,
                                       batch.collections).names
-        preds = [n for n in _named_or_collection(str(params["predictions"]), str(params["predictions_collection"]),
+        preds = [n for n in _named_or_collection(params.predictions, params.predictions_collection,
                                                  selection.names, batch.collections).names if n not in labels]
-        lo, hi = float(params["min_diag"]), float(params["max_off_diag"])
+        lo, hi = params.min_diag, params.max_off_diag
         rows: list[tuple[int, str, float, bool]] = []
         for step, worker, y, p in _pairs(batch, labels, preds, argmax=False):
             if p is None or not len(y) or min(y.min(), p.min()) < 0:
                 continue
-            k = int(params["category_no"]) if params.get("category_no") is not None else int(max(y.max(), p.max())) + 1
+            k = params.category_no if params.category_no is not None else int(max(y.max(), p.max())) + 1
             if max(y.max(), p.max()) >= k:
                 raise ConfigError(f"Confusion.category_no is {k} but step {step} holds class "
                                   f"{int(max(y.max(), p.max()))}", field="category_no", value=k)
@@ -221,18 +220,18 @@ class CheckInputImages(TensorRule):
     name = "CheckInputImages"
     state_types = (_Means,)
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
-        return by_regex(split_list(params["regex"], field="regex"), names, what="regex")
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
+        return by_regex(split_list(params.regex, field="regex"), names, what="regex")
 
-    def start(self, params: Mapping[str, Any]) -> _Means:
+    def start(self, params: RuleParams) -> _Means:
         return _Means(Tally(self.name))
 
-    def result(self, state: _Means, params: Mapping[str, Any]) -> RuleResult:
+    def result(self, state: _Means, params: RuleParams) -> RuleResult:
         means = {n: (state.sums[n] / max(state.counts[n], 1)).tolist() for n in state.sums}
         return state.tally.result(params, details={"channel_means": means, "images": dict(state.samples)})
 
-    def update(self, state: _Means, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        ch, need, thr = int(params["channel"]), int(params["threshold_samples"]), float(params["threshold_mean"])
+    def update(self, state: _Means, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        ch, need, thr = params.channel, params.threshold_samples, params.threshold_mean
         for name in selection.names:
             series = batch.arrays.get(name)
             if series is None or not len(series):
@@ -259,17 +258,17 @@ class NLPSequenceRatio(TensorRule):
 
     name = "NLPSequenceRatio"
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
-        return by_regex(split_list(params["tensor_regex"], field="tensor_regex"), names, what="tensor_regex")
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
+        return by_regex(split_list(params.tensor_regex, field="tensor_regex"), names, what="tensor_regex")
 
     @staticmethod
-    def _tokens(params: Mapping[str, Any]) -> list[tuple[float, float]]:
-        values = split_list(str(params["token_values"]), field="token_values")
-        limits = split_list(str(params["token_thresholds_percent"]), field="token_thresholds_percent")
+    def _tokens(params: RuleParams) -> list[tuple[float, float]]:
+        values = split_list(params.token_values, field="token_values")
+        limits = split_list(params.token_thresholds_percent, field="token_thresholds_percent")
         if len(values) != len(limits):
-            raise ConfigError(f"NLPSequenceRatio: token_values {params['token_values']!r} and "
-                              f"token_thresholds_percent {params['token_thresholds_percent']!r} must list as many "
-                              f"items", field="token_thresholds_percent", value=params["token_thresholds_percent"])
+            raise ConfigError(f"NLPSequenceRatio: token_values {params.token_values!r} and "
+                              f"token_thresholds_percent {params.token_thresholds_percent!r} must list as many "
+                              f"items", field="token_thresholds_percent", value=params.token_thresholds_percent)
         out = []
         for field_name, items in (("token_values", values), ("token_thresholds_percent", limits)):
             for item in items:
@@ -282,7 +281,7 @@ class NLPSequenceRatio(TensorRule):
             out.append((float(v), float(t)))
         return out
 
-    def update(self, state: Tally, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
+    def update(self, state: Tally, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
         tokens = self._tokens(params)
         for name in selection.names:
             series = batch.arrays.get(name)

@@ -9,7 +9,7 @@ scalar rules, with global steps as steps. StalledTrainingRule reads each saved s
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,10 +18,11 @@ import pandas as pd
 
 from smx_debug.data.frames import JobData
 from smx_debug.evaluate import scalar_rules
-from smx_debug.evaluate.result import RuleResult, Trace, encode_parameters
+from smx_debug.evaluate.result import RuleResult, Trace, encode_set_parameters
 from smx_debug.evaluate.tensor_data import TensorBatch
 from smx_debug.evaluate.tensor_rules import Collections, TensorRule
 from smx_debug.evaluate.tensor_verdict import TRACE_POINTS, Selection, by_collection, by_regex, split_list
+from smx_debug.rules.registry import RuleParams
 
 __all__ = ["LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule"]
 
@@ -75,14 +76,14 @@ def _exact(names: Sequence[str]) -> str:
 class _LossRule(TensorRule):
     """Collect the loss series; the verdict is the scalar rule's on it."""
 
-    scalar: Callable[[JobData, dict[str, Any]], RuleResult]
+    scalar: Callable[..., RuleResult]  # (data, params, *, losses): the scalar rule
     state_types = (_Series,)
     needs = "the loss tensors hold too few saved steps to compare"
 
-    def start(self, params: Mapping[str, Any]) -> _Series:
+    def start(self, params: RuleParams) -> _Series:
         return _Series()
 
-    def update(self, state: _Series, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
+    def update(self, state: _Series, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
         state.hint = selection.hint
         for name in selection.names:
             got = _scalar_records(batch, name)
@@ -95,14 +96,13 @@ class _LossRule(TensorRule):
             state.step.append(np.asarray(steps, np.int64))
             state.value.append(np.asarray(values, np.float64))
 
-    def result(self, state: _Series, params: Mapping[str, Any]) -> RuleResult:
-        shown = encode_parameters({k: v for k, v in params.items() if v is not None})
+    def result(self, state: _Series, params: RuleParams) -> RuleResult:
+        shown = encode_set_parameters(params)
         if not state.names:
             hint = state.hint or "no scalar loss tensor saved yet"
             return RuleResult(rule=self.name, rule_parameters=shown, message=f"no data: {hint}")
-        run = {**params, "tensor_regex": _exact(sorted(state.names))}
         frame = state.frame()
-        result = type(self).scalar(JobData(scalars=frame), run)
+        result = type(self).scalar(JobData(scalars=frame), params, losses=_exact(sorted(state.names)))
         update: dict[str, Any] = {"rule_parameters": shown, "trace": _loss_trace(frame)}
         if result.datapoints == 0 and not result.message:
             update["message"] = f"no data: {self.needs}"
@@ -129,14 +129,14 @@ def _loss_trace(frame: pd.DataFrame) -> Trace | None:
     return Trace(tensor=str(name), statistic=f"loss ({mode})", steps=steps, values=values)
 
 
-def _losses_selection(params: Mapping[str, Any], names: Sequence[str], collections: Collections, *,
+def _losses_selection(params: RuleParams, names: Sequence[str], collections: Collections, *,
                       use_losses: bool) -> Selection:
     out = Selection(())
     if use_losses:
         out = out | by_collection("losses", names, collections)
-    for c in split_list(params.get("collection_names"), field="collection_names"):
+    for c in split_list(params.collection_names, field="collection_names"):
         out = out | by_collection(c, names, collections)
-    regexes = split_list(params.get("tensor_regex"), field="tensor_regex")
+    regexes = split_list(params.tensor_regex, field="tensor_regex")
     if regexes:
         out = out | by_regex(regexes, names, what="tensor_regex")
     if not use_losses and not regexes and not out.names and not out.hint:
@@ -150,8 +150,8 @@ class LossNotDecreasing(_LossRule):
     name = "LossNotDecreasing"
     scalar = staticmethod(scalar_rules.loss_not_decreasing)
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
-        return _losses_selection(params, names, collections, use_losses=bool(params["use_losses_collection"]))
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
+        return _losses_selection(params, names, collections, use_losses=params.use_losses_collection)
 
 
 class Overfit(_LossRule):
@@ -162,9 +162,9 @@ class Overfit(_LossRule):
     needs = ("Overfit compares EVAL losses with the TRAIN losses before them, and the trial has no loss saved in "
              "both modes (call hook.set_mode(smd.modes.EVAL) around validation)")
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
-        if params.get("tensor_regex"):
-            return by_regex(split_list(params["tensor_regex"], field="tensor_regex"), names, what="tensor_regex")
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
+        if params.tensor_regex:
+            return by_regex(split_list(params.tensor_regex, field="tensor_regex"), names, what="tensor_regex")
         return by_collection("losses", names, collections)
 
 
@@ -174,7 +174,7 @@ class Overtraining(_LossRule):
     name = "Overtraining"
     scalar = staticmethod(scalar_rules.overtraining)
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
         return by_collection("losses", names, collections)
 
 
@@ -198,18 +198,18 @@ class StalledTrainingRule(TensorRule):
     name = "StalledTrainingRule"
     state_types = (_Times,)
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
         return Selection(tuple(names), "" if names else "the trial holds no saved step yet")
 
-    def start(self, params: Mapping[str, Any]) -> _Times:
+    def start(self, params: RuleParams) -> _Times:
         return _Times()
 
-    def update(self, state: _Times, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
+    def update(self, state: _Times, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
         state.steps.update(batch.wall_times)
         state.now = batch.now
 
-    def result(self, state: _Times, params: Mapping[str, Any]) -> RuleResult:
-        shown = encode_parameters({k: v for k, v in params.items() if v is not None})
+    def result(self, state: _Times, params: RuleParams) -> RuleResult:
+        shown = encode_set_parameters(params)
         if not state.steps:
             return RuleResult(rule=self.name, rule_parameters=shown,
                               message="no data: no saved step with a wall time yet")
@@ -218,12 +218,12 @@ class StalledTrainingRule(TensorRule):
         ts = pd.to_datetime(np.round(times * 1e9).astype(np.int64), utc=True)
         frame = pd.DataFrame({"metric": "step", "mode": "GLOBAL", "step": steps, "timestamp": ts, "value": 0.0})
         as_of = None if state.now is None else int(state.now * 1e9)
-        result = scalar_rules.stalled_training(JobData(scalars=frame, as_of_ns=as_of), dict(params))
+        result = scalar_rules.stalled_training(JobData(scalars=frame, as_of_ns=as_of), params)
         order = np.argsort(times, kind="stable")
         gap = np.diff(times[order])
-        gaps = gap > float(params["threshold"])
+        gaps = gap > params.threshold
         first = int(steps[order][1:][gaps][0]) if gaps.any() else None
         at, seconds = _thin(steps[order][1:], gap)
         trace = Trace(tensor="saved steps", statistic="seconds since the previous saved step", steps=at,
-                      values=seconds, upper=float(params["threshold"])) if len(gap) else None
+                      values=seconds, upper=params.threshold) if len(gap) else None
         return result.model_copy(update={"rule_parameters": shown, "trigger_step": first, "trace": trace})

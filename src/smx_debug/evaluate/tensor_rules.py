@@ -25,6 +25,7 @@ from smx_debug.evaluate.tensor_verdict import (
     select_tensors,
     split_list,
 )
+from smx_debug.rules.registry import RuleParams
 from smx_debug.tensors.arrays import TensorValues
 
 __all__ = [
@@ -46,29 +47,26 @@ _LEARNING_MODES = ("TRAIN", "GLOBAL")  # modes in which parameters change
 
 
 class TensorRule:
-    """One tensor rule: select, fold batches into a state, give the verdict. Subclasses set ``name``."""
+    """One tensor rule: select, fold batches into a state, give the verdict. Subclasses set ``name``. Every method
+    gets its configuration's typed parameters (:attr:`~smx_debug.rules.configured.ConfiguredRule.params`)."""
 
     name: ClassVar[str] = ""
     state_types: ClassVar[tuple[type, ...]] = ()
     """The dataclasses its state holds besides :class:`Tally` (the tensor state's allow-list is derived from them)."""
 
-    def parameters(self, params: Mapping[str, Any]) -> Any:
-        """The parameters the other methods receive, built once per configuration from its validated values."""
-        return params
-
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
         """The tensors the rule reads (default: ``collection_names`` and ``tensor_regex``, else all)."""
         return select_tensors(params, names, collections)
 
-    def start(self, params: Mapping[str, Any]) -> Any:
+    def start(self, params: RuleParams) -> Any:
         """A fresh state."""
         return Tally(self.name)
 
-    def update(self, state: Any, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
+    def update(self, state: Any, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
         """Fold the batch's records of the selected tensors into ``state``."""
         raise NotImplementedError
 
-    def result(self, state: Any, params: Mapping[str, Any]) -> RuleResult:
+    def result(self, state: Any, params: RuleParams) -> RuleResult:
         """The verdict over everything folded so far."""
         result: RuleResult = state.result(params)
         return result
@@ -81,11 +79,11 @@ class VanishingGradient(TensorRule):
 
     name = "VanishingGradient"
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
         return by_collection("gradients", names, collections)
 
-    def update(self, state: Tally, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        thr = float(params["threshold"])
+    def update(self, state: Tally, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        thr = params.threshold
         for name in selection.names:
             stat = batch.reduction(name, "abs_mean")
             if stat is not None:
@@ -98,8 +96,8 @@ class ExplodingTensor(TensorRule):
 
     name = "ExplodingTensor"
 
-    def update(self, state: Tally, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        only_nan = bool(params["only_nan"])
+    def update(self, state: Tally, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        only_nan = params.only_nan
         what = "NaN" if only_nan else "NaN or infinite"
         bad: Callable[[np.ndarray], np.ndarray] = np.isnan if only_nan else (lambda x: ~np.isfinite(x))
         for name in selection.names:
@@ -122,8 +120,8 @@ class AllZero(TensorRule):
 
     name = "AllZero"
 
-    def update(self, state: Tally, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        thr = float(params["threshold"])
+    def update(self, state: Tally, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        thr = params.threshold
 
         describe = f"{{v:.4g}}% of its values are zero (threshold {thr:g}%)"
 
@@ -150,8 +148,8 @@ class TensorVariance(TensorRule):
 
     name = "TensorVariance"
 
-    def update(self, state: Tally, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        hi, lo = params.get("max_threshold"), params.get("min_threshold")
+    def update(self, state: Tally, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        hi, lo = params.max_threshold, params.min_threshold
         if hi is None and lo is None:
             state.hint = ("max_threshold and min_threshold are both unset (the guide's defaults are None): set one "
                           "or both to judge the variance")
@@ -163,11 +161,10 @@ class TensorVariance(TensorRule):
             v = stat.values
             bad = np.zeros(len(v), bool)
             if hi is not None:
-                bad |= v > float(hi)
+                bad |= v > hi
             if lo is not None:
-                bad |= v < float(lo)
-            state.add(stat, bad, f"variance {{v:.4g}} outside [{lo}, {hi}]", statistic="variance",
-                      lower=None if lo is None else float(lo), upper=None if hi is None else float(hi))
+                bad |= v < lo
+            state.add(stat, bad, f"variance {{v:.4g}} outside [{lo}, {hi}]", statistic="variance", lower=lo, upper=hi)
 
 
 def _allclose_rows(a: np.ndarray, b: np.ndarray, rtol: float, atol: float, equal_nan: bool) -> np.ndarray:
@@ -233,15 +230,15 @@ class UnchangedTensor(TensorRule):
     name = "UnchangedTensor"
     state_types = (_History,)
 
-    def start(self, params: Mapping[str, Any]) -> _History:
+    def start(self, params: RuleParams) -> _History:
         return _History(Tally(self.name))
 
-    def result(self, state: _History, params: Mapping[str, Any]) -> RuleResult:
+    def result(self, state: _History, params: RuleParams) -> RuleResult:
         return state.tally.result(params)
 
-    def update(self, state: _History, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        n = int(params["num_steps"])
-        rtol, atol, equal_nan = float(params["rtol"]), float(params["atol"]), bool(params["equal_nan"])
+    def update(self, state: _History, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        n = params.num_steps
+        rtol, atol, equal_nan = params.rtol, params.atol, params.equal_nan
         describe = f"unchanged (numpy.allclose, rtol {rtol:g}, atol {atol:g}) over its last {n} saved steps"
         for name in selection.names:
             series = batch.arrays.get(name)
@@ -280,18 +277,18 @@ class WeightUpdateRatio(TensorRule):
     name = "WeightUpdateRatio"
     state_types = (_History,)
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
         return by_collection("weights", names, collections)
 
-    def start(self, params: Mapping[str, Any]) -> _History:
+    def start(self, params: RuleParams) -> _History:
         return _History(Tally(self.name))
 
-    def result(self, state: _History, params: Mapping[str, Any]) -> RuleResult:
+    def result(self, state: _History, params: RuleParams) -> RuleResult:
         return state.tally.result(params)
 
-    def update(self, state: _History, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        large, small, eps = float(params["large_threshold"]), float(params["small_threshold"]), float(params["epsilon"])
-        window = params.get("num_steps")
+    def update(self, state: _History, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        large, small, eps = params.large_threshold, params.small_threshold, params.epsilon
+        window = params.num_steps
         for name in selection.names:
             series = batch.arrays.get(name)
             if series is None or not len(series):
@@ -315,7 +312,7 @@ class WeightUpdateRatio(TensorRule):
                             w, p = np.asarray(values[i], np.float64), np.asarray(values[i - 1], np.float64)
                             ratios[i] = np.linalg.norm(w - p) / (np.linalg.norm(p) + eps)
                 if window is not None:
-                    ratios[1:][steps[:-1] < steps[1:] - int(window)] = np.nan
+                    ratios[1:][steps[:-1] < steps[1:] - window] = np.nan
                 ratios = ratios[k0:]
                 judged = ~np.isnan(ratios)
                 stat = Stat(name, steps[k0:], np.full(len(ratios), mode, object), series.mode_steps[idx],
@@ -346,11 +343,11 @@ class DeadRelu(TensorRule):
 
     name = "DeadRelu"
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
-        return by_regex(split_list(params["tensor_regex"], field="tensor_regex"), names, what="tensor_regex")
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
+        return by_regex(split_list(params.tensor_regex, field="tensor_regex"), names, what="tensor_regex")
 
-    def update(self, state: Tally, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        inact, layer = float(params["threshold_inactivity"]), float(params["threshold_layer"])
+    def update(self, state: Tally, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        inact, layer = params.threshold_inactivity, params.threshold_layer
         for name in selection.names:
             series = batch.arrays.get(name)
             if series is None or not len(series):
@@ -371,8 +368,8 @@ class SaturatedActivation(TensorRule):
 
     name = "SaturatedActivation"
 
-    def update(self, state: Tally, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        inact, layer = float(params["threshold_inactivity"]), float(params["threshold_layer"])
+    def update(self, state: Tally, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        inact, layer = params.threshold_inactivity, params.threshold_layer
         for name in selection.names:
             low = name.lower()
             kind = "tanh" if "tanh" in low else "sigmoid" if "sigmoid" in low else None
@@ -384,7 +381,7 @@ class SaturatedActivation(TensorRule):
                 continue
             if series is None or not len(series):
                 continue
-            lo, hi = float(params[f"threshold_{kind}_min"]), float(params[f"threshold_{kind}_max"])
+            lo, hi = getattr(params, f"threshold_{kind}_min"), getattr(params, f"threshold_{kind}_max")
 
             def share(x: np.ndarray, lo: float = lo, hi: float = hi) -> np.ndarray:
                 u = _per_unit(x)
@@ -412,22 +409,22 @@ class PoorWeightInitialization(TensorRule):
     name = "PoorWeightInitialization"
     state_types = (_InitState,)
 
-    def select(self, params: Mapping[str, Any], names: Sequence[str], collections: Collections) -> Selection:
-        acts = by_regex(split_list(params["activation_inputs_regex"], field="activation_inputs_regex"), names,
+    def select(self, params: RuleParams, names: Sequence[str], collections: Collections) -> Selection:
+        acts = by_regex(split_list(params.activation_inputs_regex, field="activation_inputs_regex"), names,
                         what="activation_inputs_regex")
         return acts | by_collection("gradients", names, collections) | by_collection("losses", names, collections)
 
-    def start(self, params: Mapping[str, Any]) -> _InitState:
+    def start(self, params: RuleParams) -> _InitState:
         return _InitState(Tally(self.name))
 
-    def result(self, state: _InitState, params: Mapping[str, Any]) -> RuleResult:
+    def result(self, state: _InitState, params: RuleParams) -> RuleResult:
         return state.tally.result(params, details={"analysed_steps": list(state.analysed)})
 
-    def update(self, state: _InitState, batch: TensorBatch, params: Mapping[str, Any], selection: Selection) -> None:
-        limit = int(params["steps"])
+    def update(self, state: _InitState, batch: TensorBatch, params: RuleParams, selection: Selection) -> None:
+        limit = params.steps
         if len(state.analysed) >= limit:
             return
-        acts = set(by_regex(split_list(params["activation_inputs_regex"], field="activation_inputs_regex"),
+        acts = set(by_regex(split_list(params.activation_inputs_regex, field="activation_inputs_regex"),
                             selection.names, what="").names)
         grads = {n for n in by_collection("gradients", selection.names, batch.collections).names} - acts
         losses = {n for n in by_collection("losses", selection.names, batch.collections).names} - acts - grads
@@ -446,9 +443,9 @@ class PoorWeightInitialization(TensorRule):
         self._losses(state, batch, params, sorted(losses), window)
 
     @staticmethod
-    def _variances(state: _InitState, batch: TensorBatch, params: Mapping[str, Any], names: list[str],
+    def _variances(state: _InitState, batch: TensorBatch, params: RuleParams, names: list[str],
                    window: set[int]) -> None:
-        thr = float(params["threshold"])
+        thr = params.threshold
         per_step: dict[int, list[float]] = {}
         for name in names:
             stat = batch.reduction(name, "variance")
@@ -468,9 +465,9 @@ class PoorWeightInitialization(TensorRule):
                                 statistic="largest/smallest variance across layers", upper=thr)
 
     @staticmethod
-    def _gradients(state: _InitState, batch: TensorBatch, params: Mapping[str, Any], names: list[str],
+    def _gradients(state: _InitState, batch: TensorBatch, params: RuleParams, names: list[str],
                    window: set[int]) -> None:
-        rng = float(params["distribution_range"])
+        rng = params.distribution_range
         per_step: dict[int, list[np.ndarray]] = {}
         for name in names:
             s = batch.arrays.get(name)
@@ -492,9 +489,9 @@ class PoorWeightInitialization(TensorRule):
                                 statistic="5th-95th percentile range of the gradients", lower=rng)
 
     @staticmethod
-    def _losses(state: _InitState, batch: TensorBatch, params: Mapping[str, Any], names: list[str],
+    def _losses(state: _InitState, batch: TensorBatch, params: RuleParams, names: list[str],
                 window: set[int]) -> None:
-        patience = int(params["patience"])
+        patience = params.patience
         for name in names:
             stat = batch.reduction(name, "mean")
             if stat is None:

@@ -16,8 +16,9 @@ from typing import Any
 import numpy as np
 
 from smx_debug.errors import ConfigError
-from smx_debug.evaluate.result import RuleResult, Trace, encode_parameters
+from smx_debug.evaluate.result import RuleResult, Trace, encode_set_parameters
 from smx_debug.evaluate.tensor_data import Stat
+from smx_debug.rules.registry import RuleParams
 
 __all__ = ["TRACE_POINTS", "Selection", "Tally", "by_collection", "by_regex", "select_tensors", "split_list"]
 
@@ -75,13 +76,14 @@ def by_collection(name: str, names: Iterable[str], collections: Mapping[str, Cal
     return Selection(hit, "" if hit else f"the trial's collection {name!r} holds no tensor yet")
 
 
-def select_tensors(params: Mapping[str, Any], names: Sequence[str],
+def select_tensors(params: RuleParams, names: Sequence[str],
                    collections: Mapping[str, Callable[[str], bool]], *, regex_param: str = "tensor_regex",
                    all_by_default: bool = True) -> Selection:
     """``collection_names`` and ``tensor_regex`` (the union when both are given). With neither: every tensor
-    (the guide: "If no patterns are passed, the rule compares all tensors gathered in the trials by default")."""
-    colls = split_list(params.get("collection_names"), field="collection_names")
-    regexes = split_list(params.get(regex_param), field=regex_param)
+    (the guide: "If no patterns are passed, the rule compares all tensors gathered in the trials by default").
+    A rule of our own whose parameters lack either reads neither."""
+    colls = split_list(getattr(params, "collection_names", None), field="collection_names")
+    regexes = split_list(getattr(params, regex_param, None), field=regex_param)
     if not colls and not regexes:
         if all_by_default:
             return Selection(tuple(names), "" if names else "the trial holds no tensor yet")
@@ -193,9 +195,9 @@ class Tally:
         return Trace(tensor=name, statistic=got.statistic, steps=tuple(int(s) for s in got.steps),
                      values=tuple(float(v) for v in got.values), lower=got.lower, upper=got.upper)
 
-    def result(self, params: Mapping[str, Any], *, details: Mapping[str, Any] | None = None) -> RuleResult:
-        """The verdict so far; without any judged record the message says what to add to the plan."""
-        shown = {k: v for k, v in params.items() if v is not None}
+    def result(self, params: RuleParams, *, details: Mapping[str, Any] | None = None) -> RuleResult:
+        """The verdict so far (``params``: the rule's typed parameters, shown as ``rule_parameters``); without any
+        judged record the message says what to add to the plan."""
         per = {name: {"violations": t.violations, "datapoints": t.datapoints, "first_step": t.first_step,
                       "first_value": t.first_value, "last_value": t.last_value}
                for name, t in sorted(self.tensors.items())}
@@ -211,6 +213,6 @@ class Tally:
         return RuleResult(
             rule=self.rule, rule_triggered=len(self.fired_steps), violations=self.violations,
             details={"tensors": per, "violating": violating, **self.extra, **(details or {})},
-            datapoints=self.datapoints, rule_parameters=encode_parameters(shown),
+            datapoints=self.datapoints, rule_parameters=encode_set_parameters(params),
             trigger_step=min(self.fired_steps) if self.fired_steps else None, message=message, trace=self.trace(),
         )

@@ -1,7 +1,8 @@
 """A rule configuration as it travels through evaluation: keyed by its configuration name, never re-derived.
 
 A plan may use one rule twice (``LowGPUUtilization`` as ``LowGPU-strict`` and ``LowGPU-lax``); each is one
-:class:`ConfiguredRule` carrying its rule class and its typed parameters, and each is evaluated on its own.
+:class:`ConfiguredRule` carrying its rule class and its typed parameters (its rule's parameter model, validated
+once when the configuration is built), and each is evaluated on its own.
 """
 
 from __future__ import annotations
@@ -9,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from smx_debug.errors import ConfigError
 from smx_debug.rules.params import PROFILER_RULES, SCALAR_RULES, resolve_params, rule_defaults
+from smx_debug.rules.registry import RuleParams, find
 
 __all__ = ["ConfiguredRule", "RuleLike", "checked_rule", "configure", "configured_rule"]
 
@@ -23,7 +25,13 @@ class ConfiguredRule(BaseModel):
     Attributes:
         name: the ``RuleConfigurationName``; the key of its result and of its live status.
         rule: the rule class (a key of ``REGISTRY``), e.g. ``LowGPUUtilization``.
-        parameters: every parameter the rule runs with (catalog defaults updated by the plan), typed.
+        parameters: every parameter the rule runs with (catalog defaults updated by the plan), as written: what
+            a result shows as its ``parameters``.
+        params: the same values as an instance of the rule's parameter model (:attr:`RuleDef.params
+            <smx_debug.rules.registry.RuleDef.params>`), validated once here: what its evaluator receives.
+
+    Raises:
+        ConfigError: a value its rule's model refuses (``VanishingGradient.threshold: expected float, got str``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -31,6 +39,26 @@ class ConfiguredRule(BaseModel):
     name: str = Field(min_length=1)
     rule: str
     parameters: dict[str, Any] = Field(default_factory=dict)
+    _params: RuleParams = PrivateAttr(default=None)
+
+    def __init__(self, *, _checked: bool = False, **data: Any) -> None:
+        super().__init__(**data)
+        rule = find(self.rule)
+        if rule is not None and rule.name == self.rule:  # else no evaluator has this name (said where it is sought)
+            # after pydantic's own checks, so that a bad value is a ConfigError; values checked against the catalog
+            # already (configured_rule, checked_rule: ``_checked``) are only typed, not checked again
+            self._params = rule.validate_params(self.parameters, checked=_checked)
+
+    @property
+    def params(self) -> RuleParams:
+        """The typed parameters (an instance of the rule's parameter model)."""
+        if self._params is None:
+            rule = find(self.rule)
+            if rule is None or rule.name != self.rule:
+                raise ConfigError(f"rule {self.rule!r} (configuration {self.name!r}) is no rule of the registry",
+                                  field="rule", value=self.rule)
+            self._params = rule.validate_params(self.parameters)  # built by model_validate: validated on first use
+        return self._params
 
     def with_overrides(self, overrides: Mapping[str, Any]) -> ConfiguredRule:
         """The same configuration with some parameters replaced (validated against the catalog)."""
@@ -50,13 +78,13 @@ def configured_rule(rule: str, *, name: str | None = None, overrides: Mapping[st
     if name is not None and (not isinstance(name, str) or not name):
         raise ConfigError(f"a rule configuration name must be a non-empty string, got {name!r}", field="name",
                           value=name)
-    return ConfiguredRule(name=name or rule, rule=rule, parameters=resolve_params(rule, overrides))
+    return ConfiguredRule(name=name or rule, rule=rule, parameters=resolve_params(rule, overrides), _checked=True)
 
 
 def checked_rule(rule: str, *, name: str, parameters: Mapping[str, Any]) -> ConfiguredRule:
     """``rule`` with its catalog defaults updated by ``parameters`` that a plan's RuleConfig has already checked
     against the catalog (the plan-threshold path checks each value once, where the plan is read)."""
-    return ConfiguredRule(name=name, rule=rule, parameters={**rule_defaults(rule), **parameters})
+    return ConfiguredRule(name=name, rule=rule, parameters={**rule_defaults(rule), **parameters}, _checked=True)
 
 
 def configure(

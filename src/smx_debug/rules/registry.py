@@ -47,10 +47,18 @@ import types
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, ConfigDict, Field, create_model
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+)
 
 from smx_debug.contracts import RuleKind
 from smx_debug.errors import ConfigError
@@ -68,6 +76,7 @@ __all__ = [
     "OWN_RULES_PACKAGE",
     "DataSource",
     "RuleDef",
+    "RuleParams",
     "define",
     "evaluated_on",
     "find",
@@ -80,8 +89,15 @@ DataSource = Literal["job", "tensors"]
 """What a rule is evaluated on: ``job`` (the profiler's and training metrics' frames), ``tensors`` (a trial)."""
 OWN_RULES_PACKAGE = "smx_debug.rules.own"
 
+RuleParams = Any
+"""An instance of a rule's parameter model (:attr:`RuleDef.params`), validated once per configuration
+(:attr:`smx_debug.rules.configured.ConfiguredRule.params`); its attributes are typed values. ``Any`` to mypy: the
+built-ins' models are generated from the catalog."""
+
 _PARAMS_CONFIG = ConfigDict(frozen=True, extra="forbid")
-_PY_TYPES: Mapping[ParamType, type] = {"int": int, "float": float, "bool": bool, "str": str, "regex": str}
+# A "float" parameter is a number (ParamSpec.check: an int or a float): it keeps the type it was written with, so
+# that messages and RuleParameters show 70 as 70, as they did when the evaluators read the plan's values.
+_PY_TYPES: Mapping[ParamType, Any] = {"int": int, "float": int | float, "bool": bool, "str": str, "regex": str}
 
 
 @dataclass(frozen=True)
@@ -114,6 +130,25 @@ class RuleDef:
     def name(self) -> str:
         return self.spec.name
 
+    def validate_params(self, values: Mapping[str, Any], *, checked: bool = False) -> RuleParams:
+        """``values`` as an instance of :attr:`params` (the model's defaults for those missing). ``checked``: the
+        values were checked against the catalog already (a plan's, :func:`smx_debug.rules.params.resolve_params`'s),
+        so a built-in's model only types them, without running :meth:`ParamSpec.check` on each again.
+
+        Raises:
+            ConfigError: naming ``<Rule>.<parameter>`` and the value; for a built-in, with
+                :meth:`ParamSpec.check <smx_debug.rules.definitions.ParamSpec.check>`'s words.
+        """
+        try:
+            return self.params.model_validate(dict(values), context={_CHECKED: True} if checked else None)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = f"{self.name}.{error['loc'][0]}" if error["loc"] else self.name
+            value = error.get("input")
+            cause = error.get("ctx", {}).get("error")
+            problem = str(cause) if error["type"] == "value_error" and cause is not None else error["msg"]
+            raise ConfigError(f"{where}: {problem} (got {value!r})", field=where, value=value) from None
+
     @property
     def kind(self) -> RuleKind:
         return self.spec.kind
@@ -123,14 +158,35 @@ class RuleDef:
         return self.spec.family
 
 
+_CHECKED = "checked against the catalog"
+
+
+def _checked(spec: ParamSpec) -> BeforeValidator:
+    """The catalog's check of one parameter (:meth:`ParamSpec.check`), as the model's validator (skipped for values
+    checked already: validation context ``{_CHECKED: True}``)."""
+
+    def check(value: object, info: ValidationInfo) -> object:
+        if value is None and spec.default is None:
+            return value
+        if value is not None and (info.context or {}).get(_CHECKED):  # (resolve_params lets None through)
+            return value
+        problem = spec.check(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    return BeforeValidator(check)
+
+
 def params_model(spec: RuleSpec) -> type[BaseModel]:
     """The frozen, ``extra="forbid"`` parameter model of a catalog entry, generated from its ParamSpecs (a default
-    of None makes the field optional: the container decides)."""
+    of None makes the field optional: the container decides). Each value is checked by its ParamSpec (a string
+    is never a number); a float parameter keeps an int as written."""
     fields: dict[str, Any] = {}
     for p in spec.parameters:
         py = _PY_TYPES[p.type]
-        annotation: Any = py | None if p.default is None else py
-        fields[p.name] = (annotation, Field(default=p.default, ge=p.ge, gt=p.gt, le=p.le, description=p.description))
+        annotation: Any = Annotated[py | None if p.default is None else py, _checked(p)]
+        fields[p.name] = (annotation, Field(default=p.default, description=p.description))
     model: type[BaseModel] = create_model(f"{spec.name}Params", __config__=_PARAMS_CONFIG, **fields)
     return model
 

@@ -243,7 +243,7 @@ def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tu
     from smx_debug.data.frames import JobData
     from smx_debug.data.minute_frames import DEVICE_RULES, job_devices, scalar_frame, system_frame
     from smx_debug.evaluate.registry import REGISTRY
-    from smx_debug.rules.params import resolve_params
+    from smx_debug.rules.configured import configured_rule
 
     info = cursor.info
     start_minute = int(info.get("start") or now) // 60
@@ -271,13 +271,13 @@ def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tu
         data = frames[(rule.rule in DEVICE_RULES, lo)]
         params: dict[str, Any] = dict(rule.resolved())
         try:
-            resolved = resolve_params(rule.rule, params)
+            config = configured_rule(rule.rule, name=rule.name, overrides=params)
         except SmxDebugError as exc:
             notes.append(f"{rule.name}: {exc}")
             continue
-        if "scan_interval_us" in resolved:
-            resolved["scan_interval_us"] = rule.window_minutes * 60_000_000  # one evaluation over the whole window
-        result = REGISTRY[rule.rule](data, resolved)
+        if "scan_interval_us" in config.parameters:  # one evaluation over the whole window
+            config = config.with_overrides({"scan_interval_us": rule.window_minutes * 60_000_000})
+        result = REGISTRY[rule.rule](data, config.params)
         if result.triggered:
             step = result.trigger_step if rule.rule not in DEVICE_RULES else last - start_minute
             triggers.append(Trigger(
