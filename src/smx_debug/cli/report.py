@@ -52,7 +52,7 @@ def load_framework_events(job_or_path: str) -> Any:
     from smx_debug.reports import framework_metrics
 
     try:
-        return framework_metrics(job_or_path, progress=False)
+        return framework_metrics(job_or_path)  # progress: on a terminal, after a second
     except NotFoundError:
         return None
 

@@ -1,9 +1,8 @@
-"""Small helpers shared by the readers: time arguments, progress on stderr, HTML display of frames."""
+"""Small helpers shared by the readers: time arguments, a tqdm progress bar on stderr."""
 
 from __future__ import annotations
 
 import sys
-import time
 from datetime import datetime
 from typing import Any, TextIO
 
@@ -11,7 +10,7 @@ import pandas as pd
 
 from smx_debug.errors import ConfigError
 
-__all__ = ["Progress", "is_utf8", "to_epoch_ns"]
+__all__ = ["is_utf8", "progress_bar", "to_epoch_ns"]
 
 TimeLike = datetime | pd.Timestamp | str | int | float | None
 
@@ -45,33 +44,16 @@ def to_epoch_ns(value: TimeLike, field: str) -> int | None:
     return int(ts.value)
 
 
-class Progress:
-    """A one-line progress counter on stderr, silent unless stderr is a terminal (or ``enabled=True``)."""
+def progress_bar(label: str, total: int, *, enabled: bool | None = None, file: TextIO | None = None) -> Any:
+    """A tqdm bar for a read of ``total`` files on stderr (``file``).
 
-    def __init__(self, label: str, total: int, *, enabled: bool | None = None, stream: TextIO | None = None) -> None:
-        self.stream = stream if stream is not None else sys.stderr
-        self.enabled = self.stream.isatty() if enabled is None else enabled
-        self.label = label
-        self.total = total
-        self.done = 0
-        self._last = 0.0
+    ``enabled=None``: shown only when the stream is a terminal (silent when piped, in a Lambda or a notebook's
+    captured stderr), and only once the read has taken a second (tqdm's ``delay``): short reads print nothing.
+    ``enabled=True``: shown from the start, wherever the stream goes, and left on screen at the end.
+    """
+    from tqdm import tqdm
 
-    def update(self, n: int = 1) -> None:
-        self.done += n
-        now = time.monotonic()
-        if self.enabled and (now - self._last > 0.1 or self.done >= self.total):
-            self._last = now
-            pct = 100.0 * self.done / self.total if self.total else 100.0
-            self.stream.write(f"\r{self.label}: {self.done}/{self.total} ({pct:.0f}%)")
-            self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            self.stream.write("\n")
-            self.stream.flush()
-
-    def __enter__(self) -> Progress:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    forced = enabled is True
+    return tqdm(total=total, desc=label, unit="file", delay=0.0 if forced else 1.0, leave=forced,
+                file=file if file is not None else sys.stderr,
+                disable=None if enabled is None else not enabled)

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from smx_debug import _json as bounded_json
-from smx_debug.data._util import Progress, TimeLike, is_utf8, to_epoch_ns
+from smx_debug.data._util import TimeLike, is_utf8, progress_bar, to_epoch_ns
 from smx_debug.data.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 from smx_debug.data.system import TIMESTAMP_RANGE_S
 from smx_debug.errors import ConfigError, NotFoundError
@@ -277,7 +277,7 @@ def framework_metrics(
         f = by_key[key]
         return parse_trace(data, node=f.node, pid=f.pid, kind=f.kind)
 
-    with Progress(f"framework traces {source.uri}", len(files), enabled=progress) as bar:
+    with progress_bar(f"framework traces {source.uri}", len(files), enabled=progress) as bar:
         for _key, (frame, n_skipped) in source.map(list(by_key), parse, workers=workers):
             if len(frame):
                 frames.append(frame)

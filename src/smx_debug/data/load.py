@@ -61,10 +61,10 @@ def load_source(source: Source, report: LoadReport | None = None) -> JobData:
     system = empty_system()
     steps = empty_steps()
     if list_system_files(source):
-        system = SystemMetricsReader(source, progress=False).refresh(release=True)
+        system = SystemMetricsReader(source, progress=None).refresh(release=True)
         report.add_system(system)
     if any(t.kind == "pythontimeline" for t in list_trace_files(source)):
-        events = framework_metrics(source, kinds=["pythontimeline"], progress=False)
+        events = framework_metrics(source, kinds=["pythontimeline"], progress=None)
         report.add_events(events)
         steps = step_durations(events)
     return JobData(system=system, steps=steps)

@@ -37,7 +37,7 @@ import pyarrow.csv as pcsv
 import pyarrow.json as pj
 
 from smx_debug import _json as bounded_json
-from smx_debug.data._util import Progress, TimeLike, is_utf8, to_epoch_ns
+from smx_debug.data._util import TimeLike, is_utf8, progress_bar, to_epoch_ns
 from smx_debug.data.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 from smx_debug.errors import ConfigError, NoDataYetError, NotFoundError
 
@@ -671,7 +671,7 @@ class SystemMetricsReader:
             for f in selected
             if (p := self._parts.get(f.info.key)) is None or p.etag != f.info.etag or p.size != f.info.size
         ]
-        with Progress(f"system metrics {self.source.uri}", len(todo), enabled=self.progress) as bar:
+        with progress_bar(f"system metrics {self.source.uri}", len(todo), enabled=self.progress) as bar:
             infos = {o.key: o for o in todo}
             for key, (table, skipped, per_line) in self.source.map(
                 list(infos),
