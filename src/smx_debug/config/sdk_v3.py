@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from smx_debug.config.estimator import join_tags
 from smx_debug.config.request import request_dict
+from smx_debug.contracts import RULE_FIELDS
 from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -162,10 +163,9 @@ def _shapes(shapes: ModuleType, request: dict[str, Any]) -> dict[str, Any]:
             for c in hook["CollectionConfigurations"]
         ]
         out["debug_hook_config"] = shapes.DebugHookConfig(**kwargs)
-    if "DebugRuleConfigurations" in request:
-        out["debug_rule_configurations"] = [
-            _rule(shapes.DebugRuleConfiguration, r) for r in request["DebugRuleConfigurations"]
-        ]
+    debug_rules = RULE_FIELDS["debugger"][1]
+    if debug_rules in request:
+        out["debug_rule_configurations"] = [_rule(shapes.DebugRuleConfiguration, r) for r in request[debug_rules]]
     if "TensorBoardOutputConfig" in request:
         out["tensor_board_output_config"] = shapes.TensorBoardOutputConfig(
             s3_output_path=request["TensorBoardOutputConfig"]["S3OutputPath"])
@@ -174,9 +174,10 @@ def _shapes(shapes: ModuleType, request: dict[str, Any]) -> dict[str, Any]:
         names = {"S3OutputPath": "s3_output_path", "ProfilingIntervalInMilliseconds": "profiling_interval_in_milliseconds",
                  "ProfilingParameters": "profiling_parameters", "DisableProfiler": "disable_profiler"}
         out["profiler_config"] = shapes.ProfilerConfig(**{names[k]: v for k, v in profiler.items()})
-    if "ProfilerRuleConfigurations" in request:
+    profiler_rules = RULE_FIELDS["profiler"][1]
+    if profiler_rules in request:
         out["profiler_rule_configurations"] = [
-            _rule(shapes.ProfilerRuleConfiguration, r) for r in request["ProfilerRuleConfigurations"]
+            _rule(shapes.ProfilerRuleConfiguration, r) for r in request[profiler_rules]
         ]
     return out
 

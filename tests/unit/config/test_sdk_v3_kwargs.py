@@ -6,6 +6,7 @@ in for an installed v3 (``sagemaker.debugger`` gone, ``sagemaker.core.resources`
 
 from __future__ import annotations
 
+import json
 import sys
 import types
 import warnings
@@ -14,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from smx_debug import ConfigError, DebugPlan, SmxDebugWarning
+from smx_debug.config.request import debug_hook_config
+from smx_debug.contracts import HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -128,10 +131,17 @@ def test_model_trainer_kwargs_your_environment_is_kept(fake_core: types.ModuleTy
     assert info.value.field == "environment"
 
 
-def test_model_trainer_kwargs_tensor_rules_warn_the_hook_has_no_settings(fake_core: types.ModuleType) -> None:
+def test_model_trainer_kwargs_tensor_rules_give_the_hook_its_settings_joined_with_yours(
+        fake_core: types.ModuleType) -> None:
     plan = _plan(guard="evaluator", rules=[{"name": "exploding_tensor"}])
-    with pytest.warns(SmxDebugWarning, match="ExplodingTensor.*no DebugHookConfig"):
-        plan.to_model_trainer_kwargs()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SmxDebugWarning)  # the hook has its settings: nothing to warn about
+        env = plan.to_model_trainer_kwargs(environment={"MY_VAR": "1"})["environment"]
+    assert env["MY_VAR"] == "1"
+    assert env[HOOK_OUTPUT_ENV] == "s3://bucket/debug"
+    settings = json.loads(env[HOOK_CONFIG_ENV])
+    assert settings == {k: v for k, v in debug_hook_config(plan).items()
+                        if k in ("HookParameters", "CollectionConfigurations")}
 
 
 def test_training_job_kwargs_are_the_request_fields_as_shapes(fake_core: types.ModuleType) -> None:
