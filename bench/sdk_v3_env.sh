@@ -11,36 +11,19 @@ here="$(cd "$(dirname "$0")" && pwd)"
 root="$(dirname "$here")"
 # shellcheck source=bench/side_env.sh
 source "$here/side_env.sh"
-side_env sdkv3 "$0"  # env_dir: bench/.venv-sdkv3, a link into the cache
+reqs=("sagemaker>=3,<4")
+side_env sdkv3 "${reqs[@]}"  # env_dir: bench/.venv-sdkv3, a link into the cache
 python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 pip=("$env_dir/bin/python" -m pip install -q --disable-pip-version-check)
 
 if [ ! -f "$env_dir/.ready-sdk" ]; then
   "$python" -m venv --clear "$(readlink -f "$env_dir")"  # built where it lives (the cache)
-  "${pip[@]}" "sagemaker>=3,<4"
+  "${pip[@]}" "${reqs[@]}"
   "$env_dir/bin/python" -c "import sagemaker.train, sagemaker.core.resources, sagemaker.core.shapes"
   touch "$env_dir/.ready-sdk"
 fi
 
-# What the wheel is built from (a copy, so the build writes no egg-info or build/ into the working tree)
-sources() { (cd "$root" && find src -type f ! -name '*.pyc' ! -path '*.egg-info/*' && echo pyproject.toml \
-  && echo README.md && echo LICENSE && echo NOTICE) | sort; }
-stamp="$(cd "$root" && sources | tr '\n' '\0' | xargs -0 sha256sum | sha256sum | cut -c1-64)"
-if [ -f "$env_dir/.ready-wheel" ] && [ "$(cat "$env_dir/.ready-wheel")" = "$stamp" ]; then exit 0; fi
-
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-(cd "$root" && sources | tar -cf - -T -) | tar -xf - -C "$work"
-dist="$work/dist"
-# Build with the project's venv when it exists (setuptools and wheel are there; no download), else isolated.
-if [ -x "$root/.venv/bin/python" ]; then
-  "$root/.venv/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps --no-build-isolation \
-    "$work" -w "$dist"
-else
-  "$env_dir/bin/python" -m pip wheel -q --disable-pip-version-check --no-deps "$work" -w "$dist"
-fi
-wheel="$(ls "$dist"/smx_debug-*.whl)"
 sdk="$("$env_dir/bin/python" -c "from importlib.metadata import version; print(version('sagemaker'))")"
-"${pip[@]}" "$wheel" "sagemaker==$sdk"  # the core dependencies beside v3; fails rather than downgrade it
-"${pip[@]}" --no-deps --force-reinstall "$wheel"  # the same version number: replace the installed copy
-echo "$stamp" > "$env_dir/.ready-wheel"
+# shellcheck source=bench/side_env_wheel.sh
+source "$here/side_env_wheel.sh"
+install_tree_wheel "$env_dir" "sagemaker==$sdk"  # the core dependencies beside v3; fails rather than downgrade it

@@ -7,11 +7,11 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=bench/side_env.sh
 source "$here/side_env.sh"
-side_env smdebug "$0"  # env_dir: bench/.venv-smdebug, a link into the cache
+reqs=("smdebug==1.0.34" "numpy==2.2.*" "protobuf==3.20.3" requests pandas psutil boto3 "scipy==1.15.*" "torch==2.13.0")
+side_env smdebug "${reqs[@]}"  # env_dir: bench/.venv-smdebug, a link into the cache
 python="${PYTHON:-$(command -v python3.11 || command -v python3)}"
 if [ -f "$env_dir/.ready-v3" ]; then exit 0; fi
 "$python" -m venv --clear "$(readlink -f "$env_dir")"  # built where it lives (the cache)
-"$env_dir/bin/python" -m pip install -q --disable-pip-version-check \
-  "smdebug==1.0.34" "numpy==2.2.*" "protobuf==3.20.3" requests pandas psutil boto3 "scipy==1.15.*" "torch==2.13.0"
+"$env_dir/bin/python" -m pip install -q --disable-pip-version-check "${reqs[@]}"
 "$env_dir/bin/python" -c "from smdebug.profiler.analysis.utils.profiler_data_to_pandas import PandasFrame"
 touch "$env_dir/.ready-v3"
