@@ -76,6 +76,7 @@ __all__ = [
     "SYSTEM_MINUTES_TABLE",
     "TAG_PREFIX",
     "TRAINING_JOBS_TABLE",
+    "TRAINING_JOB_NAME_ENV",
     "TRAINING_JOB_NAME_PATTERN",
     "TRIGGER_SOURCES",
     "UNREPORTED_EXECUTION_STATUSES",
@@ -139,6 +140,10 @@ DEBUG_OUTPUT: Final = "debug-output"
 # DebugHookConfig (HookParameters, CollectionConfigurations) as compact JSON. SageMaker refuses an Environment
 # value over ENVIRONMENT_VALUE_MAX characters (botocore's TrainingEnvironmentValue), so the plan refuses it first.
 HOOK_OUTPUT_ENV: Final = "SMX_DEBUG_OUTPUT"
+# SageMaker sets it in every training container (Developer Guide, "How Amazon SageMaker Provides Training
+# Information": the TrainingJobName of the CreateTrainingJob request); the hook's trial goes under it, and its
+# presence tells the hook and the framework callbacks that they run in a SageMaker training job.
+TRAINING_JOB_NAME_ENV: Final = "TRAINING_JOB_NAME"
 HOOK_CONFIG_ENV: Final = "SMX_DEBUG_HOOK"
 ENVIRONMENT_VALUE_MAX: Final = 512
 # On every run the retraining workflow launches (value: the workflow run, ``<job_name_prefix>-<run_id>``): the

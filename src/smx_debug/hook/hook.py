@@ -31,6 +31,7 @@ import torch
 from torch import nn
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
+from smx_debug.contracts import TRAINING_JOB_NAME_ENV
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.hook import singleton
 from smx_debug.hook.collection import (
@@ -128,7 +129,7 @@ def _worker() -> tuple[str, int]:
 
 
 def _is_sagemaker_job() -> bool:
-    return "TRAINING_JOB_NAME" in os.environ
+    return TRAINING_JOB_NAME_ENV in os.environ
 
 
 class Hook:

@@ -28,7 +28,7 @@ from pydantic import StrictBool, StrictStr
 
 from smx_debug import _json as bounded_json
 from smx_debug.config._base import FrozenModel
-from smx_debug.contracts import HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV, hook_trial_uri
+from smx_debug.contracts import HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV, TRAINING_JOB_NAME_ENV, hook_trial_uri
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.hook.collection import DEFAULT_COLLECTIONS
 from smx_debug.hook.reduction_config import ReductionConfig
@@ -65,9 +65,6 @@ HOOK_KEYS = _SAVE_ALL_KEYS | _REDUCTION_KEYS | {"save_all", "include_regex", "in
                                                   "export_tensorboard", "tensorboard_dir", "dry_run"}
 COLLECTION_KEYS = _SAVE_ALL_KEYS | _REDUCTION_KEYS | {"include_regex", "save_histogram"}
 _TOP_KEYS = ("LocalPath", "S3OutputPath", "HookParameters", "CollectionConfigurations")
-# SageMaker sets it in every training container (Developer Guide, "How Amazon SageMaker Provides Training
-# Information": the TrainingJobName of the CreateTrainingJob request)
-TRAINING_JOB_NAME_ENV = "TRAINING_JOB_NAME"
 
 
 class CollectionSettings(FrozenModel):

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from smx_debug.contracts import TRAINING_JOB_NAME_ENV
 from smx_debug.errors import ConfigError
 from smx_debug.hook.collection import CollectionKeys
 from smx_debug.hook.hook import SCALAR_PREFIX, Hook, get_hook
@@ -82,7 +83,7 @@ def resolve_hook(hook: Hook | None = None, *, plan: Any = None, out_dir: str | o
     found = get_hook(create_if_not_exists=True)
     if found is not None:
         return found
-    if "TRAINING_JOB_NAME" in os.environ:
+    if TRAINING_JOB_NAME_ENV in os.environ:
         log.warning("smx_debug: this SageMaker job has no hook settings (launched without a plan's hook or a "
                     "DebugHookConfig): SmxDebugCallback saves nothing and training goes on")
         return None

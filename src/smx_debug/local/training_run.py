@@ -55,6 +55,7 @@ from smx_debug.contracts import (
     JOB_FAILED,
     JOB_IN_PROGRESS,
     JOB_STOPPED,
+    TRAINING_JOB_NAME_ENV,
     hook_trial_uri,
 )
 from smx_debug.errors import ConfigError, NotFoundError
@@ -150,7 +151,7 @@ def start_training(
     # (instead of any credentials of the caller's) are SageMaker's
     container_env = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in _CALLER_ONLY}
     container_env.update({**environment, **container_environment(aws, job_name, str(desc["RoleArn"])),
-                          "SMDEBUG_CONFIG_FILE_PATH": str(config_file), "TRAINING_JOB_NAME": job_name})
+                          "SMDEBUG_CONFIG_FILE_PATH": str(config_file), TRAINING_JOB_NAME_ENV: job_name})
     upload: tuple[str, str] | None = None
     if hook_config:
         # SageMaker hands the container the job's DebugHookConfig as given, LocalPath filled in, and uploads it

@@ -13,14 +13,9 @@ import smx_debug.hook as smd
 from smx_debug.config import DebugPlan
 from smx_debug.config.request import debug_hook_config
 from smx_debug.config.sdk_v3 import hook_environment
-from smx_debug.contracts import ENVIRONMENT_VALUE_MAX, HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV
+from smx_debug.contracts import ENVIRONMENT_VALUE_MAX, HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV, TRAINING_JOB_NAME_ENV
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.hook.json_config import (
-    TRAINING_JOB_NAME_ENV,
-    read_hook_config,
-    settings_from_environment,
-    settings_from_plan,
-)
+from smx_debug.hook.json_config import read_hook_config, settings_from_environment, settings_from_plan
 from smx_debug.rules.watch_spec import TENSOR_WATCH_RULES
 
 OUTPUT = "s3://guard-bucket/debugger"
