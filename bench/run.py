@@ -9,7 +9,9 @@ Each benchmark prints its own figures and the ratios against the baseline its is
 - bench/parity.py: our profiler rules vs the last public Debugger rule code on generated jobs (docs/rules.md)
 - bench/report_bench.py: the HTML report of an 8-node, 8-GPU, one-hour job (render < 5 s, file < 5 MB)
 - bench/tensors_bench.py: reading 10,000 steps x 50 tensors from disk, ours (create_trial + frame) against
-  smdebug's create_trial reading every value, side by side (target >= 20x; our peak memory < 3x the frame)
+  smdebug's create_trial reading every value, side by side (target >= 20x; our peak memory < 3x the frame); then
+  every value of 2,000 steps x 50 tensors written by smdebug's own FileWriter, through
+  trial.tensor(name).value(step), ours against smdebug (target >= 20x)
 - bench/hook_bench.py: the PyTorch hook's overhead per step on a small CNN saving every 100 steps, against no
   hook and against smdebug's own hook (side env, with torch) with the same configuration
 - bench/evaluator_bench.py: the scheduled evaluator on a busy local account, 200 running jobs x 4 hosts (50 another
