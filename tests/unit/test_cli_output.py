@@ -103,3 +103,52 @@ def test_cli_json_option_is_gone_usage_error(argv: list[str], capsys: pytest.Cap
 def test_cli_output_unknown_format_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["rules", "list", "--output", "yaml"]) == 2
     assert "--output" in capsys.readouterr().err
+
+
+def test_cli_fleet_passes_only_given_options_library_defaults_apply(monkeypatch: pytest.MonkeyPatch,
+                                                                    tmp_path: Path) -> None:
+    # the CLI restates no default of smx_debug.fleet and checks nothing the library checks: it passes what was given
+    import smx_debug.fleet as fleet
+    from smx_debug.fleet.engines import QueryResult
+
+    calls: list[dict[str, object]] = []
+
+    def execute(name: str, **kwargs: object) -> QueryResult:
+        calls.append({"name": name, **kwargs})
+        import pandas as pd
+
+        return QueryResult(query=name, engine="duckdb", frame=pd.DataFrame(), seconds=0.0)
+
+    monkeypatch.setattr(fleet, "execute", execute)
+    assert _run(["fleet", "idle_gpu_hours", "--root", str(tmp_path)]) == 0
+    assert calls == [{"name": "idle_gpu_hours", "root": str(tmp_path)}]
+
+
+def test_cli_fleet_help_says_the_library_defaults(capsys: pytest.CaptureFixture[str]) -> None:
+    import inspect
+
+    from smx_debug.fleet import run, sql
+
+    assert _run(["fleet", "--help"]) == 0
+    help_text = " ".join(capsys.readouterr().out.split())
+    defaults = inspect.signature(run.execute).parameters
+    assert f"(default {sql.DEFAULT_SINCE.days}d)" in help_text
+    assert f"(default {defaults['engine'].default})" in help_text
+    assert f"(default {sql.DEFAULT_TOP})" in help_text
+    assert f"(default {sql.DEFAULT_IDLE_THRESHOLD:g})" in help_text
+    assert f"default {run.DEFAULT_STACK})" in help_text
+
+
+def test_cli_report_reads_the_plan_once(job: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from smx_debug.config import DebugPlan
+
+    reads: list[str] = []
+    real = DebugPlan.from_file.__func__  # type: ignore[attr-defined]
+
+    def from_file(cls, path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        reads.append(str(path))
+        return real(cls, path, *args, **kwargs)
+
+    monkeypatch.setattr(DebugPlan, "from_file", classmethod(from_file))
+    assert _run(["report", job, "--plan", PLAN, "--out", str(tmp_path / "r.html")]) == 0
+    assert reads == [PLAN]

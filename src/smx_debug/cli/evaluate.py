@@ -25,7 +25,7 @@ from smx_debug.contracts import ISSUES_FOUND, JOB_ENDED_STATUSES, NO_ISSUES_FOUN
 if TYPE_CHECKING:
     from smx_debug.evaluate import ConfiguredRule
 
-__all__ = ["add_rule_options", "register", "rule_selection"]
+__all__ = ["RuleSelection", "add_rule_options", "register"]
 
 
 class _Distinct(argparse.Action):
@@ -71,53 +71,67 @@ def add_rule_options(parser: argparse.ArgumentParser, *, many: bool = False) -> 
                         help="for a job name: Debugger profiler output, CloudWatch instance metrics, or auto")
 
 
-def rule_selection(args: argparse.Namespace, *, tensors: bool = False
-                   ) -> tuple[list[ConfiguredRule], dict[str, dict[str, Any]], list[str]]:
-    """The rule configurations to run, ``{}`` (kept for callers; --set is folded in), and plan rules we skip.
+class RuleSelection:
+    """What ``--plan``, ``--rule`` and ``--set`` select, the plan read and checked once.
 
     ``--plan``: the plan's configurations, each under its configuration name (one rule configured twice is
     two configurations). ``--rule NAME``: only the configurations with that name or rule class (a rule class
     the plan lacks is added with its defaults). ``--set NAME.param=value``: NAME is a configuration name, or a
     rule class (every configuration of it; added with defaults if none is selected); with one --rule,
-    ``--set param=value`` is that rule's. No plan, no --rule: every rule (``tensors``: every tensor rule).
+    ``--set param=value`` is that rule's. No plan, no --rule: every rule of the kind asked for.
     """
-    from smx_debug.config import DebugPlan
-    from smx_debug.rules.configured import configured_rule
-    from smx_debug.rules.params import (
-        PROFILER_RULES,
-        SCALAR_RULES,
-        TENSOR_RULES,
-        parse_assignment,
-        rule_defaults,
-    )
 
-    skipped: list[str] = []
-    if args.plan:
-        plan = DebugPlan.from_file(args.plan)
-        configs, skipped = plan.tensor_rules() if tensors else plan.evaluated_rules()
-    else:
-        configs = [configured_rule(r) for r in (TENSOR_RULES if tensors else (*PROFILER_RULES, *SCALAR_RULES))]
-    if args.rule:
-        picked = []
-        for name in dict.fromkeys(args.rule):
-            hits = [c for c in configs if name in (c.name, c.rule) and c not in picked]
-            if not hits:
-                rule_defaults(name)  # neither a configuration of the plan nor a rule: UnknownNameError with a hint
-                hits = [configured_rule(name)]
-            picked.extend(hits)
-        configs = picked
-    only = configs[0].name if args.rule and len(configs) == 1 else None
-    for text in args.sets:
-        key, param, value = parse_assignment(text, rule=only)
-        targets = [i for i, c in enumerate(configs) if c.name == key] or [
-            i for i, c in enumerate(configs) if c.rule == key]
-        if not targets:
-            rule_defaults(key)
-            configs.append(configured_rule(key))
-            targets = [len(configs) - 1]
-        for i in targets:
-            configs[i] = configs[i].with_overrides({param: value})
-    return configs, {}, skipped
+    def __init__(self, args: argparse.Namespace) -> None:
+        from smx_debug.config import DebugPlan
+
+        self._rules: list[str] = list(args.rule)
+        self._sets: list[str] = list(args.sets)
+        self._plan = DebugPlan.from_file(args.plan) if args.plan else None
+
+    def profiler(self) -> tuple[list[ConfiguredRule], list[str]]:
+        """The profiler and scalar rule configurations, and the plan's rules not evaluated on profiler data."""
+        return self._select(tensors=False)
+
+    def tensors(self) -> tuple[list[ConfiguredRule], list[str]]:
+        """The tensor rule configurations, and the plan's rules not evaluated on tensors."""
+        return self._select(tensors=True)
+
+    def _select(self, *, tensors: bool) -> tuple[list[ConfiguredRule], list[str]]:
+        from smx_debug.rules.configured import configured_rule
+        from smx_debug.rules.params import (
+            PROFILER_RULES,
+            SCALAR_RULES,
+            TENSOR_RULES,
+            parse_assignment,
+            rule_defaults,
+        )
+
+        skipped: list[str] = []
+        if self._plan is not None:
+            configs, skipped = self._plan.tensor_rules() if tensors else self._plan.evaluated_rules()
+        else:
+            configs = [configured_rule(r) for r in (TENSOR_RULES if tensors else (*PROFILER_RULES, *SCALAR_RULES))]
+        if self._rules:
+            picked = []
+            for name in dict.fromkeys(self._rules):
+                hits = [c for c in configs if name in (c.name, c.rule) and c not in picked]
+                if not hits:
+                    rule_defaults(name)  # neither a configuration of the plan nor a rule: UnknownNameError, a hint
+                    hits = [configured_rule(name)]
+                picked.extend(hits)
+            configs = picked
+        only = configs[0].name if self._rules and len(configs) == 1 else None
+        for assignment in self._sets:
+            key, param, value = parse_assignment(assignment, rule=only)
+            targets = [i for i, c in enumerate(configs) if c.name == key] or [
+                i for i, c in enumerate(configs) if c.rule == key]
+            if not targets:
+                rule_defaults(key)
+                configs.append(configured_rule(key))
+                targets = [len(configs) - 1]
+            for i in targets:
+                configs[i] = configs[i].with_overrides({param: value})
+        return configs, skipped
 
 
 def _wants_tensors(args: argparse.Namespace) -> bool:
@@ -174,14 +188,14 @@ def _run(args: argparse.Namespace) -> int:
 
     if _wants_tensors(args):
         return _run_trial(args)
-    configs, overrides, skipped = rule_selection(args)
+    configs, skipped = RuleSelection(args).profiler()
     if args.live:
         return _live(args, configs)
     _check_outputs(args)
     report = LoadReport()
     data, info = load_job(args.job_or_path, source=args.source, report=report)
     require_data(data, info.name, info.source)
-    results = evaluate(data, configs, overrides)
+    results = evaluate(data, configs)
     head = (f"{info.name}: {len(results)} rules on {len(data.system):,} system rows, {len(data.steps):,} steps, "
             f"{len(data.scalars):,} scalars ({info.source})")
     return _output(args, results, head, report.skipped, [f"not evaluated locally (needs tensors): {n}" for n in skipped])
@@ -219,7 +233,7 @@ def _run_trial(args: argparse.Namespace) -> int:
     from smx_debug.evaluate.tensor_eval import TensorEvaluator
     from smx_debug.tensors import create_trial
 
-    configs, _, skipped = rule_selection(args, tensors=True)
+    configs, skipped = RuleSelection(args).tensors()
     if args.live:
         return _live_trial(args, configs)
     _check_outputs(args)

@@ -6,20 +6,10 @@ import argparse
 import sys
 from typing import Any
 
-from smx_debug.cli._args import check_output_file, positive_int
+from smx_debug.cli._args import check_output_file
 from smx_debug.cli._output import add_out_option, as_table, as_text, emit, output_format
 
 __all__ = ["register"]
-
-
-def _threshold(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentage, got {text!r}") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"must be a percentage 0-100, got {text!r}")
-    return value
 
 
 def _list(args: argparse.Namespace) -> int:
@@ -35,22 +25,28 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+# the options passed on to smx_debug.fleet.execute, by its parameter names: given ones only, so its defaults
+# and its checks (one owner) apply; its ConfigErrors are told with the option's name
+_OPTIONS = {"since": "--since", "n": "--top", "idle_threshold": "--idle-threshold", "engine": "--engine",
+            "root": "--root", "endpoint_url": "--endpoint-url", "stack_name": "--stack", "database": "--database",
+            "workgroup": "--workgroup"}
+
+
 def _run(args: argparse.Namespace) -> int:
     check_output_file(args.out, "--out")
     if args.query == "list":
         return _list(args)
+    from smx_debug import fleet
     from smx_debug.errors import ConfigError
-    from smx_debug.fleet import execute, get_query, parse_since
 
-    get_query(args.query)  # an unknown name fails before any work
-    parse_since(args.since)
-    if args.engine == "duckdb" and args.root is None:
-        raise ConfigError("--root is required with --engine duckdb: the fleet dataset's folder or "
-                          "s3://bucket/prefix (the stack's bucket: s3://<OutputBucketName>/smx-debug/fleet/)",
-                          field="--root", value=None)
-    result = execute(args.query, since=args.since, n=args.top, idle_threshold=args.idle_threshold,
-                     engine=args.engine, root=args.root, endpoint_url=args.endpoint_url, stack_name=args.stack,
-                     database=args.database, workgroup=args.workgroup)
+    given = {name: getattr(args, name) for name in _OPTIONS if getattr(args, name) is not None}
+    try:
+        result = fleet.execute(args.query, **given)
+    except ConfigError as exc:
+        option = _OPTIONS.get(str(exc.field))
+        if option is None:
+            raise
+        raise ConfigError(f"{exc} ({option})", field=option, value=exc.value) from exc
     frame = result.frame
     fmt = output_format(args)
     if fmt == "json":
@@ -72,14 +68,17 @@ def register(subparsers: Any) -> Any:
         "Prints the rows (--output table, text or json), then what the query scanned and, on Athena, its price. docs/fleet.md.",
     )
     parser.add_argument("query", help="a named query, or `list`")
-    parser.add_argument("--since", default="30d", help="how far back: 30d, 12h, 90m or an ISO date (default 30d)")
-    parser.add_argument("--engine", choices=("duckdb", "athena"), default="duckdb")
+    # no defaults here: smx_debug.fleet's apply (fleet.sql's DEFAULT_SINCE, DEFAULT_TOP, DEFAULT_IDLE_THRESHOLD,
+    # fleet.run's DEFAULT_STACK), and the help says them; a test keeps the help and the library in step
+    parser.add_argument("--since", help="how far back: 30d, 12h, 90m or an ISO date (default 30d)")
+    parser.add_argument("--engine", metavar="duckdb|athena", help="the engine (default duckdb)")
     parser.add_argument("--root", metavar="PATH|s3://...", help="the dataset (DuckDB): a folder or s3://bucket/prefix")
     parser.add_argument("--endpoint-url", help="S3 endpoint for an s3:// root (e.g. the local AWS)")
-    parser.add_argument("--top", type=positive_int, default=10, metavar="N", help="jobs in top_* queries (10)")
-    parser.add_argument("--idle-threshold", type=_threshold, default=10.0, metavar="PCT",
+    parser.add_argument("--top", type=int, dest="n", metavar="N", help="jobs in top_* queries (default 10)")
+    parser.add_argument("--idle-threshold", type=float, metavar="PCT",
                         help="a GPU-minute under this mean utilisation is idle (default 10)")
-    parser.add_argument("--stack", default="SmxDebugGuard", help="the deployed stack (Athena's database and workgroup)")
+    parser.add_argument("--stack", dest="stack_name",
+                        help="the deployed stack (Athena's database and workgroup; default SmxDebugGuard)")
     parser.add_argument("--database", help="Athena: the Glue database (default: the stack's)")
     parser.add_argument("--workgroup", help="Athena: the workgroup (default: the stack's)")
     add_out_option(parser, "the rows (in the --output format)")

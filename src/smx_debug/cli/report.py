@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from smx_debug.cli._args import check_output_file, non_negative_float, positive_int, require_data, table_name
-from smx_debug.cli.evaluate import add_rule_options, rule_selection
+from smx_debug.cli.evaluate import RuleSelection, add_rule_options
 from smx_debug.contracts import Env
 from smx_debug.errors import ConfigError
 
@@ -134,8 +134,8 @@ def _tensors(trial: Any, configs: Any) -> tuple[dict[str, Any], Any]:
                                 steps=len(trial.steps()), tensors=len(trial.tensor_names()))
 
 
-def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: Any, overrides: Any,
-         title: str | None, onset: int | None) -> Any:
+def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: Any, title: str | None,
+         onset: int | None) -> Any:
     from smx_debug.data.jobs import load_job
     from smx_debug.errors import NoDataYetError, NotFoundError
     from smx_debug.evaluate import JobData, LoadReport, evaluate
@@ -160,7 +160,7 @@ def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: A
         profiled = any(len(f) for f in (data.system, data.steps, data.scalars))
         rules = [c for c in rules if c.rule not in TENSOR_RULES and (asked or profiled)]
         report.skipped.update(trial.skipped)
-    results = {**evaluate(data, rules, overrides), **results}
+    results = {**evaluate(data, rules), **results}
     outcome = load_outcome(info, args, onset)
     instance_type = args.instance_type or info.instance_type
     cost = estimate_job_cost(
@@ -175,14 +175,15 @@ def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: A
 def _run(args: argparse.Namespace) -> int:
     from smx_debug.htmlreport import write_comparison, write_report
 
-    rules, overrides, _ = rule_selection(args)
-    tensor_rules, _, _ = rule_selection(args, tensors=True)
+    selection = RuleSelection(args)  # the plan read once, for both kinds of rules
+    rules, _ = selection.profiler()
+    tensor_rules, _ = selection.tensors()
     check_output_file(args.out, "--out")
     jobs: list[str] = args.job_or_path
     if len(jobs) > 1 and args.onset:
         raise ConfigError("--onset applies to one job; give one JOB_OR_PATH", field="--onset", value=args.onset)
     onset = onset_of(args)
-    inputs = [_one(job, args, rules, tensor_rules, overrides, args.title if len(jobs) == 1 else None, onset)
+    inputs = [_one(job, args, rules, tensor_rules, args.title if len(jobs) == 1 else None, onset)
               for job in jobs]
     if len(inputs) == 1:
         path = write_report(inputs[0], args.out)

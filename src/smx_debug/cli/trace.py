@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from smx_debug.cli._args import check_output_file, require_data
-from smx_debug.cli.evaluate import add_rule_options, rule_selection
+from smx_debug.cli.evaluate import RuleSelection, add_rule_options
 from smx_debug.cli.report import add_outcome_options
 
 __all__ = ["register"]
@@ -20,7 +20,7 @@ def _run(args: argparse.Namespace) -> int:
     from smx_debug.evaluate import LoadReport, evaluate
     from smx_debug.htmlreport import ReportInput, build_model
 
-    rules, overrides, _ = rule_selection(args)
+    rules, _ = RuleSelection(args).profiler()
     check_output_file(args.out, "--out")
     onset = onset_of(args)
     data, info = load_job(args.job_or_path, source=args.source, report=LoadReport())
@@ -28,7 +28,7 @@ def _run(args: argparse.Namespace) -> int:
     events = load_framework_events(args.job_or_path)
     outcome = load_outcome(info, args, onset)
     # the report's own model: the same first-trigger times and stop as the HTML report shows
-    model = build_model(ReportInput(job_name=info.name, data=data, results=evaluate(data, rules, overrides),
+    model = build_model(ReportInput(job_name=info.name, data=data, results=evaluate(data, rules),
                                     events=events, outcome=outcome))
     marks = [TraceMark(f"first trigger: {r.name}", r.first_trigger_ns, "trigger") for r in model.fired
              if r.first_trigger_ns is not None]
