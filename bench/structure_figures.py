@@ -3,10 +3,10 @@
 Run ``python bench/structure_figures.py`` (``--list`` also names the cycles, the walk's modules and the files with
 the most function-local imports). It prints:
 
-- exported names: the sum of every ``__all__``'s length under src/smx_debug, the modules that declare one, and the
-  packages that export most;
+- exported names: the sum of every ``__all__``'s length under src/smx_debug (and with infra/ and lambdas/, the
+  scope of issue 32's figure), the modules that declare one, and the packages that export most;
 - function-local imports: ``import`` statements inside a function or method body (nested ones included), and the
-  files that hold them;
+  files that hold them (src/smx_debug; and with infra/ and lambdas/);
 - import cycles between smx_debug modules: strongly connected components of the module graph, counted three
   ways: every import (module level, inside functions, under ``if TYPE_CHECKING:``), without the
   ``TYPE_CHECKING`` ones, and module-level imports only. ``from a.b import c`` is an arrow to ``a.b`` (and to
@@ -57,7 +57,8 @@ def _modules(root: Path) -> dict[str, Module]:
     mods: dict[str, Module] = {}
     src = root / "src"
     paths = [(p, ".".join(p.relative_to(src).with_suffix("").parts)) for p in sorted((src / "smx_debug").rglob("*.py"))]
-    paths.append((root / "lambdas" / "evaluator" / "handler.py", HANDLER_MODULE))
+    for folder in ("infra", "lambdas"):  # counted with src for exported names and function-local imports
+        paths += [(p, ".".join(p.relative_to(root).with_suffix("").parts)) for p in sorted((root / folder).rglob("*.py"))]
     for path, name in paths:
         is_package = path.name == "__init__.py"
         name = name.removesuffix(".__init__")
@@ -122,8 +123,9 @@ def _read_imports(mods: dict[str, Module]) -> None:
                     for bound, what in _resolve(mods, mod, child):
                         mod.bound.setdefault(bound, what)
                 return
-            if isinstance(child, ast.Assign) and kind == "top":
-                for name in child.targets:
+            if isinstance(child, ast.Assign | ast.AnnAssign) and kind == "top":  # `__all__: list[str] = []` too
+                targets = child.targets if isinstance(child, ast.Assign) else [child.target]
+                for name in targets:
                     if isinstance(name, ast.Name) and name.id == "__all__" and isinstance(
                             child.value, ast.List | ast.Tuple):
                         mod.exported = len(child.value.elts)
@@ -319,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="also name the cycles, the walk and the top files")
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="the tree to read (default: this checkout's working tree; for a commit alone: "
-                             "git archive <commit> src lambdas | tar -x -C DIR)")
+                             "git archive <commit> src infra lambdas | tar -x -C DIR)")
     args = parser.parse_args(argv)
     root = args.root.resolve()
 
@@ -331,14 +333,18 @@ def main(argv: list[str] | None = None) -> int:
     by_package: Counter[str] = Counter()
     for m in declaring:
         by_package[m.name if m.name == "smx_debug" else m.name.split(".")[1]] += m.exported or 0
-    print(f"modules: {len(src)} under src/smx_debug")
-    print(f"exported names: {sum(m.exported or 0 for m in declaring)} in {len(declaring)} modules declaring __all__; "
-          f"most: {', '.join(f'{p} {n}' for p, n in by_package.most_common(6))}")
+    tree_declaring = [m for m in mods.values() if m.exported is not None]
+    print(f"modules: {len(src)} under src/smx_debug, {len(mods)} with infra/ and lambdas/")
+    print(f"exported names: {sum(m.exported or 0 for m in declaring)} in {len(declaring)} of src's modules declaring "
+          f"__all__; {sum(m.exported or 0 for m in tree_declaring)} in {len(tree_declaring)} with infra/ and "
+          f"lambdas/; most: {', '.join(f'{p} {n}' for p, n in by_package.most_common(6))}")
     faces = sorted(((m.exported or 0, m.name) for m in declaring if m.is_package), reverse=True)
     print(f"  package faces (__init__'s __all__): {', '.join(f'{n} {e}' for e, n in faces[:7])}")
 
     with_local = [m for m in src.values() if m.local_imports]
-    print(f"function-local imports: {sum(m.local_imports for m in src.values())} in {len(with_local)} files")
+    tree_local = [m for m in mods.values() if m.local_imports]
+    print(f"function-local imports: {sum(m.local_imports for m in src.values())} in {len(with_local)} of src's files; "
+          f"{sum(m.local_imports for m in tree_local)} in {len(tree_local)} with infra/ and lambdas/")
 
     every = _sccs(_graph(src, ("top", "local", "typing")))
     runtime = _sccs(_graph(src, ("top", "local")))
@@ -373,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         for key in steps:
             print(f"  {key}")
         print("\nfiles with the most function-local imports:")
-        for m in sorted(with_local, key=lambda m: -m.local_imports)[:15]:
+        for m in sorted(tree_local, key=lambda m: -m.local_imports)[:15]:
             print(f"  {m.local_imports:3d}  {m.path.relative_to(root)}")
     return 0
 
