@@ -117,3 +117,30 @@ def test_cli_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["rules", "list", "--no-such-flag"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: smx-debug") and "unrecognized arguments: --no-such-flag" in err
+
+
+def test_cli_makes_aws_clients_in_one_factory_only() -> None:
+    # the commands get their clients from smx_debug.cli._aws.client (one place for region, retries, endpoint)
+    import ast
+    from pathlib import Path
+
+    import smx_debug.cli
+
+    inline = []
+    for path in sorted(Path(smx_debug.cli.__file__).parent.glob("*.py")):
+        if path.name == "_aws.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and node.attr in {"client", "resource", "Session"} and \
+                    isinstance(node.value, ast.Name) and node.value.id == "boto3":
+                inline.append(f"{path.name}:{node.lineno}")
+    assert inline == []
+
+
+def test_cli_aws_client_uses_standard_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    from smx_debug.cli._aws import client
+
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+    sm = client("sagemaker")
+    assert sm.meta.region_name == "eu-west-1"
+    assert sm.meta.config.retries["mode"] == "standard"

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from smx_debug.cli._args import check_output_file, non_negative_float, positive_int, require_data, table_name
+from smx_debug.cli._aws import client
 from smx_debug.cli.evaluate import RuleSelection, add_rule_options
 from smx_debug.contracts import Env
 from smx_debug.errors import ConfigError
@@ -75,16 +76,12 @@ def load_outcome(info: Any, args: argparse.Namespace, onset: int | None) -> Any:
     """Status, rule trigger times and stop from DescribeTrainingJob and the ledger (job names only), with the
     onset of :func:`onset_of`."""
     ledger_table: str | None = args.ledger_table
-    import boto3
-    from botocore.config import Config
-
     from smx_debug.htmlreport import JobOutcome, fetch_outcome
 
     outcome = JobOutcome()
     if info.instance_type is not None:  # a training job, not a folder or an s3:// prefix
-        config = Config(retries={"mode": "standard"})
-        outcome = fetch_outcome(info.name, sagemaker_client=boto3.client("sagemaker", config=config),
-                                dynamodb_client=boto3.client("dynamodb", config=config) if ledger_table else None,
+        outcome = fetch_outcome(info.name, sagemaker_client=client("sagemaker"),
+                                dynamodb_client=client("dynamodb") if ledger_table else None,
                                 ledger_table=ledger_table)
     return outcome.with_onset(onset)
 
@@ -111,11 +108,8 @@ def _tensor_job_info(job_or_path: str, trial: Any) -> Any:
 
     if Path(job_or_path).expanduser().exists() or job_or_path.startswith("s3://"):
         return JobInfo(name=trial.name, source=trial.path)
-    import boto3
-    from botocore.config import Config
-
-    desc = boto3.client("sagemaker", config=Config(retries={"mode": "standard"})).describe_training_job(
-        TrainingJobName=job_or_path)
+    sm = client("sagemaker")
+    desc = sm.describe_training_job(TrainingJobName=job_or_path)
     res = desc.get("ResourceConfig") or {}
     return JobInfo(name=job_or_path, instance_type=res.get("InstanceType"),
                    instance_count=int(res.get("InstanceCount") or 1), status=desc.get("TrainingJobStatus"),
