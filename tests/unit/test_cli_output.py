@@ -152,3 +152,26 @@ def test_cli_report_reads_the_plan_once(job: str, tmp_path: Path, monkeypatch: p
     monkeypatch.setattr(DebugPlan, "from_file", classmethod(from_file))
     assert _run(["report", job, "--plan", PLAN, "--out", str(tmp_path / "r.html")]) == 0
     assert reads == [PLAN]
+
+
+LIVE = ["--live", "--rule", "CPUBottleneck", "--max-updates", "1", "--interval", "0.1"]
+
+
+def test_cli_rules_evaluate_live_fail_on_issues_exits_1(job: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["rules", "evaluate", job, *LIVE, "--fail-on-issues"]) == 1
+    assert "CPUBottleneck: InProgress -> IssuesFound" in capsys.readouterr().out
+
+
+def test_cli_rules_evaluate_live_output_json_is_the_statuses_only(job: str,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["rules", "evaluate", job, *LIVE, "--output", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out) == [{"RuleConfigurationName": "CPUBottleneck", "RuleEvaluationStatus": "IssuesFound"}]
+    assert "CPUBottleneck: InProgress -> IssuesFound" in err  # the transitions as they happen, on stderr
+
+
+def test_cli_rules_evaluate_live_with_out_is_usage_error(job: str, tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    assert _run(["rules", "evaluate", job, *LIVE, "--out", str(tmp_path / "x.json")]) == 2
+    assert capsys.readouterr().err.startswith("error: --out")
+    assert not (tmp_path / "x.json").exists()

@@ -21,6 +21,7 @@ from smx_debug.cli._args import (
 from smx_debug.cli._exit import ExitStatus
 from smx_debug.cli._output import add_out_option, as_table, as_text, emit, output_format
 from smx_debug.contracts import ISSUES_FOUND, JOB_ENDED_STATUSES, NO_ISSUES_FOUND, RULE_IN_PROGRESS
+from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
     from smx_debug.evaluate import ConfiguredRule
@@ -190,6 +191,7 @@ def _run(args: argparse.Namespace) -> int:
         return _run_trial(args)
     configs, skipped = RuleSelection(args).profiler()
     if args.live:
+        _check_live(args)
         return _live(args, configs)
     _check_outputs(args)
     report = LoadReport()
@@ -235,6 +237,7 @@ def _run_trial(args: argparse.Namespace) -> int:
 
     configs, skipped = RuleSelection(args).tensors()
     if args.live:
+        _check_live(args)
         return _live_trial(args, configs)
     _check_outputs(args)
     trial = create_trial(args.job_or_path)
@@ -245,15 +248,36 @@ def _run_trial(args: argparse.Namespace) -> int:
                    reasons=True)
 
 
-def _print_transitions(transitions: Any, *, reasons: bool = False) -> None:
+def _print_transitions(args: argparse.Namespace, transitions: Any, *, reasons: bool = False) -> None:
+    """Each status change as it happens: stdout, or stderr with ``--output json`` (stdout is then the statuses)."""
+    stream = sys.stderr if output_format(args) == "json" else sys.stdout
     stamp = datetime.now(UTC).strftime("%H:%M:%S")
     for t in transitions:
         reason = f" ({t.result.message})" if reasons and t.result.message else ""
-        print(f"{stamp} {t.rule}: {t.previous} -> {t.status} {t.status_details.strip()}{reason}".rstrip(), flush=True)
+        print(f"{stamp} {t.rule}: {t.previous} -> {t.status} {t.status_details.strip()}{reason}".rstrip(),
+              file=stream, flush=True)
 
 
-def _print_statuses(status: Mapping[str, str]) -> None:
-    print(json.dumps([{"RuleConfigurationName": r, "RuleEvaluationStatus": s} for r, s in status.items()]))
+def _finish_live(args: argparse.Namespace, status: Mapping[str, str]) -> int:
+    """The final statuses (as DescribeTrainingJob's rule statuses) in the --output format; the exit status."""
+    rows = [{"RuleConfigurationName": r, "RuleEvaluationStatus": s} for r, s in status.items()]
+    fmt = output_format(args)
+    if fmt == "json":
+        emit(rows, args)
+    elif fmt == "text":
+        emit(as_text([(r, s) for r, s in status.items()]), args)
+    else:
+        emit(json.dumps(rows), args)  # the line live mode has always ended with
+    fired = any(s == ISSUES_FOUND for s in status.values())
+    return ExitStatus.RULES_FIRED if fired and args.fail_on_issues else ExitStatus.OK
+
+
+def _check_live(args: argparse.Namespace) -> None:
+    """Live mode prints as it goes: there is no one result to write to --out or --output-dir."""
+    for option, value in (("--out", args.out), ("--output-dir", args.output_dir)):
+        if value is not None:
+            raise ConfigError(f"{option} does not apply to --live (it prints the status changes as they happen)",
+                              field=option, value=value)
 
 
 def _live_trial(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
@@ -280,18 +304,16 @@ def _live_trial(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
     print(f"{trial.name}: watching {len(configs)} tensor rules on {trial.path} every {args.interval:g} s",
           flush=True)
     while True:
-        _print_transitions(live.update(), reasons=True)
+        _print_transitions(args, live.update(), reasons=True)
         updates += 1
         if live.ended or not live.board.in_progress() or (args.max_updates and updates >= args.max_updates):
             break
         time.sleep(args.interval)
     if live.ended:
-        _print_transitions(live.finish())
-    _print_statuses(live.status)
+        _print_transitions(args, live.finish())
     for what, n in trial.skipped.items():
         print(f"skipped {n} {what}", file=sys.stderr)
-    fired = any(s == ISSUES_FOUND for s in live.status.values())
-    return ExitStatus.RULES_FIRED if fired and args.fail_on_issues else ExitStatus.OK
+    return _finish_live(args, live.status)
 
 
 def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
@@ -305,7 +327,7 @@ def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
         transitions = live.update(system=data.system, steps=data.steps, scalars=data.scalars, replace=True,
                                   now=datetime.now(UTC))
         updates += 1
-        _print_transitions(transitions)
+        _print_transitions(args, transitions)
         ended = (info.status in JOB_ENDED_STATUSES) or (
             Path(args.job_or_path).exists() and any(Path(args.job_or_path).rglob("training_job_end.ts"))
         )
@@ -315,9 +337,8 @@ def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
             break
         time.sleep(args.interval)
     if ended:
-        _print_transitions(live.finish())
-    _print_statuses(live.status)
-    return 0
+        _print_transitions(args, live.finish())
+    return _finish_live(args, live.status)
 
 
 def register(subparsers: Any) -> Any:
