@@ -5,8 +5,9 @@ SageMaker writes the job's ``DebugHookConfig`` to ``/opt/ml/input/config/debugho
 ``HookParameters`` and ``CollectionConfigurations``, parameter values as strings. smdebug's parsing
 (``smdebug/core/json_config.py``) is followed: un-prefixed save keys apply to every mode, ``train.``/``eval.``/
 ``predict.``/``global.`` keys to one, and a collection's missing keys come from the hook's. Unlike smdebug,
-an unknown key, a bad value, or a collection that is neither built in nor given an ``include_regex`` is a
-ConfigError/UnknownNameError naming the field and the value, before training starts.
+an unknown key, a bad value, or a collection that is neither built in, nor one the built-in rules read
+(:data:`~smx_debug.hook.collection.RULE_COLLECTIONS`, whose regex the hook fills in), nor given an
+``include_regex`` is a ConfigError/UnknownNameError naming the field and the value, before training starts.
 
 A job launched without a ``DebugHookConfig`` (SDK v3's ``ModelTrainer``, ``plan.to_model_trainer_kwargs()``) has
 no such file: its plan rendered the same settings into the job's ``Environment``
@@ -30,7 +31,7 @@ from smx_debug import _json as bounded_json
 from smx_debug.config._base import FrozenModel
 from smx_debug.contracts import HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV, TRAINING_JOB_NAME_ENV, hook_trial_uri
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
-from smx_debug.hook.collection import DEFAULT_COLLECTIONS
+from smx_debug.hook.collection import DEFAULT_COLLECTIONS, RULE_COLLECTIONS
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig, SaveConfigMode
 from smx_debug.rules.definitions import closest
@@ -241,13 +242,16 @@ def _collection(entry: object, source: str, where: str, base_modes: dict[ModeKey
                           field=f"{where}.CollectionName", value=name)
     params = _params(entry.get("CollectionParameters"), source, f"{where}.CollectionParameters", COLLECTION_KEYS)
     regexes = _regexes(params["include_regex"]) if "include_regex" in params else ()
-    if name not in DEFAULT_COLLECTIONS and not regexes:
-        suggestion = closest(name, sorted(DEFAULT_COLLECTIONS))
+    if name not in DEFAULT_COLLECTIONS and name not in RULE_COLLECTIONS and not regexes:
+        # a rules' collection without include_regex takes the rules' regex in the hook (Hook._check_collections)
+        known = sorted({*DEFAULT_COLLECTIONS, *RULE_COLLECTIONS})
+        suggestion = closest(name, known)
         hint = f"; did you mean {suggestion!r}?" if suggestion else ""
         raise UnknownNameError(
-            f"{source}: {where}.CollectionName: collection {name!r} is not a built-in PyTorch collection "
-            f"({', '.join(sorted(DEFAULT_COLLECTIONS))}) and has no include_regex, so no tensor would be "
-            f"saved in it{hint}", name=name, suggestion=suggestion)
+            f"{source}: {where}.CollectionName: collection {name!r} is neither a built-in PyTorch collection "
+            f"({', '.join(sorted(DEFAULT_COLLECTIONS))}) nor one the built-in rules read "
+            f"({', '.join(sorted(RULE_COLLECTIONS))}), and has no include_regex, so no tensor would be saved in "
+            f"it{hint}", name=name, suggestion=suggestion)
     for regex in regexes:
         import re
 

@@ -13,6 +13,8 @@ from torch import nn
 
 import smx_debug.hook as smd
 from smx_debug.errors import UnknownNameError
+from smx_debug.hook.collection import RULE_COLLECTIONS
+from smx_debug.hook.json_config import parse_hook_config
 
 MakeHook = Callable[..., tuple[smd.Hook, smd.MemorySink]]
 ACTIVATIONS = {"1_relu_input_0", "1_relu_output_0", "3_tanh_input_0", "3_tanh_output_0", "5_sigmoid_input_0",
@@ -108,3 +110,25 @@ def test_hook_rule_collections_as_docs_hook_md_lists_them() -> None:
             regexes = [r.split("(")[0].strip(" `") for r in cells[1].split("`, `")]
             listed.update(zip(names, regexes, strict=True))
     assert listed == {name: regex for name, (regex,) in RULE_COLLECTIONS.items()}
+
+
+@pytest.mark.parametrize(("name", "saved"), [("relu_output", {"1_relu_output_0"}), ("tanh_input", {"3_tanh_input_0"})])
+def test_hook_config_rule_collection_without_include_regex_saves_with_the_rules_regex(name: str,
+                                                                                      saved: set[str]) -> None:
+    """A DebugHookConfig entry naming a rules' collection without include_regex (as a hand-written config, or
+    Debugger's console, gives it) is accepted: the hook fills in the rules' regex."""
+    settings = parse_hook_config({"LocalPath": "/tmp/smx-hook-test-unused",
+                                  "CollectionConfigurations": [{"CollectionName": name,
+                                                                "CollectionParameters": {"save_interval": "1"}}]})
+    assert [c.name for c in settings.collections] == [name] and settings.collections[0].include_regex == ()
+    sink = smd.MemorySink()
+    hook = smd.Hook.from_settings(settings, sink=sink)
+    try:
+        model = _model()
+        hook.register_module(model)
+        train(model, 2)
+    finally:
+        hook.close()
+        smd.del_hook()
+    assert hook.get_collection(name).include_regex == list(RULE_COLLECTIONS[name])
+    assert sink.names(1) & ACTIVATIONS == saved
