@@ -166,11 +166,17 @@ def _data(seed: int, fault: Fault | None, torch: Any) -> tuple[Any, Any, Any, An
 
 def _plan() -> Any:
     from smx_debug import DebugPlan
-    from smx_debug.rules.params import TENSOR_RULES
 
     return DebugPlan.model_validate({"name": "detection-bench", "region": "us-west-2",
                                      "s3_output_path": "s3://detection-bench/runs", "framework": "pytorch",
-                                     "rules": [{"name": r} for r in TENSOR_RULES]})
+                                     "rules": [{"name": r} for r in debugger_tensor_rules()]})
+
+
+def debugger_tensor_rules() -> tuple[str, ...]:
+    """Debugger's tensor rules (the ``debugger`` family; smx-debug's own rules are bench/heldout_bench.py's)."""
+    from smx_debug.rules.registry import rule_defs
+
+    return tuple(d.name for d in rule_defs(family="debugger") if "tensors" in d.evaluates_on)
 
 
 def train(spec: RunSpec, out_dir: str | None, *, steps: int = STEPS,
@@ -277,13 +283,13 @@ def train_steps_before(global_step: int) -> int:
 
 
 def judge(out_dir: str) -> tuple[dict[str, list[int]], list[str]]:
-    """Every tensor rule with its defaults, replayed saved step by saved step: the training step at which each
+    """Every tensor rule of Debugger's with its defaults, replayed saved step by saved step: the training step at which each
     fired (:func:`train_steps_before` its saved global step), and the rules that never saw data."""
     from smx_debug.evaluate.tensor_eval import TensorEvaluator
     from smx_debug.tensors import create_trial
 
     trial = create_trial(out_dir)
-    ev = TensorEvaluator(trial)
+    ev = TensorEvaluator(trial, debugger_tensor_rules())
     fired: dict[str, list[int]] = {}
     counts: dict[str, int] = {}
     results: dict[str, Any] = {}

@@ -12,13 +12,15 @@ import pytest
 
 from smx_debug.evaluate import configured_rule
 from smx_debug.evaluate.tensor_eval import evaluate_trial
-from smx_debug.rules.params import TENSOR_RULES
+from smx_debug.rules.registry import rule_defs
 
 TRIALS = Path(__file__).resolve().parents[2] / "data" / "tensor_rules"
 EXPECTED: dict[str, dict[str, Any]] = json.loads((TRIALS / "expected.json").read_text())
 CASES = [(trial, rule, spec) for trial, rules in sorted(EXPECTED.items()) for rule, spec in sorted(rules.items())]
 # The parameters the fault trials give a rule (TensorVariance has no default thresholds) apply to "healthy" too.
 PARAMS = {rule: spec["parameters"] for _, rule, spec in CASES}
+# Debugger's tensor rules (smdebug wrote these trials for them; smx-debug's own rules are judged elsewhere).
+TENSOR_RULES = tuple(d.name for d in rule_defs(family="debugger") if "tensors" in d.evaluates_on)
 
 
 def test_reference_trials_every_tensor_rule_has_a_fault_trial():

@@ -1,0 +1,73 @@
+"""SmxWeightGrowth: an explosion seen as growth of a weight's norm between saved steps, beside inf/NaN.
+
+Departs from ExplodingTensor, which fires only on inf/NaN: a 100x or 400x learning rate blows the weights up by
+orders of magnitude while every value stays finite, and ExplodingTensor never fires (issue 30). Measured on the
+detection benchmark: docs/rules.md, "Recommended profile"."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from smx_debug.rules.definitions import CollectionRequirement
+from smx_debug.rules.own._shared import LEARNING_MODES, SmxLastSeen, in_collections, judge_one, records
+from smx_debug.rules.registry import define
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    factor: float = Field(3.0, gt=1, description="growth of a weight's L2 norm from one saved step to the next "
+                                                 "that fires")
+    collection_names: str = Field("weights,gradients,losses",
+                                  description="collections whose values must stay finite")
+    growth_collections: str = Field("weights", description="collections whose norm growth is judged")
+
+
+class Evaluator:
+    state_types = (SmxLastSeen,)
+
+    def start(self, params: Params, tally: Any) -> SmxLastSeen:
+        return SmxLastSeen(tally)
+
+    def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
+        import numpy as np
+
+        for name in selection.names:
+            growth = in_collections(batch, name, params.growth_collections)
+            for step, mode, value in records(batch, name):
+                finite = bool(np.isfinite(value).all())
+                if not finite:
+                    judge_one(state.tally, name, step, mode, float((~np.isfinite(value)).sum()), True,
+                              "{v:g} NaN or infinite values", statistic="L2 norm growth", upper=params.factor)
+                    continue
+                if not growth or mode not in LEARNING_MODES:
+                    continue
+                norm = float(np.sqrt(np.square(value).sum()))
+                prev = state.last.get(name)
+                state.last[name] = [norm]
+                if not prev or prev[0] <= 0:
+                    continue
+                ratio = norm / prev[0]
+                judge_one(state.tally, name, step, mode, ratio, ratio > params.factor,
+                          f"L2 norm grew {{v:.3g}}x since its last saved step (factor {params.factor:g})",
+                          statistic="L2 norm growth", upper=params.factor)
+
+
+RULE = define(
+    name="SmxWeightGrowth",
+    summary="A weight's norm grew by a large factor between saved steps, or a value is NaN or infinite.",
+    params=Params,
+    description="The L2 norm of a weight grew more than `factor` times from one saved step to the next, or a "
+                "weight, gradient or loss holds NaN or infinite values: the training is diverging, even where every "
+                "value is still finite.",
+    advice="Lower the learning rate (or warm it up), clip gradients (torch.nn.utils.clip_grad_norm_), and check "
+           "the step at which the growth began for a learning-rate schedule change or a bad batch.",
+    evaluates_on=("tensors",),
+    evaluator=Evaluator(),
+    collections=(CollectionRequirement("weights", save_interval=500),
+                 CollectionRequirement("gradients", save_interval=500),
+                 CollectionRequirement("losses", save_interval=500)),
+    saved_steps_needed=2,
+)

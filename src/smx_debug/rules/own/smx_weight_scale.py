@@ -1,0 +1,66 @@
+"""SmxWeightScale: a poor initialisation seen on the weights themselves: a weight matrix whose standard deviation
+times the square root of its fan-in is far above what PyTorch's, Glorot's or He's initialisations give (0.58 to
+1.41).
+
+Departs from PoorWeightInitialization, which compares the variance of ReLU inputs across layers over 10 saved steps
+and needs ReLU modules: this one reads the weights a plan saves anyway, on any architecture, from the first saved
+step."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from smx_debug.rules.definitions import CollectionRequirement
+from smx_debug.rules.own._shared import SmxLastSeen, judge_one, records
+from smx_debug.rules.registry import define
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    limit: float = Field(3.0, gt=0, description="std(w) x sqrt(fan-in) above which the rule fires")
+    collection_names: str = Field("weights", description="collections it checks (matrices and kernels only)")
+    skip_regex: str = Field(".*(embed|norm|bn).*", description="weights it skips (embeddings are N(0, 1) by design)",
+                            json_schema_extra={"format": "regex"})
+
+
+class Evaluator:
+    state_types = (SmxLastSeen,)
+
+    def start(self, params: Params, tally: Any) -> SmxLastSeen:
+        return SmxLastSeen(tally)
+
+    def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
+        import numpy as np
+
+        skip = re.compile(params.skip_regex, re.IGNORECASE) if params.skip_regex else None
+        for name in selection.names:
+            if skip is not None and skip.search(name):
+                continue
+            for step, mode, value in records(batch, name):
+                if value.ndim < 2 or not np.isfinite(value).all():
+                    continue
+                fan_in = int(np.prod(value.shape[1:]))
+                scale = float(value.std() * np.sqrt(fan_in))
+                judge_one(state.tally, name, step, mode, scale, scale > params.limit,
+                          f"std(w) x sqrt(fan-in) is {{v:.3g}} (limit {params.limit:g})",
+                          statistic="std(w) x sqrt(fan-in)", upper=params.limit)
+
+
+RULE = define(
+    name="SmxWeightScale",
+    summary="A weight matrix is far larger than a standard initialisation makes it.",
+    params=Params,
+    description="The standard deviation of a weight matrix times the square root of its fan-in is above `limit` "
+                "(PyTorch's default, Glorot's and He's initialisations give 0.58 to 1.41): activations grow layer "
+                "after layer and the network trains poorly.",
+    advice="Initialise the weights with the framework's default, Glorot (xavier_uniform_) or He (kaiming_normal_) "
+           "initialisation instead of a fixed standard deviation; if the weights grew during training, lower the "
+           "learning rate.",
+    evaluates_on=("tensors",),
+    evaluator=Evaluator(),
+    collections=(CollectionRequirement("weights", save_interval=500),),
+)

@@ -1,0 +1,186 @@
+"""smx-debug's own rules of the recommended profile, on batches built by hand: each fires on the fault its module
+names and stays quiet on the healthy case its Debugger counterpart gets wrong (issue 30)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from smx_debug.evaluate import configured_rule
+from smx_debug.evaluate.result import RuleResult
+from smx_debug.evaluate.tensor_data import TensorBatch
+from smx_debug.evaluate.tensor_eval import TENSOR_REGISTRY
+from smx_debug.rules.registry import find, rule_defs
+from smx_debug.tensors.arrays import TensorValues
+
+OWN = ("SmxAllZero", "SmxDeadReluShare", "SmxLossPlateau", "SmxOverfitMeans", "SmxSaturatedShare",
+       "SmxStalledWeights", "SmxVanishingWeightGradient", "SmxWeightGrowth", "SmxWeightScale")
+
+
+def batch(steps: Mapping[int, Mapping[str, Any]], collections: Mapping[str, Sequence[str]] | None = None, *,
+          mode: str = "TRAIN") -> TensorBatch:
+    """A batch holding ``{step: {tensor: value}}``; ``collections``: collection -> its tensor names."""
+    names = sorted({n for tensors in steps.values() for n in tensors})
+    arrays = {}
+    for name in names:
+        at = [s for s in sorted(steps) if name in steps[s]]
+        arrays[name] = TensorValues.of(name, at, [mode] * len(at), at, [""] * len(at),
+                                       [np.asarray(steps[s][name]) for s in at])
+    preds = {c: (lambda members: lambda n: n in members)(set(m)) for c, m in (collections or {}).items()}
+    return TensorBatch(arrays=arrays, names=tuple(names), collections=preds)
+
+
+def judge(rule: str, batches: Sequence[TensorBatch], **overrides: Any) -> RuleResult:
+    config = configured_rule(rule, overrides=overrides or None)
+    impl = TENSOR_REGISTRY[rule]
+    state = impl.start(config.params)
+    for b in batches:
+        impl.update(state, b, config.params, impl.select(config.params, b.names, b.collections))
+    return impl.result(state, config.params)
+
+
+WEIGHTS = {"weights": ["fc.weight"], "gradients": ["gradient/fc.weight", "gradient/fc.bias"],
+           "labels": ["labels"], "predictions": ["predictions"]}
+
+
+def test_own_rules_are_registered_as_family_smx() -> None:
+    assert {d.name for d in rule_defs(family="smx")} >= set(OWN)
+    for name in OWN:
+        rule = find(name)
+        assert rule is not None and rule.evaluates_on == ("tensors",), name
+
+
+def test_weight_growth_finite_growth_fires_at_the_step_it_grew() -> None:
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=(8, 8)) * 0.1
+    got = judge("SmxWeightGrowth", [batch({0: {"fc.weight": w}, 500: {"fc.weight": w * 1.2},
+                                           1000: {"fc.weight": w * 1.2 * 50}}, WEIGHTS)])
+    assert (got.triggered, got.trigger_step) == (True, 1000)
+    assert "grew 50x" in got.message
+
+
+def test_weight_growth_healthy_growth_stays_quiet() -> None:
+    rng = np.random.default_rng(0)
+    w = rng.normal(size=(8, 8)) * 0.1
+    got = judge("SmxWeightGrowth", [batch({s: {"fc.weight": w * (1 + s / 1000)} for s in (0, 500, 1000, 1500)},
+                                          WEIGHTS)])
+    assert not got.triggered and got.datapoints == 3
+
+
+def test_weight_growth_nan_gradient_fires() -> None:
+    got = judge("SmxWeightGrowth", [batch({0: {"gradient/fc.weight": np.ones((2, 2))},
+                                           500: {"gradient/fc.weight": np.array([[np.nan, 1.0], [1.0, 1.0]])}},
+                                          WEIGHTS)])
+    assert (got.triggered, got.trigger_step) == (True, 500)
+
+
+def test_weight_growth_keeps_the_last_norm_across_batches() -> None:
+    w = np.full((4, 4), 0.1)
+    got = judge("SmxWeightGrowth", [batch({0: {"fc.weight": w}}, WEIGHTS), batch({500: {"fc.weight": w * 10}},
+                                                                                 WEIGHTS)])
+    assert (got.triggered, got.trigger_step) == (True, 500)
+
+
+def test_vanishing_weight_gradient_zero_bias_gradient_stays_quiet() -> None:
+    # a Linear bias followed by BatchNorm: zero gradient by construction; VanishingGradient fires on it
+    steps = {s: {"gradient/fc.bias": np.zeros(8), "gradient/fc.weight": np.full((8, 8), 1e-3)} for s in (0, 500)}
+    assert judge("VanishingGradient", [batch(steps, WEIGHTS)]).triggered
+    got = judge("SmxVanishingWeightGradient", [batch(steps, WEIGHTS)])
+    assert not got.triggered and got.datapoints == 2
+
+
+def test_vanishing_weight_gradient_tiny_weight_gradient_fires() -> None:
+    got = judge("SmxVanishingWeightGradient", [batch({0: {"gradient/fc.weight": np.full((8, 8), 1e-12)}}, WEIGHTS)])
+    assert got.triggered
+
+
+def test_saturated_share_seventy_percent_beyond_range_fires_where_debuggers_rule_does_not() -> None:
+    # 70% of the inputs beyond +-9.5, but every unit in range for some samples (issue 30's measured case)
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(256, 32))
+    x = np.where(rng.random((256, 32)) < 0.7, np.sign(x) * 12.0, x * 0.5)
+    b = [batch({0: {"1_tanh_input_0": x}})]
+    assert not judge("SaturatedActivation", b).triggered
+    assert judge("SmxSaturatedShare", b).triggered
+
+
+def test_saturated_share_healthy_tanh_inputs_stay_quiet() -> None:
+    x = np.random.default_rng(2).normal(size=(256, 32)) * 1.5
+    got = judge("SmxSaturatedShare", [batch({0: {"1_tanh_input_0": x}})])
+    assert not got.triggered and got.datapoints == 1
+
+
+def test_dead_relu_share_dead_layer_fires_and_half_zero_layer_stays_quiet() -> None:
+    x = np.random.default_rng(3).normal(size=(128, 64))
+    assert judge("SmxDeadReluShare", [batch({0: {"1_relu_output_0": np.zeros((128, 64))}})]).triggered
+    healthy = judge("SmxDeadReluShare", [batch({0: {"1_relu_output_0": np.maximum(x, 0)}})])
+    assert not healthy.triggered and healthy.datapoints == 1
+
+
+def test_stalled_weights_frozen_weight_fires_at_the_second_equal_save() -> None:
+    w = np.random.default_rng(4).normal(size=(8, 8))
+    got = judge("SmxStalledWeights", [batch({0: {"fc.weight": w}, 500: {"fc.weight": w + 0.01},
+                                             1000: {"fc.weight": w + 0.01}}, WEIGHTS)])
+    assert (got.triggered, got.trigger_step) == (True, 1000)
+
+
+def test_stalled_weights_training_weights_and_eval_records_stay_quiet() -> None:
+    w = np.random.default_rng(5).normal(size=(8, 8))
+    train = judge("SmxStalledWeights", [batch({s: {"fc.weight": w + s * 1e-4} for s in (0, 500, 1000)}, WEIGHTS)])
+    assert not train.triggered and train.datapoints == 2
+    evaluated = judge("SmxStalledWeights", [batch({s: {"fc.weight": w} for s in (0, 500)}, WEIGHTS, mode="EVAL")])
+    assert evaluated.datapoints == 0  # nothing learns in EVAL
+
+
+def test_all_zero_skips_predictions_labels_and_bias_gradients() -> None:
+    steps = {0: {"predictions": np.zeros(64, np.int64), "labels": np.zeros(64, np.int64),
+                 "gradient/fc.bias": np.zeros(8), "gradient/fc.weight": np.ones((8, 8)), "fc.weight": np.ones((8, 8))}}
+    coll = {**WEIGHTS}
+    assert judge("AllZero", [batch(steps, coll)]).triggered  # Debugger's: the untrained model's predictions
+    got = judge("SmxAllZero", [batch(steps, coll)])
+    assert not got.triggered and got.datapoints == 2
+
+
+def test_all_zero_zero_weight_gradient_fires() -> None:
+    got = judge("SmxAllZero", [batch({0: {"gradient/fc.weight": np.zeros((8, 8))}}, WEIGHTS)])
+    assert got.triggered
+
+
+def test_weight_scale_normal_one_init_fires_and_default_init_stays_quiet() -> None:
+    rng = np.random.default_rng(6)
+    assert judge("SmxWeightScale", [batch({0: {"fc.weight": rng.normal(size=(64, 64))}}, WEIGHTS)]).triggered
+    bound = 1 / np.sqrt(64)  # PyTorch's Linear: U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (x sqrt(1/3) ... scale 0.58)
+    got = judge("SmxWeightScale", [batch({0: {"fc.weight": rng.uniform(-bound, bound, size=(64, 64))}}, WEIGHTS)])
+    assert not got.triggered and got.datapoints == 1
+
+
+def _means(train: Sequence[float], val: Sequence[float] | None = None) -> list[TensorBatch]:
+    steps: dict[int, dict[str, Any]] = {}
+    for k, v in enumerate(train):
+        steps.setdefault(1000 * (k + 1), {})["scalar/train_loss_mean"] = np.float32(v)
+    for k, v in enumerate(val or ()):
+        steps.setdefault(1000 * (k + 1), {})["scalar/val_loss_mean"] = np.float32(v)
+    return [batch({s: t}) for s, t in sorted(steps.items())]
+
+
+def test_loss_plateau_flat_means_fire_and_falling_means_stay_quiet() -> None:
+    flat = judge("SmxLossPlateau", _means([1.0, 0.8, 0.7, 0.7, 0.7]), window=2)
+    assert (flat.triggered, flat.trigger_step) == (True, 5000)
+    falling = judge("SmxLossPlateau", _means([1.0, 0.8, 0.7, 0.65, 0.62]), window=2)
+    assert not falling.triggered and falling.datapoints == 3
+
+
+def test_overfit_means_gap_fires_and_close_means_stay_quiet() -> None:
+    gap = judge("SmxOverfitMeans", _means([0.5, 0.3, 0.1], [0.52, 0.5, 0.6]))
+    assert (gap.triggered, gap.trigger_step) == (True, 2000)
+    close = judge("SmxOverfitMeans", _means([0.5, 0.45, 0.42], [0.52, 0.47, 0.44]))
+    assert not close.triggered and close.datapoints == 3
+
+
+@pytest.mark.parametrize("rule", OWN)
+def test_own_rule_without_data_says_so(rule: str) -> None:
+    got = judge(rule, [batch({0: {"unrelated": np.ones(3)}})])
+    assert not got.triggered and got.datapoints == 0
