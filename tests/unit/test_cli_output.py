@@ -175,3 +175,22 @@ def test_cli_rules_evaluate_live_with_out_is_usage_error(job: str, tmp_path: Pat
     assert _run(["rules", "evaluate", job, *LIVE, "--out", str(tmp_path / "x.json")]) == 2
     assert capsys.readouterr().err.startswith("error: --out")
     assert not (tmp_path / "x.json").exists()
+
+
+def test_cli_report_output_json_says_what_it_wrote(job: str, tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "r.html"
+    assert _run(["report", job, "--out", str(target), "--output", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["out"] == str(target) and out["bytes"] == target.stat().st_size
+    assert "CPUBottleneck" in out["rules_fired"]
+    assert target.read_text().startswith("<!")  # the product is the HTML, untouched by the summary
+
+
+def test_cli_trace_output_json_says_what_it_wrote(job: str, tmp_path: Path,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "t.json"
+    assert _run(["trace", job, "-o", str(target), "--output", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["out"] == str(target) and out["bytes"] == target.stat().st_size
+    assert out["events"] == len(json.loads(target.read_text())["traceEvents"])

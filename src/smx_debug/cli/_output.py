@@ -4,7 +4,7 @@
 tab-separated line per row, no header; ``json`` is for programs. What a command says besides its result
 (what it read, what it skipped) goes to stderr, so stdout is only the result. ``--out FILE`` (where a command
 has it) writes that result to FILE instead of stdout; a file that is the product itself (``report``,
-``trace``) is ``--out FILE`` too.
+``trace``) is ``--out FILE`` too, and ``--output json`` then prints what was written.
 """
 
 from __future__ import annotations
@@ -57,11 +57,11 @@ def as_text(rows: Sequence[Sequence[Any]]) -> str:
     return "\n".join("\t".join(" ".join(str(c).split()) if c is not None else "" for c in row) for row in rows)
 
 
-def emit(body: str | Any, args: argparse.Namespace) -> None:
-    """Write the result to ``--out`` FILE if given, else stdout; a non-string ``body`` is written as JSON."""
+def emit(body: str | Any, *, to: str | None = None) -> None:
+    """Write the result to stdout, or to the file ``to`` (a command's ``--out``); a non-string ``body`` is written
+    as JSON."""
     out = body if isinstance(body, str) else json.dumps(body, indent=2, default=str)
-    target = getattr(args, "out", None)
-    if target and target != "-":
-        Path(target).write_text(out + "\n", encoding="utf-8")
+    if to and to != "-":
+        Path(to).write_text(out + "\n", encoding="utf-8")
     elif out:
         sys.stdout.write(out + "\n")

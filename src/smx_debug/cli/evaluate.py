@@ -215,11 +215,11 @@ def _output(args: argparse.Namespace, results: Mapping[str, Any], head: str, ski
             (out / f"{name}.json").write_text(json.dumps(body))
     fmt = output_format(args)
     if fmt == "json":
-        emit(_with_status(results, payload), args)
+        emit(_with_status(results, payload), to=args.out)
     elif fmt == "text":
-        emit(as_text(_rows(results, reasons=reasons)), args)
+        emit(as_text(_rows(results, reasons=reasons)), to=args.out)
     else:
-        emit(f"{head}\n{as_table(_rows(results, reasons=reasons), _HEADER)}", args)
+        emit(f"{head}\n{as_table(_rows(results, reasons=reasons), _HEADER)}", to=args.out)
     if fmt != "table":
         print(head, file=sys.stderr)
     for what, n in skipped.items():
@@ -263,11 +263,11 @@ def _finish_live(args: argparse.Namespace, status: Mapping[str, str]) -> int:
     rows = [{"RuleConfigurationName": r, "RuleEvaluationStatus": s} for r, s in status.items()]
     fmt = output_format(args)
     if fmt == "json":
-        emit(rows, args)
+        emit(rows, to=args.out)
     elif fmt == "text":
-        emit(as_text([(r, s) for r, s in status.items()]), args)
+        emit(as_text([(r, s) for r, s in status.items()]), to=args.out)
     else:
-        emit(json.dumps(rows), args)  # the line live mode has always ended with
+        emit(json.dumps(rows), to=args.out)  # the line live mode has always ended with
     fired = any(s == ISSUES_FOUND for s in status.values())
     return ExitStatus.RULES_FIRED if fired and args.fail_on_issues else ExitStatus.OK
 

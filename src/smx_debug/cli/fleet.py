@@ -18,10 +18,10 @@ def _list(args: argparse.Namespace) -> int:
     queries = list_queries()
     fmt = output_format(args)
     if fmt == "json":
-        emit([{"name": q.name, "description": q.description} for q in queries], args)
+        emit([{"name": q.name, "description": q.description} for q in queries], to=args.out)
     else:
         rows = [(q.name, q.description) for q in queries]
-        emit(as_text(rows) if fmt == "text" else as_table(rows), args)
+        emit(as_text(rows) if fmt == "text" else as_table(rows), to=args.out)
     return 0
 
 
@@ -50,11 +50,11 @@ def _run(args: argparse.Namespace) -> int:
     frame = result.frame
     fmt = output_format(args)
     if fmt == "json":
-        emit(frame.to_json(orient="records", date_format="iso", indent=2), args)
+        emit(frame.to_json(orient="records", date_format="iso", indent=2), to=args.out)
     elif fmt == "text":
-        emit(frame.to_csv(sep="\t", index=False, header=False, date_format="%Y-%m-%dT%H:%M:%S").rstrip("\n"), args)
+        emit(frame.to_csv(sep="\t", index=False, header=False, date_format="%Y-%m-%dT%H:%M:%S").rstrip("\n"), to=args.out)
     else:
-        emit(frame.to_string(index=False) if len(frame) else "(no rows)", args)
+        emit(frame.to_string(index=False) if len(frame) else "(no rows)", to=args.out)
     print(result.summary(), file=sys.stderr)
     return 0
 

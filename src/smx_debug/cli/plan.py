@@ -50,10 +50,10 @@ def _validate(args: argparse.Namespace) -> int:
         print(f"warning: {message}", file=sys.stderr)
     rules = len(plan.rules)
     if output_format(args) == "json":
-        emit({"file": args.file, "rules": rules, "warnings": list(found)}, args)
+        emit({"file": args.file, "rules": rules, "warnings": list(found)})
     else:
         emit(f"ok: {args.file}: {rules} rule{'s' if rules != 1 else ''}, "
-             f"{len(found)} warning{'s' if len(found) != 1 else ''}", args)
+             f"{len(found)} warning{'s' if len(found) != 1 else ''}")
     return 0
 
 
@@ -87,5 +87,5 @@ def _render(args: argparse.Namespace) -> int:
     for w in caught:
         if issubclass(w.category, SmxDebugWarning):
             print(f"warning: {w.message}", file=sys.stderr)
-    emit(out, args)
+    emit(out)
     return 0

@@ -12,6 +12,7 @@ from typing import Any
 
 from smx_debug.cli._args import check_output_file, non_negative_float, positive_int, require_data, table_name
 from smx_debug.cli._aws import client
+from smx_debug.cli._output import emit, output_format
 from smx_debug.cli.evaluate import RuleSelection, add_rule_options
 from smx_debug.contracts import Env
 from smx_debug.errors import ConfigError
@@ -184,7 +185,11 @@ def _run(args: argparse.Namespace) -> int:
     else:
         path = write_comparison(inputs, args.out, title=args.title or "Runs compared")
     fired = sorted({r.configuration_name or r.rule for inp in inputs for r in inp.results.values() if r.triggered})
-    print(f"wrote {path} ({path.stat().st_size:,} bytes); rules fired: {', '.join(fired) or 'none'}", file=sys.stderr)
+    size = path.stat().st_size
+    if output_format(args) == "json":  # the file is the product; stdout says what was written
+        emit({"out": str(path), "bytes": size, "rules_fired": fired})
+    else:
+        print(f"wrote {path} ({size:,} bytes); rules fired: {', '.join(fired) or 'none'}", file=sys.stderr)
     return 0
 
 

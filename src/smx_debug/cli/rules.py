@@ -61,13 +61,13 @@ def _list(args: argparse.Namespace) -> int:
     specs = list_rules(args.kind, family=args.family)
     fmt = output_format(args)
     if fmt == "json":
-        emit([_as_dict(s) for s in specs], args)
+        emit([_as_dict(s) for s in specs])
         return 0
     rows = [(s.function, s.kind, s.family, s.description) for s in specs]
     if fmt == "text":
-        emit(as_text(rows), args)
+        emit(as_text(rows))
     else:
-        emit(as_table(rows) if rows else "(no rules)", args)
+        emit(as_table(rows) if rows else "(no rules)")
     return 0
 
 
@@ -76,7 +76,7 @@ def _show(args: argparse.Namespace) -> int:
 
     spec = get_rule(args.name)
     if output_format(args) == "json":
-        emit(_as_dict(spec), args)
+        emit(_as_dict(spec))
         return 0
     # one rule: the same lines for table and text
     family = "Debugger's built-in" if spec.family == "debugger" else "smx-debug's own"
@@ -91,5 +91,5 @@ def _show(args: argparse.Namespace) -> int:
     for c in spec.collections:
         extras = ", ".join(f"{k}={v}" for k, v in vars(c).items() if k != "name" and v is not None)
         lines.append(f"  needs collection {c.name}" + (f" ({extras})" if extras else ""))
-    emit("\n".join(lines), args)
+    emit("\n".join(lines))
     return 0

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from smx_debug.cli._args import check_output_file, require_data
+from smx_debug.cli._output import emit, output_format
 from smx_debug.cli.evaluate import RuleSelection, add_rule_options
 from smx_debug.cli.report import add_outcome_options
 
@@ -36,8 +37,12 @@ def _run(args: argparse.Namespace) -> int:
                         m.kind) for m in model.marks if m.kind != "trigger"]
     trace = chrome_trace(data, events, marks=marks, job_name=info.name)
     path = write_chrome_trace(trace, args.out)
-    print(f"wrote {path} ({path.stat().st_size:,} bytes, {len(trace['traceEvents']):,} events); open it in "
-          "Perfetto (Open trace file) or chrome://tracing", file=sys.stderr)
+    size, n_events = path.stat().st_size, len(trace["traceEvents"])
+    if output_format(args) == "json":  # the file is the product; stdout says what was written
+        emit({"out": str(path), "bytes": size, "events": n_events})
+    else:
+        print(f"wrote {path} ({size:,} bytes, {n_events:,} events); open it in Perfetto (Open trace file) or "
+              "chrome://tracing", file=sys.stderr)
     return 0
 
 
