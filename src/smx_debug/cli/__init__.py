@@ -2,7 +2,9 @@
 
 Each command group lives in its own module with a ``register(subparsers)`` function. Every
 SmxDebugError, AWS error, bad option value or unusable path becomes a one-line ``error:`` message and the exit
-status of its kind (:class:`ExitStatus`: 2 usage, 3 missing data, 4 AWS): users never see a traceback. Dependencies' INFO lines and warnings are hidden unless ``-v``.
+status of its kind (:class:`ExitStatus`: 2 usage, 3 missing data, 4 AWS): users never see a traceback.
+Dependencies' INFO lines and warnings are hidden unless ``-v``. The global options (``-v``, ``--output``) are
+taken anywhere on the line; the result goes to stdout in the ``--output`` format (``cli._output``).
 """
 
 from __future__ import annotations
