@@ -120,7 +120,7 @@ def test_cli_usage_error_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_makes_aws_clients_in_one_factory_only() -> None:
-    # the commands get their clients from smx_debug.cli._aws.client (one place for region, retries, endpoint)
+    # the commands get their clients from smx_debug.cli._aws.Clients (one place for region, retries, endpoint)
     import ast
     from pathlib import Path
 
@@ -137,10 +137,24 @@ def test_cli_makes_aws_clients_in_one_factory_only() -> None:
     assert inline == []
 
 
-def test_cli_aws_client_uses_standard_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    from smx_debug.cli._aws import client
+def test_cli_aws_client_uses_standard_retries_and_the_global_options(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from smx_debug.cli._aws import Clients
 
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-    sm = client("sagemaker")
-    assert sm.meta.region_name == "eu-west-1"
-    assert sm.meta.config.retries["mode"] == "standard"
+    sm = Clients(argparse.Namespace(region=None, endpoint_url=None)).client("sagemaker")
+    assert (sm.meta.region_name, sm.meta.config.retries["mode"]) == ("eu-west-1", "standard")
+    given = Clients(argparse.Namespace(region="ap-south-1", endpoint_url="http://127.0.0.1:5")).client("s3")
+    assert (given.meta.region_name, given.meta.endpoint_url) == ("ap-south-1", "http://127.0.0.1:5")
+
+
+def test_cli_aws_injected_clients_only_with_the_global_options() -> None:
+    import argparse
+
+    from smx_debug.cli._aws import Clients
+
+    assert Clients(argparse.Namespace(region=None, endpoint_url=None)).injected("s3") == {}
+    injected = Clients(argparse.Namespace(region="ap-south-1", endpoint_url=None)).injected("s3", "sagemaker")
+    assert list(injected) == ["s3_client", "sagemaker_client"]
+    assert injected["sagemaker_client"].meta.region_name == "ap-south-1"  # made on first use

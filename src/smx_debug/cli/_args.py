@@ -40,7 +40,7 @@ class OneLineParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one ``error:`` line (with the command) and exit status 2.
 
     Every parser of the tree (argparse builds the subcommands' parsers with this class too) takes the global
-    options (``-v``, ``--output``), so they work before or after any command. Only the top parser (``top=True``) gives them their
+    options (``-v``, ``--output``, ``--region``, ``--endpoint-url``), so they work before or after any command. Only the top parser (``top=True``) gives them their
     defaults; the others leave them unset unless given (``SUPPRESS``), so a subcommand never resets what was
     given before it.
     """
@@ -53,6 +53,10 @@ class OneLineParser(argparse.ArgumentParser):
         group.add_argument("--output", choices=FORMATS, default=None if top else argparse.SUPPRESS,
                            help="the result on stdout: table (aligned, for people; the default), text (tab-separated, "
                            "no header) or json")
+        group.add_argument("--region", default=None if top else argparse.SUPPRESS,
+                           help="the AWS region (default: the AWS configuration's, AWS_DEFAULT_REGION)")
+        group.add_argument("--endpoint-url", default=None if top else argparse.SUPPRESS, metavar="URL",
+                           help="send every AWS call to this endpoint (e.g. the local AWS)")
 
     def error(self, message: str) -> NoReturn:
         print(f"error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)

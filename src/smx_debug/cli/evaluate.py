@@ -18,6 +18,7 @@ from smx_debug.cli._args import (
     positive_float,
     require_data,
 )
+from smx_debug.cli._aws import Clients
 from smx_debug.cli._exit import ExitStatus
 from smx_debug.cli._output import add_out_option, as_table, as_text, emit, output_format
 from smx_debug.contracts import ISSUES_FOUND, JOB_ENDED_STATUSES, NO_ISSUES_FOUND, RULE_IN_PROGRESS
@@ -147,7 +148,7 @@ def _wants_tensors(args: argparse.Namespace) -> bool:
     if named & tensor_only:
         return True
     path = str(args.job_or_path)
-    return (path.startswith("s3://") or Path(path).expanduser().is_dir()) and is_trial(path)
+    return (path.startswith("s3://") or Path(path).expanduser().is_dir()) and is_trial(path, **Clients(args).injected("s3"))
 
 
 def _status(r: Any) -> str:
@@ -195,7 +196,8 @@ def _run(args: argparse.Namespace) -> int:
         return _live(args, configs)
     _check_outputs(args)
     report = LoadReport()
-    data, info = load_job(args.job_or_path, source=args.source, report=report)
+    data, info = load_job(args.job_or_path, source=args.source, report=report,
+                          **Clients(args).injected("sagemaker", "cloudwatch", "s3"))
     require_data(data, info.name, info.source)
     results = evaluate(data, configs)
     head = (f"{info.name}: {len(results)} rules on {len(data.system):,} system rows, {len(data.steps):,} steps, "
@@ -240,7 +242,7 @@ def _run_trial(args: argparse.Namespace) -> int:
         _check_live(args)
         return _live_trial(args, configs)
     _check_outputs(args)
-    trial = create_trial(args.job_or_path)
+    trial = create_trial(args.job_or_path, **Clients(args).injected("s3", "sagemaker"))
     results = TensorEvaluator(trial, configs).refresh()
     head = (f"{trial.name}: {len(results)} tensor rules on {len(trial.steps())} saved steps, "
             f"{len(trial.tensor_names())} tensors ({trial.path})")
@@ -292,7 +294,7 @@ def _live_trial(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
     trial = None
     while trial is None:  # a job that has not written its first step yet
         try:
-            trial = create_trial(args.job_or_path)
+            trial = create_trial(args.job_or_path, **Clients(args).injected("s3", "sagemaker"))
         except NoDataYetError as exc:
             updates += 1
             if args.max_updates and updates >= args.max_updates:
@@ -323,7 +325,7 @@ def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
     live = LiveEvaluator(rules=configs)
     updates = 0
     while True:
-        data, info = load_job(args.job_or_path, source=args.source)
+        data, info = load_job(args.job_or_path, source=args.source, **Clients(args).injected("sagemaker", "cloudwatch", "s3"))
         transitions = live.update(system=data.system, steps=data.steps, scalars=data.scalars, replace=True,
                                   now=datetime.now(UTC))
         updates += 1

@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from smx_debug.cli._args import check_output_file
+from smx_debug.cli._aws import Clients
 from smx_debug.cli._output import add_out_option, as_table, as_text, emit, output_format
 
 __all__ = ["register"]
@@ -40,6 +41,7 @@ def _run(args: argparse.Namespace) -> int:
     from smx_debug.errors import ConfigError
 
     given = {name: getattr(args, name) for name in _OPTIONS if getattr(args, name) is not None}
+    given.update(Clients(args).injected("athena"))
     try:
         result = fleet.execute(args.query, **given)
     except ConfigError as exc:
@@ -73,7 +75,6 @@ def register(subparsers: Any) -> Any:
     parser.add_argument("--since", help="how far back: 30d, 12h, 90m or an ISO date (default 30d)")
     parser.add_argument("--engine", metavar="duckdb|athena", help="the engine (default duckdb)")
     parser.add_argument("--root", metavar="PATH|s3://...", help="the dataset (DuckDB): a folder or s3://bucket/prefix")
-    parser.add_argument("--endpoint-url", help="S3 endpoint for an s3:// root (e.g. the local AWS)")
     parser.add_argument("--top", type=int, dest="n", metavar="N", help="jobs in top_* queries (default 10)")
     parser.add_argument("--idle-threshold", type=float, metavar="PCT",
                         help="a GPU-minute under this mean utilisation is idle (default 10)")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from smx_debug.cli._args import check_output_file, non_negative_float, positive_int, require_data, table_name
-from smx_debug.cli._aws import client
+from smx_debug.cli._aws import Clients
 from smx_debug.cli._output import emit, output_format
 from smx_debug.cli.evaluate import RuleSelection, add_rule_options
 from smx_debug.contracts import Env
@@ -48,13 +48,13 @@ def parse_time(text: str, option: str) -> int:
     return int(seconds * 1e9)
 
 
-def load_framework_events(job_or_path: str) -> Any:
+def load_framework_events(job_or_path: str, args: argparse.Namespace) -> Any:
     """The job's framework events, or None when it has no framework trace."""
     from smx_debug.errors import NotFoundError
     from smx_debug.reports import framework_metrics
 
     try:
-        return framework_metrics(job_or_path)  # progress: on a terminal, after a second
+        return framework_metrics(job_or_path, **Clients(args).injected("sagemaker", "s3"))  # progress: on a terminal, after a second
     except NotFoundError:
         return None
 
@@ -81,8 +81,9 @@ def load_outcome(info: Any, args: argparse.Namespace, onset: int | None) -> Any:
 
     outcome = JobOutcome()
     if info.instance_type is not None:  # a training job, not a folder or an s3:// prefix
-        outcome = fetch_outcome(info.name, sagemaker_client=client("sagemaker"),
-                                dynamodb_client=client("dynamodb") if ledger_table else None,
+        aws = Clients(args)
+        outcome = fetch_outcome(info.name, sagemaker_client=aws.client("sagemaker"),
+                                dynamodb_client=aws.client("dynamodb") if ledger_table else None,
                                 ledger_table=ledger_table)
     return outcome.with_onset(onset)
 
@@ -96,20 +97,21 @@ def _trial_of(job_or_path: str, args: argparse.Namespace) -> Any:
     if args.source == "cloudwatch":
         return None
     if Path(job_or_path).expanduser().exists() or job_or_path.startswith("s3://"):
-        return create_trial(job_or_path) if is_trial(job_or_path) else None
+        aws = Clients(args).injected("s3")
+        return create_trial(job_or_path, **aws) if is_trial(job_or_path, **aws) else None
     try:
-        return create_trial(job_or_path)
+        return create_trial(job_or_path, **Clients(args).injected("s3", "sagemaker"))
     except (NotFoundError, NoDataYetError):  # no DebugHookConfig, or nothing saved yet
         return None
 
 
-def _tensor_job_info(job_or_path: str, trial: Any) -> Any:
+def _tensor_job_info(job_or_path: str, trial: Any, args: argparse.Namespace) -> Any:
     """What the report knows of a job (or path) that has tensors and no profiler or CloudWatch data."""
     from smx_debug.data.jobs import JobInfo
 
     if Path(job_or_path).expanduser().exists() or job_or_path.startswith("s3://"):
         return JobInfo(name=trial.name, source=trial.path)
-    sm = client("sagemaker")
+    sm = Clients(args).client("sagemaker")
     desc = sm.describe_training_job(TrainingJobName=job_or_path)
     res = desc.get("ResourceConfig") or {}
     return JobInfo(name=job_or_path, instance_type=res.get("InstanceType"),
@@ -141,12 +143,12 @@ def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: A
     report = LoadReport()
     trial = _trial_of(job_or_path, args)
     try:
-        data, info = load_job(job_or_path, source=args.source, report=report)
+        data, info = load_job(job_or_path, source=args.source, report=report, **Clients(args).injected("sagemaker", "cloudwatch", "s3"))
         require_data(data, info.name, info.source)
     except (NoDataYetError, NotFoundError):
         if trial is None:
             raise
-        data, info = JobData(), _tensor_job_info(job_or_path, trial)
+        data, info = JobData(), _tensor_job_info(job_or_path, trial, args)
     tensor_input = None
     results: dict[str, Any] = {}
     if trial is not None:  # a rule that reads tensors is judged on them (the loss rules too), the rest on the data
@@ -162,7 +164,7 @@ def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: A
         data, instance_type, args.instance_count or info.instance_count,
         step_times=tensor_input.step_times if tensor_input is not None else None, price_per_hour=args.price,
     ) if instance_type else None
-    events = load_framework_events(job_or_path) if info.source != "CloudWatch /aws/sagemaker/TrainingJobs" else None
+    events = load_framework_events(job_or_path, args) if info.source != "CloudWatch /aws/sagemaker/TrainingJobs" else None
     return ReportInput(job_name=title or info.name, data=data, results=results, cost=cost, source=info.source,
                        skipped=report.skipped, events=events, outcome=outcome, tensors=tensor_input)
 

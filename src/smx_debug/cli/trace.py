@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from smx_debug.cli._args import check_output_file, require_data
+from smx_debug.cli._aws import Clients
 from smx_debug.cli._output import emit, output_format
 from smx_debug.cli.evaluate import RuleSelection, add_rule_options
 from smx_debug.cli.report import add_outcome_options
@@ -24,9 +25,10 @@ def _run(args: argparse.Namespace) -> int:
     rules, _ = RuleSelection(args).profiler()
     check_output_file(args.out, "--out")
     onset = onset_of(args)
-    data, info = load_job(args.job_or_path, source=args.source, report=LoadReport())
+    data, info = load_job(args.job_or_path, source=args.source, report=LoadReport(),
+                          **Clients(args).injected("sagemaker", "cloudwatch", "s3"))
     require_data(data, info.name, info.source)
-    events = load_framework_events(args.job_or_path)
+    events = load_framework_events(args.job_or_path, args)
     outcome = load_outcome(info, args, onset)
     # the report's own model: the same first-trigger times and stop as the HTML report shows
     model = build_model(ReportInput(job_name=info.name, data=data, results=evaluate(data, rules),
