@@ -28,6 +28,10 @@ Each benchmark prints its own figures and the ratios against the baseline its is
 - bench/detection_bench.py: 40 real PyTorch training runs recorded by smx_debug.hook, half healthy, half with one
   injected fault each, judged by every tensor rule at its defaults and by check_finite / detect_anomaly
   (targets >= 95% of faults detected, <= 5% of healthy runs flagged; a few minutes)
+- bench/heldout_bench.py: Debugger's tensor rules against the recommended set of smx-debug's own rules, on the
+  detection benchmark's architectures (where the recommended thresholds were chosen) and on four held-out ones
+  (BatchNorm MLP, residual LayerNorm MLP, GRU, transformer encoder layer) with the same fault classes (targets on the
+  held-out runs: >= 95% detected, <= 5% of healthy runs flagged, median delay <= one save interval)
 
 Pass `--quick` for a small smoke run; other flags go to both scripts.
 """
@@ -54,7 +58,7 @@ def main(argv: list[str]) -> int:
     status = 0
     for name in ("reports_bench", "rules_bench", "actions_bench", "replay_bench", "parity", "report_bench",
                  "evaluator_bench", "fanout_bench", "tensors_bench", "hook_bench", "tensor_rules_bench",
-                 "detection_bench", "fleet_bench"):
+                 "detection_bench", "heldout_bench", "fleet_bench"):
         print(f"\n=== {name} ===", flush=True)
         status |= int(_load(name).main(argv) or 0)
     return status

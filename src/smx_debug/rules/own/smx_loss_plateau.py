@@ -22,7 +22,7 @@ class Params(BaseModel):
     tensor_regex: str = Field(".*train_loss_mean", description="regex of the interval means of the training loss",
                               json_schema_extra={"format": "regex"})
     window: int = Field(2, gt=0, description="save intervals over which the mean loss must decrease")
-    min_decrease_percent: float = Field(1.0, ge=0, le=100,
+    min_decrease_percent: float = Field(0.5, ge=0, le=100,
                                         description="smallest decrease of the mean loss over the window, in percent")
 
 

@@ -24,7 +24,7 @@ class Params(BaseModel):
                              json_schema_extra={"format": "regex"})
     eval_regex: str = Field(".*val_loss_mean", description="regex of the validation passes' mean loss",
                             json_schema_extra={"format": "regex"})
-    ratio_threshold: float = Field(0.1, ge=0, description="largest allowed (validation - training) / training "
+    ratio_threshold: float = Field(0.5, ge=0, description="largest allowed (validation - training) / training "
                                                           "ratio of the means")
     patience: int = Field(1, gt=0, description="consecutive passes over the ratio that fire")
 

@@ -23,7 +23,7 @@ _SAMPLE = 512
 class Params(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    tolerance: float = Field(1e-5, ge=0, description="relative change of a weight between two saved training steps "
+    tolerance: float = Field(1e-4, ge=0, description="relative change of a weight between two saved training steps "
                                                      "at or below which the rule fires")
     collection_names: str = Field("weights", description="collections it checks (float tensors only)")
 

@@ -22,7 +22,7 @@ class Params(BaseModel):
     threshold: float = Field(1e-7, ge=0, description="mean absolute gradient of a layer's weight below which the "
                                                      "rule fires")
     collection_names: str = Field("gradients", description="collections it checks")
-    weight_regex: str = Field("weight$", description="the gradients it judges (of weights, not biases)",
+    weight_regex: str = Field(r"weight[^./]*$", description="the gradients it judges (of weights, not biases)",
                               json_schema_extra={"format": "regex"})
 
 

@@ -18,7 +18,7 @@ from smx_debug.rules.registry import define
 class Params(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    factor: float = Field(3.0, gt=1, description="growth of a weight's L2 norm from one saved step to the next "
+    factor: float = Field(10.0, gt=1, description="growth of a weight's L2 norm from one saved step to the next "
                                                  "that fires")
     collection_names: str = Field("weights,gradients,losses",
                                   description="collections whose values must stay finite")

@@ -4,7 +4,7 @@ times the square root of its fan-in is far above what PyTorch's, Glorot's or He'
 
 Departs from PoorWeightInitialization, which compares the variance of ReLU inputs across layers over 10 saved steps
 and needs ReLU modules: this one reads the weights a plan saves anyway, on any architecture, from the first saved
-step."""
+step. Judged once per weight, on its first saved training step (trained weights legitimately grow)."""
 
 from __future__ import annotations
 
@@ -14,14 +14,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import LEARNING_MODES, SmxLastSeen, judge_one, records
 from smx_debug.rules.registry import define
 
 
 class Params(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    limit: float = Field(3.0, gt=0, description="std(w) x sqrt(fan-in) above which the rule fires")
+    limit: float = Field(2.0, gt=0, description="std(w) x sqrt(fan-in) above which the rule fires (judged on each "
+                                                "weight's first saved training step: its initialisation)")
     collection_names: str = Field("weights", description="collections it checks (matrices and kernels only)")
     skip_regex: str = Field(".*(embed|norm|bn).*", description="weights it skips (embeddings are N(0, 1) by design)",
                             json_schema_extra={"format": "regex"})
@@ -40,9 +41,10 @@ class Evaluator:
         for name in selection.names:
             if skip is not None and skip.search(name):
                 continue
-            for step, mode, value in records(batch, name):
-                if value.ndim < 2 or not np.isfinite(value).all():
-                    continue
+            for step, mode, value in records(batch, name, modes=LEARNING_MODES):
+                if name in state.seen or value.ndim < 2 or not np.isfinite(value).all():
+                    continue  # the first saved training step only: how the weight was initialised
+                state.seen[name] = step
                 fan_in = int(np.prod(value.shape[1:]))
                 scale = float(value.std() * np.sqrt(fan_in))
                 judge_one(state.tally, name, step, mode, scale, scale > params.limit,
@@ -54,7 +56,8 @@ RULE = define(
     name="SmxWeightScale",
     summary="A weight matrix is far larger than a standard initialisation makes it.",
     params=Params,
-    description="The standard deviation of a weight matrix times the square root of its fan-in is above `limit` "
+    description="At the first saved training step, the standard deviation of a weight matrix times the square root "
+                "of its fan-in is above `limit` "
                 "(PyTorch's default, Glorot's and He's initialisations give 0.58 to 1.41): activations grow layer "
                 "after layer and the network trains poorly.",
     advice="Initialise the weights with the framework's default, Glorot (xavier_uniform_) or He (kaiming_normal_) "

@@ -79,7 +79,7 @@ def test_weight_growth_nan_gradient_fires() -> None:
 
 def test_weight_growth_keeps_the_last_norm_across_batches() -> None:
     w = np.full((4, 4), 0.1)
-    got = judge("SmxWeightGrowth", [batch({0: {"fc.weight": w}}, WEIGHTS), batch({500: {"fc.weight": w * 10}},
+    got = judge("SmxWeightGrowth", [batch({0: {"fc.weight": w}}, WEIGHTS), batch({500: {"fc.weight": w * 50}},
                                                                                  WEIGHTS)])
     assert (got.triggered, got.trigger_step) == (True, 500)
 
