@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_RETRAIN_WAIT_SECONDS",
     "DETAIL_TYPE",
     "DIMENSION_SETS",
+    "ENVIRONMENT_ENTRIES_MAX",
     "ENVIRONMENT_VALUE_MAX",
     "EVALUATOR_SPEC_PREFIX",
     "EVALUATOR_TAG",
@@ -92,12 +93,15 @@ __all__ = [
     "fleet_database_name",
     "fleet_workgroup_name",
     "handler_entry",
+    "hook_config_environment",
     "hook_trial_uri",
+    "is_hook_config_part",
     "is_opted_in",
     "is_rule_configuration_name",
     "is_training_job_name",
     "is_watched",
     "job_lease_key",
+    "join_hook_config",
     "ledger_key",
     "metric_dimensions",
     "opt_in_iam_condition",
@@ -138,7 +142,9 @@ DEBUG_OUTPUT: Final = "debug-output"
 # as DescribeTrainingJob returns it: HOOK_OUTPUT_ENV is the S3OutputPath its hook writes the trial under
 # (hook_trial_uri: <output>/<job>/DEBUG_OUTPUT/, where the evaluator reads it), HOOK_CONFIG_ENV the rest of the
 # DebugHookConfig (HookParameters, CollectionConfigurations) as compact JSON. SageMaker refuses an Environment
-# value over ENVIRONMENT_VALUE_MAX characters (botocore's TrainingEnvironmentValue), so the plan refuses it first.
+# value over ENVIRONMENT_VALUE_MAX characters (botocore's TrainingEnvironmentValue) and more than
+# ENVIRONMENT_ENTRIES_MAX entries (TrainingEnvironmentMap), so a longer JSON is split across HOOK_CONFIG_ENV,
+# HOOK_CONFIG_ENV_1, HOOK_CONFIG_ENV_2, ... (hook_config_environment; join_hook_config reads it back).
 HOOK_OUTPUT_ENV: Final = "SMX_DEBUG_OUTPUT"
 # SageMaker sets it in every training container (Developer Guide, "How Amazon SageMaker Provides Training
 # Information": the TrainingJobName of the CreateTrainingJob request); the hook's trial goes under it, and its
@@ -146,6 +152,7 @@ HOOK_OUTPUT_ENV: Final = "SMX_DEBUG_OUTPUT"
 TRAINING_JOB_NAME_ENV: Final = "TRAINING_JOB_NAME"
 HOOK_CONFIG_ENV: Final = "SMX_DEBUG_HOOK"
 ENVIRONMENT_VALUE_MAX: Final = 512
+ENVIRONMENT_ENTRIES_MAX: Final = 100
 # On every run the retraining workflow launches (value: the workflow run, ``<job_name_prefix>-<run_id>``): the
 # execution that launched it monitors it, stops it and plans the next run, so the ``retrain`` action never
 # starts a second workflow for it (which would also escape the first one's retraining budget).
@@ -156,6 +163,51 @@ def hook_trial_uri(output: str, job_name: str) -> str:
     """The trial of ``job_name``'s hook under ``output`` (a DebugHookConfig's S3OutputPath or the job's
     :data:`HOOK_OUTPUT_ENV`): ``<output>/<job>/debug-output/``, where SageMaker uploads a DebugHookConfig's tensors."""
     return "/".join([output.rstrip("/"), job_name, DEBUG_OUTPUT]) + "/"
+
+
+def _hook_config_part(index: int) -> str:
+    return HOOK_CONFIG_ENV if index == 0 else f"{HOOK_CONFIG_ENV}_{index}"
+
+
+_HOOK_CONFIG_PART = re.compile(re.escape(HOOK_CONFIG_ENV) + r"(?:_[1-9][0-9]*)?")
+
+
+def is_hook_config_part(name: str) -> bool:
+    """Whether ``name`` is one of the variables :func:`hook_config_environment` splits the hook's JSON across."""
+    return _HOOK_CONFIG_PART.fullmatch(name) is not None
+
+
+def hook_config_environment(settings_json: str) -> dict[str, str]:
+    """The hook's settings (JSON) as Environment entries of at most :data:`ENVIRONMENT_VALUE_MAX` characters each:
+    ``SMX_DEBUG_HOOK`` holds the first, ``SMX_DEBUG_HOOK_1``, ``SMX_DEBUG_HOOK_2``, ... the rest, in order.
+
+    Example:
+        >>> hook_config_environment("x" * 600)["SMX_DEBUG_HOOK_1"] == "x" * 88
+        True
+    """
+    step = ENVIRONMENT_VALUE_MAX
+    chunks = [settings_json[i:i + step] for i in range(0, len(settings_json), step)] or [""]
+    return {_hook_config_part(i): chunk for i, chunk in enumerate(chunks)}
+
+
+def join_hook_config(environ: Mapping[str, str]) -> str | None:
+    """The hook's settings (JSON) joined from the entries :func:`hook_config_environment` made; None without
+    ``SMX_DEBUG_HOOK``.
+
+    Raises:
+        KeyError: the name of a missing part when a later one is set (a damaged Environment: joined, the JSON
+            would be another one).
+    """
+    parts = {name for name in environ if is_hook_config_part(name)}
+    if not parts:
+        return None
+    joined = []
+    for index in range(len(parts)):
+        name = _hook_config_part(index)
+        if name not in environ:
+            raise KeyError(name)
+        joined.append(environ[name])
+    return "".join(joined)
 
 
 def is_opted_in(tags: Mapping[str, str], tag_key: str = MANAGED_TAG) -> bool:

@@ -46,16 +46,18 @@ def _core(method: str) -> tuple[ModuleType, ModuleType]:
 def hook_environment(plan: DebugPlan) -> dict[str, str]:
     """The ``Environment`` values smx-debug's hook reads in a job launched without a ``DebugHookConfig``.
 
-    The one place that renders them (their names and the trial's place are :mod:`smx_debug.contracts`'s; the hook
-    reads them in :func:`smx_debug.hook.json_config.settings_from_environment`, the evaluator finds the trial from
-    the job's description by them): ``SMX_DEBUG_OUTPUT``, the plan's ``s3_output_path`` (the hook writes its trial
-    to ``<it>/<job>/debug-output/``, as Debugger would), and ``SMX_DEBUG_HOOK``, the ``HookParameters`` and
-    ``CollectionConfigurations`` of the plan's ``DebugHookConfig`` as compact JSON. Empty when the plan has no
-    rule that reads tensors (the hook is not needed, as no DebugHookConfig would be rendered).
+    The one place that renders them (their names, the splitting and the trial's place are
+    :mod:`smx_debug.contracts`'s; the hook reads them in :func:`smx_debug.hook.json_config.settings_from_environment`,
+    the evaluator finds the trial from the job's description by them): ``SMX_DEBUG_OUTPUT``, the plan's
+    ``s3_output_path`` (the hook writes its trial to ``<it>/<job>/debug-output/``, as Debugger would), and
+    ``SMX_DEBUG_HOOK``, the ``HookParameters`` and ``CollectionConfigurations`` of the plan's ``DebugHookConfig`` as
+    compact JSON, continued in ``SMX_DEBUG_HOOK_1``, ``SMX_DEBUG_HOOK_2``, ... past SageMaker's 512 characters per
+    ``Environment`` value (:func:`smx_debug.contracts.hook_config_environment`). Empty when the plan has no rule
+    that reads tensors (the hook is not needed, as no DebugHookConfig would be rendered).
 
     Raises:
-        ConfigError: a value over SageMaker's 512 characters per ``Environment`` value (the field named, with
-            its length), here rather than when SageMaker refuses the job.
+        ConfigError: an ``s3_output_path`` over SageMaker's 512 characters per ``Environment`` value (the field
+            named, with its length), here rather than when SageMaker refuses the job.
 
     Example:
         >>> hook_environment(plan)  # doctest: +SKIP
@@ -64,30 +66,27 @@ def hook_environment(plan: DebugPlan) -> dict[str, str]:
     import json
 
     from smx_debug.config.request import debug_hook_config
-    from smx_debug.contracts import ENVIRONMENT_VALUE_MAX, HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV
+    from smx_debug.contracts import ENVIRONMENT_VALUE_MAX, HOOK_OUTPUT_ENV, hook_config_environment
 
     if not plan.hooked_rules:
         return {}
     config = debug_hook_config(plan)
+    output = str(config["S3OutputPath"])
+    if len(output) > ENVIRONMENT_VALUE_MAX:
+        raise ConfigError(
+            f"environment.{HOOK_OUTPUT_ENV}: the plan's s3_output_path takes {len(output)} characters, and SageMaker "
+            f"allows at most {ENVIRONMENT_VALUE_MAX} per Environment value; choose a shorter s3_output_path",
+            field=f"environment.{HOOK_OUTPUT_ENV}", value=output,
+        )
     settings = {k: config[k] for k in ("HookParameters", "CollectionConfigurations") if k in config}
-    env = {HOOK_OUTPUT_ENV: str(config["S3OutputPath"]), HOOK_CONFIG_ENV: json.dumps(settings, separators=(",", ":"))}
-    for key, value in env.items():
-        if len(value) > ENVIRONMENT_VALUE_MAX:
-            what = ("the plan's s3_output_path" if key == HOOK_OUTPUT_ENV else
-                    "the hook's parameters and collections (" + ", ".join(
-                        c["CollectionName"] for c in settings.get("CollectionConfigurations", [])) + ")")
-            raise ConfigError(
-                f"environment.{key}: {what} take {len(value)} characters, and SageMaker allows at most "
-                f"{ENVIRONMENT_VALUE_MAX} per Environment value; guard fewer tensor rules per job (or fewer hook "
-                "collections), or launch it with Debugger's DebugHookConfig (plan.to_training_job_kwargs())",
-                field=f"environment.{key}", value=value,
-            )
-    return env
+    return {HOOK_OUTPUT_ENV: output, **hook_config_environment(json.dumps(settings, separators=(",", ":")))}
 
 
 def _join_environment(plan_env: dict[str, str], user_env: Any) -> dict[str, Any]:
+    from smx_debug.contracts import ENVIRONMENT_ENTRIES_MAX, is_hook_config_part
+
     if user_env is None:
-        return dict(plan_env)
+        user_env = {}
     if not isinstance(user_env, dict) or not all(isinstance(k, str) for k in user_env):
         raise ConfigError(f"environment must be a dict of str, got {user_env!r}", field="environment", value=user_env)
     out: dict[str, Any] = dict(plan_env)
@@ -98,7 +97,20 @@ def _join_environment(plan_env: dict[str, str], user_env: Any) -> dict[str, Any]
                 "reads it); drop yours",
                 field=f"environment.{key}", value=value,
             )
+        if key not in plan_env and is_hook_config_part(key):
+            raise ConfigError(
+                f"environment: {key!r} is a part of the hook's settings (smx-debug's hook joins the plan's "
+                f"{', '.join(k for k in plan_env if is_hook_config_part(k)) or 'none'} with it); drop yours",
+                field=f"environment.{key}", value=value,
+            )
         out[key] = value
+    if len(out) > ENVIRONMENT_ENTRIES_MAX:
+        raise ConfigError(
+            f"environment: {len(out)} variables ({len(plan_env)} of them the plan's, for smx-debug's hook), and "
+            f"SageMaker allows at most {ENVIRONMENT_ENTRIES_MAX} per training job; pass fewer "
+            "of yours, or launch the job with Debugger's DebugHookConfig (plan.to_training_job_kwargs())",
+            field="environment", value=len(out),
+        )
     return out
 
 

@@ -12,7 +12,8 @@ an unknown key, a bad value, or a collection that is neither built in, nor one t
 A job launched without a ``DebugHookConfig`` (SDK v3's ``ModelTrainer``, ``plan.to_model_trainer_kwargs()``) has
 no such file: its plan rendered the same settings into the job's ``Environment``
 (:data:`~smx_debug.contracts.HOOK_OUTPUT_ENV`, the S3OutputPath; :data:`~smx_debug.contracts.HOOK_CONFIG_ENV`,
-HookParameters and CollectionConfigurations as JSON). :func:`read_hook_config` takes the file when there is one,
+HookParameters and CollectionConfigurations as JSON, split across numbered variables when longer than an
+Environment value). :func:`read_hook_config` takes the file when there is one,
 else those variables (:func:`settings_from_environment`): the hook then writes its trial straight to
 ``<S3OutputPath>/<TRAINING_JOB_NAME>/debug-output/``, because SageMaker uploads nothing for such a job.
 """
@@ -29,7 +30,13 @@ from pydantic import StrictBool, StrictStr
 
 from smx_debug import _json as bounded_json
 from smx_debug.config._base import FrozenModel
-from smx_debug.contracts import HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV, TRAINING_JOB_NAME_ENV, hook_trial_uri
+from smx_debug.contracts import (
+    HOOK_CONFIG_ENV,
+    HOOK_OUTPUT_ENV,
+    TRAINING_JOB_NAME_ENV,
+    hook_trial_uri,
+    join_hook_config,
+)
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.hook.collection import DEFAULT_COLLECTIONS, RULE_COLLECTIONS
 from smx_debug.hook.reduction_config import ReductionConfig
@@ -141,7 +148,9 @@ def settings_from_environment(environ: Mapping[str, str]) -> HookSettings:
 
     The trial goes to ``<$SMX_DEBUG_OUTPUT>/<$TRAINING_JOB_NAME>/debug-output/``: SageMaker sets
     ``TRAINING_JOB_NAME`` in every training container. ``$SMX_DEBUG_HOOK`` (optional) holds the
-    ``HookParameters`` and ``CollectionConfigurations`` of the plan's DebugHookConfig as a JSON object.
+    ``HookParameters`` and ``CollectionConfigurations`` of the plan's DebugHookConfig as a JSON object, continued in
+    ``$SMX_DEBUG_HOOK_1``, ``$SMX_DEBUG_HOOK_2``, ... when longer than an Environment value
+    (:func:`smx_debug.contracts.join_hook_config`).
 
     Raises:
         ConfigError: a variable missing or malformed (named, with its value).
@@ -157,7 +166,13 @@ def settings_from_environment(environ: Mapping[str, str]) -> HookSettings:
                           "outside SageMaker", field=TRAINING_JOB_NAME_ENV, value=None)
     source = f"${HOOK_CONFIG_ENV}"
     data: Mapping[str, Any] = {}
-    raw = environ.get(HOOK_CONFIG_ENV)
+    try:
+        raw = join_hook_config(environ)
+    except KeyError as exc:
+        missing = str(exc.args[0])
+        raise ConfigError(f"${missing} is not set but a later part of the hook's settings is (a plan splits them "
+                          f"across {HOOK_CONFIG_ENV}, {HOOK_CONFIG_ENV}_1, ...: set every part it rendered)",
+                          field=missing, value=None) from None
     if raw is not None:
         try:
             parsed = bounded_json.loads(raw)

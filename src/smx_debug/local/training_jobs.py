@@ -11,7 +11,7 @@ CreateTrainingJob. :func:`install` extends moto's public SageMaker backend and r
   as in SageMaker. Every call is counted: :func:`stop_calls`.
 - **Profiler fields and Environment**: ``ProfilerConfig``, ``ProfilerRuleConfigurations`` and ``Environment`` of
   CreateTrainingJob are kept and returned by DescribeTrainingJob (with ``ProfilingStatus``); an Environment value
-  over 512 characters is refused with SageMaker's ValidationException.
+  over 512 characters, or more than 100 entries, is refused with SageMaker's ValidationException.
 - **Job statuses**: :func:`set_training_job_status` sets TrainingJobStatus and SecondaryStatus (with the
   secondary status transitions and end time) as SageMaker would.
 
@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from smx_debug.contracts import (
+    ENVIRONMENT_ENTRIES_MAX,
     ENVIRONMENT_VALUE_MAX,
     JOB_COMPLETED,
     JOB_ENDED_STATUSES,
@@ -122,10 +123,14 @@ def _advance(job: Any) -> None:
 
 
 def _check_environment(environment: Any) -> None:
-    """SageMaker's ValidationException for an Environment value over its 512 characters (botocore does not check
-    a maximum length before sending)."""
+    """SageMaker's ValidationException for an Environment value over its 512 characters or more than its 100
+    entries (botocore does not check a maximum before sending)."""
     from moto.sagemaker.exceptions import ValidationError
 
+    if environment and len(environment) > ENVIRONMENT_ENTRIES_MAX:
+        raise ValidationError(message=(
+            "1 validation error detected: Value at 'environment' failed to satisfy constraint: Member must have "
+            f"length less than or equal to {ENVIRONMENT_ENTRIES_MAX}"))
     for key, value in (environment or {}).items():
         if isinstance(value, str) and len(value) > ENVIRONMENT_VALUE_MAX:
             raise ValidationError(message=(

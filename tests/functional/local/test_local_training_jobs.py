@@ -10,6 +10,7 @@ import pytest
 from botocore.exceptions import ClientError
 from local_support import client, create_job
 
+from smx_debug.contracts import ENVIRONMENT_ENTRIES_MAX, ENVIRONMENT_VALUE_MAX
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.local import LocalAws, training_jobs
 
@@ -93,3 +94,20 @@ def test_create_training_job_profiler_fields_are_kept_and_described(aws: LocalAw
     assert desc["ProfilingStatus"] == "Enabled"
     create_job(aws, "ext-no-profiler")
     assert "ProfilerConfig" not in sagemaker.describe_training_job(TrainingJobName="ext-no-profiler")
+
+
+@pytest.mark.parametrize(("environment", "constraint"), [
+    ({"V": "x" * (ENVIRONMENT_VALUE_MAX + 1)}, f"'environment.V' failed to satisfy constraint: Member must have "
+                                               f"length less than or equal to {ENVIRONMENT_VALUE_MAX}"),
+    ({f"V{i}": "1" for i in range(ENVIRONMENT_ENTRIES_MAX + 1)},
+     f"'environment' failed to satisfy constraint: Member must have length less than or equal to "
+     f"{ENVIRONMENT_ENTRIES_MAX}"),
+])
+def test_create_training_job_environment_over_sagemakers_limits_is_a_validation_error(
+        aws: LocalAws, environment: dict[str, str], constraint: str) -> None:
+    """botocore does not check these maximums before sending; SageMaker refuses the request."""
+    with pytest.raises(ClientError) as info:
+        create_job(aws, "ext-env", Environment=environment)
+    assert info.value.response["Error"]["Code"] == "ValidationException"
+    assert constraint in info.value.response["Error"]["Message"]
+    create_job(aws, "ext-env", Environment={f"V{i}": "x" * ENVIRONMENT_VALUE_MAX for i in range(ENVIRONMENT_ENTRIES_MAX)})

@@ -16,7 +16,7 @@ import pytest
 
 from smx_debug import ConfigError, DebugPlan, SmxDebugWarning
 from smx_debug.config.request import debug_hook_config
-from smx_debug.contracts import HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV
+from smx_debug.contracts import ENVIRONMENT_ENTRIES_MAX, HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -180,3 +180,22 @@ def test_training_job_kwargs_a_different_debug_field_of_yours_raises(fake_core: 
     with pytest.raises(ConfigError, match="debug_hook_config") as info:
         plan.to_training_job_kwargs(debug_hook_config=fake_core.DebugHookConfig(s3_output_path="s3://other/x"))
     assert info.value.field == "debug_hook_config"
+
+
+def test_model_trainer_kwargs_more_variables_than_sagemaker_allows_raises_naming_environment(
+        fake_core: types.ModuleType) -> None:
+    plan = _plan(guard="evaluator", rules=[{"name": "exploding_tensor"}])
+    hooks = len(plan.to_model_trainer_kwargs()["environment"])
+    yours = {f"MY_VAR_{i}": "1" for i in range(ENVIRONMENT_ENTRIES_MAX - hooks)}
+    assert len(plan.to_model_trainer_kwargs(environment=yours)["environment"]) == ENVIRONMENT_ENTRIES_MAX
+    with pytest.raises(ConfigError) as info:
+        plan.to_model_trainer_kwargs(environment={**yours, "ONE_MORE": "1"})
+    assert info.value.field == "environment" and str(ENVIRONMENT_ENTRIES_MAX) in str(info.value)
+
+
+def test_model_trainer_kwargs_your_variable_named_as_a_hook_settings_part_raises(fake_core: types.ModuleType) -> None:
+    plan = _plan(guard="evaluator", rules=[{"name": "exploding_tensor"}])
+    assert f"{HOOK_CONFIG_ENV}_1" not in plan.to_model_trainer_kwargs()["environment"]  # one part: it fits
+    with pytest.raises(ConfigError) as info:  # joined to the plan's, it would change the hook's settings
+        plan.to_model_trainer_kwargs(environment={f"{HOOK_CONFIG_ENV}_1": "x"})
+    assert info.value.field == f"environment.{HOOK_CONFIG_ENV}_1"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -11,9 +12,17 @@ import pytest
 
 import smx_debug.hook as smd
 from smx_debug.config import DebugPlan
+from smx_debug.config.plan import MAX_RULES_PER_KIND
 from smx_debug.config.request import debug_hook_config
 from smx_debug.config.sdk_v3 import hook_environment
-from smx_debug.contracts import ENVIRONMENT_VALUE_MAX, HOOK_CONFIG_ENV, HOOK_OUTPUT_ENV, TRAINING_JOB_NAME_ENV
+from smx_debug.contracts import (
+    ENVIRONMENT_ENTRIES_MAX,
+    ENVIRONMENT_VALUE_MAX,
+    HOOK_CONFIG_ENV,
+    HOOK_OUTPUT_ENV,
+    TRAINING_JOB_NAME_ENV,
+    hook_config_environment,
+)
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.hook.json_config import read_hook_config, settings_from_environment, settings_from_plan
 from smx_debug.rules.watch_spec import TENSOR_WATCH_RULES
@@ -108,18 +117,34 @@ def test_settings_from_environment_bad_value_raises_config_error_naming_variable
     assert info.value.field == field
 
 
-def test_hook_environment_over_sagemakers_limit_raises_when_the_plan_renders(tmp_path: Path) -> None:
-    plan = _plan(sorted(TENSOR_WATCH_RULES))
+def test_hook_environment_every_tensor_rule_splits_values_within_sagemakers_limit_and_reads_back(
+        tmp_path: Path) -> None:
+    # every tensor rule, as many as a plan may hold: the hook's JSON is longer than one Environment value
+    plan = _plan(sorted(TENSOR_WATCH_RULES)[:MAX_RULES_PER_KIND])
+    env = hook_environment(plan)
+    assert all(len(value) <= ENVIRONMENT_VALUE_MAX for value in env.values()), {k: len(v) for k, v in env.items()}
+    assert len("".join(v for k, v in env.items() if k != HOOK_OUTPUT_ENV)) > ENVIRONMENT_VALUE_MAX
+    assert len(env) <= ENVIRONMENT_ENTRIES_MAX
+    environ = {**env, TRAINING_JOB_NAME_ENV: "j", "SMDEBUG_CONFIG_FILE_PATH": str(tmp_path / "none.json")}
+    # the same settings a DebugHookConfig would give
+    assert read_hook_config(environ=environ) == settings_from_plan(plan, f"{OUTPUT}/j/debug-output/")
+
+
+def test_settings_from_environment_missing_part_raises_config_error_naming_it() -> None:
+    env = hook_environment(_plan(sorted(TENSOR_WATCH_RULES)[:MAX_RULES_PER_KIND]))
+    parts = sorted(k for k in env if k not in (HOOK_OUTPUT_ENV, HOOK_CONFIG_ENV))
+    assert parts, "the plan's hook settings fit one value: nothing to split"
+    damaged = {k: v for k, v in env.items() if k != parts[0]}
     with pytest.raises(ConfigError) as info:
-        hook_environment(plan)
-    assert info.value.field == f"environment.{HOOK_CONFIG_ENV}"
-    assert len(str(info.value.value)) > ENVIRONMENT_VALUE_MAX and "512" in str(info.value)
+        settings_from_environment({**damaged, TRAINING_JOB_NAME_ENV: "j"})
+    assert info.value.field == parts[0] and parts[0] in str(info.value)
 
 
 def test_environment_value_max_is_botocores_training_environment_value_limit() -> None:
     model = botocore.session.get_session().get_service_model("sagemaker")
     environment = model.operation_model("CreateTrainingJob").input_shape.members["Environment"]
     assert environment.value.metadata["max"] == ENVIRONMENT_VALUE_MAX  # type: ignore[attr-defined]
+    assert environment.metadata["max"] == ENVIRONMENT_ENTRIES_MAX
     assert environment.key.metadata["pattern"] == "[a-zA-Z_][a-zA-Z0-9_]*"  # type: ignore[attr-defined]
-    for name in (HOOK_OUTPUT_ENV, HOOK_CONFIG_ENV):
-        assert name.isidentifier() and name.upper() == name
+    for name in (HOOK_OUTPUT_ENV, *hook_config_environment("x" * 11 * ENVIRONMENT_VALUE_MAX)):
+        assert re.fullmatch(environment.key.metadata["pattern"], name) and name.upper() == name  # type: ignore[attr-defined]
