@@ -4,6 +4,7 @@ botocore's standard retries, clients made when a command first uses them and nev
 from __future__ import annotations
 
 import argparse
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -16,10 +17,12 @@ class _Lazy:
     def __init__(self, make: Callable[[], Any]) -> None:
         self._make = make
         self._client: Any = None
+        self._lock = threading.Lock()  # the readers fetch in threads: one client, made once
 
     def __getattr__(self, name: str) -> Any:
-        if self._client is None:
-            self._client = self._make()
+        with self._lock:
+            if self._client is None:
+                self._client = self._make()
         return getattr(self._client, name)
 
 
