@@ -55,6 +55,9 @@ class _Chunk:
     shape: list[int]
     shapes: list[tuple[int, ...]]
     nbytes: int
+    block: list[int]  # per record: its block in ``blocks`` (-1: cut out of the buffer, or protobuf)...
+    index: list[int]  # ...and its row in that block
+    blocks: list[np.ndarray]  # small records of one dtype and shape, decoded together: (records, *shape)
 
 
 class RecordReader:
@@ -89,30 +92,43 @@ class RecordReader:
             DataError: when the record is damaged or holds another tensor (counted once in the catalog).
             UnknownDtypeError: for a dtype with no numpy form.
         """
-        with self._lock:
-            return self._value(files, positions, i)
+        with self._lock:  # the GIL alone would not keep the LRU order and the slots in step with a load
+            f, p = files[i], positions[i]
+            for chunk, rows in self._slots.get(f, ()):  # usually one
+                row = rows[p]
+                if row >= 0:
+                    if chunk.serial != self._last:  # least recently used out first
+                        self._chunks.move_to_end(chunk.serial)
+                        self._last = chunk.serial
+                    b = chunk.block[row]
+                    if b >= 0:
+                        got: np.ndarray = chunk.blocks[b][chunk.index[row]].copy()
+                        return got
+                    return self._cut(chunk, row)
+            return self._miss(files, positions, i)
 
-    def _value(self, files: Sequence[EventFile], positions: Sequence[int], i: int) -> np.ndarray:
+    def _miss(self, files: Sequence[EventFile], positions: Sequence[int], i: int) -> np.ndarray:
+        """Record ``i`` is not kept: read it and what follows (unless it is known to be unreadable)."""
         f, p = files[i], positions[i]
         chunk: _Chunk | None = None
         row = -1
-        for kept, rows in self._slots.get(f, ()):  # usually one
-            row = rows[p]
-            if row >= 0:
-                chunk = kept
-                break
+        if (f, p) not in self._bad:
+            self._load(files, positions, i)
+            chunk, row = self._where(f, p)
         if chunk is None:
-            if (f, p) not in self._bad:
-                self._load(files, positions, i)
-                chunk, row = self._where(f, p)
-            if chunk is None:
-                name = self._catalog.names[int(f.ids[p])]
-                why = self._bad.get((f, p), "the record could not be read")
-                raise DataError(f"tensor {name!r} at step {f.step} of worker {f.worker!r} "
-                                f"({f.key}@{int(f.starts[p])}): {why}")
-        if chunk.serial != self._last:  # least recently used out first
-            self._chunks.move_to_end(chunk.serial)
-            self._last = chunk.serial
+            name = self._catalog.names[int(f.ids[p])]
+            why = self._bad.get((f, p), "the record could not be read")
+            raise DataError(f"tensor {name!r} at step {f.step} of worker {f.worker!r} "
+                            f"({f.key}@{int(f.starts[p])}): {why}")
+        self._chunks.move_to_end(chunk.serial)
+        self._last = chunk.serial
+        b = chunk.block[row]
+        if b >= 0:
+            got: np.ndarray = chunk.blocks[b][chunk.index[row]].copy()
+            return got
+        return self._cut(chunk, row)
+
+    def _cut(self, chunk: _Chunk, row: int) -> np.ndarray:
         code = chunk.code[row]
         if code < 0:
             return decode_one(self._catalog, chunk.batch, row)
@@ -160,11 +176,15 @@ class RecordReader:
         fast = (w.ok & (w.dtype == code) & (size > 0) & (w.count > 0) & (w.content_len == w.count * size)
                 & (w.dims >= 0).all(axis=1))
         shape_of, shapes = _shapes(np.where(fast, w.ndim, 0), w.dims)
+        block, index, blocks = _blocks(batch.buf, fast & (w.ndim > 0) & (w.content_len <= SMALL), code,
+                                       shape_of, shapes, w.content_start, w.content_len)
         batch.walk = w.take(np.zeros(0, np.int64))  # what is needed is kept below
         serial = self._serial
         self._serial += 1
         chunk = _Chunk(serial, batch, np.where(fast, code, -1).tolist(), w.content_start.tolist(),
-                       w.count.tolist(), shape_of.tolist(), shapes, batch.buf.nbytes + _PER_ROW * len(fast))
+                       w.count.tolist(), shape_of.tolist(), shapes,
+                       batch.buf.nbytes + _PER_ROW * len(fast) + sum(b.nbytes for b in blocks),
+                       block.tolist(), index.tolist(), blocks)
         self._chunks[serial] = chunk
         self._bytes += chunk.nbytes
         bounds = np.searchsorted(batch.file_of, np.arange(len(batch.files) + 1)).tolist()
@@ -181,6 +201,31 @@ class RecordReader:
                 self._slots[f] = kept
             else:
                 del self._slots[f]
+
+
+def _blocks(buf: np.ndarray, take: np.ndarray, code: np.ndarray, shape_of: np.ndarray,
+            shapes: list[tuple[int, ...]], start: np.ndarray, length: np.ndarray,
+            ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """The records ``take`` selects, decoded in bulk: one ``(records, *shape)`` array per dtype and shape (a value
+    is then one row of it, copied), and per record its block (-1: not decoded here) and its row in that block."""
+    block = np.full(len(take), -1, np.int64)
+    index = np.zeros(len(take), np.int64)
+    blocks: list[np.ndarray] = []
+    rows = np.flatnonzero(take)
+    if not len(rows):
+        return block, index, blocks
+    key = code[rows].astype(np.int64) * len(shapes) + shape_of[rows]
+    groups, group_of = np.unique(key, return_inverse=True)
+    group_of = group_of.reshape(-1)
+    for g, k in enumerate(groups.tolist()):
+        mine = rows[group_of == g]
+        stored, native = _DTYPES[k // len(shapes)]  # a known code: checked by the caller
+        n = int(length[mine[0]])  # one dtype and shape: one content length
+        raw = buf[start[mine].astype(np.int64)[:, None] + np.arange(n)]
+        blocks.append(raw.view(stored).astype(native).reshape((len(mine), *shapes[k % len(shapes)])))
+        block[mine] = g
+        index[mine] = np.arange(len(mine))
+    return block, index, blocks
 
 
 def _shapes(ndim: np.ndarray, dims: np.ndarray) -> tuple[np.ndarray, list[tuple[int, ...]]]:

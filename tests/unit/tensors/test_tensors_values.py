@@ -71,3 +71,24 @@ def test_tensor_value_reads_the_smdebug_written_trial_as_its_frame() -> None:
     df = trial.frame(["loss"])
     for row in df.itertuples():
         assert trial.tensor("loss").value(int(row.step), worker=str(row.worker)).tolist() == [row.value]
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+                                   "uint16", "uint32", "uint64", "bool", "complex64", "complex128"])
+def test_tensor_value_small_records_decoded_in_bulk_are_the_written_arrays(tmp_path: Path, dtype: str) -> None:
+    rng = np.random.default_rng(3)
+    shapes = [(3,), (2, 2), (1, 2, 3), (5,)]
+    written = {}
+    with TrialWriter(tmp_path, worker="worker_0") as w:
+        for s in range(6):
+            tensors = {}
+            for k, shape in enumerate(shapes):  # one shape per tensor, and a tensor changing shape over steps
+                shape = shape if k < 3 else (s + 1,)
+                v = (rng.standard_normal(shape) * 100).astype(dtype)
+                tensors[f"t{k}"] = written[(f"t{k}", s)] = v
+            w.write_step(s, mode="train", mode_step=s, wall_time=1.0 + s, tensors=tensors)
+        w.training_end()
+    trial = create_trial(tmp_path)
+    got = _every_value(trial)
+    assert got == {key: (str(v.dtype), v.shape, v.tobytes()) for key, v in written.items()}
+    assert trial.skipped == {}
