@@ -1,5 +1,6 @@
 """One output convention for every command (aws-cli's): `--output table|text|json` on stdout, given anywhere;
-`--out FILE` where a file is wanted instead of stdout. `--json` is gone."""
+`--out FILE` where a file is wanted instead of stdout. `--json FILE` (rules evaluate, fleet) is `--output json --out
+FILE`, as scripts written for earlier versions spell it; the `--json` flag of rules list/show is gone."""
 
 from __future__ import annotations
 
@@ -92,12 +93,22 @@ def test_cli_fleet_list_output_json(capsys: pytest.CaptureFixture[str]) -> None:
 @pytest.mark.parametrize("argv", [
     pytest.param(["rules", "list", "--json"], id="rules-list"),
     pytest.param(["rules", "show", "CPUBottleneck", "--json"], id="rules-show"),
-    pytest.param(["rules", "evaluate", "x", "--json", "-"], id="rules-evaluate"),
-    pytest.param(["fleet", "list", "--json", "-"], id="fleet"),
 ])
-def test_cli_json_option_is_gone_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+def test_cli_json_flag_is_gone_usage_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(argv) == 2
     assert "--json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("to", ["-", "results.json"])
+def test_cli_rules_evaluate_json_file_is_output_json_to_that_file(job: str, to: str, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _run(["rules", "evaluate", job, "--plan", PLAN, "--json", to]) == 0
+    out = capsys.readouterr().out
+    body = out if to == "-" else (tmp_path / to).read_text()
+    assert "CPUBottleneck" in json.loads(body)
+    assert (out == "") == (to != "-")
 
 
 def test_cli_output_unknown_format_is_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

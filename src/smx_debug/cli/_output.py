@@ -37,9 +37,22 @@ def fixed_format(args: argparse.Namespace, only: Format, command: str) -> None:
         raise ConfigError(f"--output {chosen}: {command} writes {only} only", field="--output", value=chosen)
 
 
+class _JsonTo(argparse.Action):
+    """``--json FILE``: ``--output json --out FILE`` (``-``: stdout), the spelling scripts written for earlier
+    versions use (``smx-debug rules evaluate TRIAL --plan plan.yaml --json -``), kept working."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        namespace.output = "json"
+        namespace.out = values
+
+
 def add_out_option(parser: argparse.ArgumentParser, what: str) -> None:
-    """``--out FILE``: the command's stdout result written to FILE instead (checked before any work)."""
-    parser.add_argument("--out", metavar="FILE", help=f"write {what} to FILE instead of stdout")
+    """``--out FILE``: the command's stdout result written to FILE instead (checked before any work); and
+    ``--json FILE``, the same as ``--output json --out FILE``."""
+    parser.add_argument("--out", metavar="FILE", help=f"write {what} to FILE instead of stdout (- : stdout)")
+    parser.add_argument("--json", metavar="FILE", action=_JsonTo, dest="out",
+                        help="the same as --output json --out FILE (- : stdout)")
 
 
 def as_table(rows: Sequence[Sequence[Any]], header: Sequence[str] | None = None) -> str:
