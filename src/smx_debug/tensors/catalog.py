@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 import numpy as np
@@ -65,11 +65,15 @@ class EventFile:
     starts: np.ndarray  # record offsets (uint32 when they fit, else int64)
     lengths: np.ndarray  # record lengths, header and footer included (same)
     shapes: dict[int, tuple[int, ...]] | None = None
+    _key: str | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._key = layout.event_key(self.step, self.worker) if self.has_events else None
 
     @property
     def key(self) -> str | None:
         """The event file's key (None: shapes only)."""
-        return layout.event_key(self.step, self.worker) if self.has_events else None
+        return self._key
 
 
 @dataclass(frozen=True)
@@ -297,8 +301,8 @@ class Catalog:
     def _refresh(self) -> list[EventFile]:
         listed = _list(self.source, self._step_done, self.floor)
         ended = False
-        index: list[ObjectInfo] = []
-        events: dict[str, ObjectInfo] = {}
+        index: list[tuple[str, layout.FileKey]] = []  # each key parsed once
+        events: dict[str, tuple[ObjectInfo, layout.FileKey]] = {}
         collections: list[ObjectInfo] = []
         for info in listed:
             key = info.key
@@ -307,28 +311,30 @@ class Catalog:
             if key == layout.END_OF_JOB:
                 ended = True
             elif key.startswith(layout.INDEX_DIR + "/"):
-                if key not in self._read_index and layout.parse_index_key(key) is not None:
-                    index.append(info)
+                if key not in self._read_index:
+                    fk = layout.parse_index_key(key)
+                    if fk is not None:
+                        index.append((key, fk))
             elif key.startswith(layout.EVENTS_DIR + "/"):
-                if layout.parse_event_key(key) is not None:
-                    events[key] = info
+                fk = layout.parse_event_key(key)
+                if fk is not None:
+                    events[key] = (info, fk)
             elif layout.parse_collections_key(key) is not None:
                 collections.append(info)
         self._take_collections(collections)
         added: list[EventFile] = []
+        index_keys = dict(index)
 
         def parse(key: str, data: bytes) -> _Index | DataError:
-            fk = layout.parse_index_key(key)
-            assert fk is not None  # filtered above
+            fk = index_keys[key]
             try:
                 return _parse_index(fk.step, fk.worker, data)
             except DataError as exc:
                 return exc
 
         taken = set(self.files)
-        for key, result in _read_all(self.source, [i.key for i in index], parse):
-            fk = layout.parse_index_key(key)
-            assert fk is not None
+        for key, result in _read_all(self.source, [k for k, _ in index], parse):
+            fk = index_keys[key]
             if (fk.step, fk.worker) in taken:
                 self._read_index.add(key)
                 continue
@@ -338,8 +344,8 @@ class Catalog:
                 self._damaged_index.add((fk.step, fk.worker))
                 continue
             ev_key = layout.event_key(fk.step, fk.worker)
-            ev_info = events.get(ev_key)
-            if result.names and ev_info is None:
+            ev = events.get(ev_key)
+            if result.names and ev is None:
                 if ended:  # it will never come
                     self.skip(MISSING_EVENT_FILE, len(result.names))
                     self._read_index.add(key)
@@ -347,15 +353,13 @@ class Catalog:
             self._read_index.add(key)
             try:
                 added.append(self._add_indexed(result, ev_key if result.names else None,
-                                               ev_info.size if ev_info else 0))
+                                               ev[0].size if ev else 0))
             except DataError:  # tensor names that are not strings, or not UTF-8
                 self.skip(DAMAGED_INDEX)
                 self._damaged_index.add((fk.step, fk.worker))
                 continue
             taken.add((fk.step, fk.worker))
-        for ev_key, info in events.items():
-            fk = layout.parse_event_key(ev_key)
-            assert fk is not None
+        for ev_key, (info, fk) in events.items():
             if (fk.step, fk.worker) in taken:
                 continue
             if ended or ev_key in self._unindexed or (fk.step, fk.worker) in self._damaged_index:
@@ -370,13 +374,12 @@ class Catalog:
             self.files[(f.step, f.worker)] = f
             self.order.append(f)
             self.workers_of.setdefault(f.step, []).append(f.worker)
-        self._raise_floor(index, events)
+        self._raise_floor([fk for _, fk in index] + [fk for _, fk in events.values()], set(events))
         return added
 
-    def _raise_floor(self, index: list[ObjectInfo], events: dict[str, ObjectInfo]) -> None:
-        """Move the floor up to the first step still waiting for a file (else past the last step listed)."""
-        listed = [fk for fk in (*(layout.parse_index_key(i.key) for i in index),
-                                *(layout.parse_event_key(k) for k in events)) if fk is not None]
+    def _raise_floor(self, listed: list[layout.FileKey], events: set[str]) -> None:
+        """Move the floor up to the first step still waiting for a file (else past the last step listed):
+        ``listed`` the index and event files of this listing, ``events`` the event keys."""
         if not listed:
             return
         scanned = {(fk.step, fk.worker) for fk in listed if (fk.step, fk.worker) in self._damaged_index
