@@ -21,9 +21,19 @@ from typing import Any
 import pytest
 
 from smx_debug import DebugPlan, SmxDebugWarning
+from smx_debug.config.plan import MAX_RULES_PER_KIND
 from smx_debug.config.sdk_v3 import hook_environment
-from smx_debug.contracts import EVALUATOR_TAG, HOOK_OUTPUT_ENV, MANAGED_TAG, is_opted_in, is_watched
+from smx_debug.contracts import (
+    ENVIRONMENT_VALUE_MAX,
+    EVALUATOR_TAG,
+    HOOK_CONFIG_ENV,
+    HOOK_OUTPUT_ENV,
+    MANAGED_TAG,
+    is_opted_in,
+    is_watched,
+)
 from smx_debug.local import LocalAws, execution_role
+from smx_debug.rules.watch_spec import TENSOR_WATCH_RULES
 
 ROOT = Path(__file__).resolve().parents[3]
 ENV_DIR = ROOT / "bench" / ".venv-sdkv3"
@@ -188,3 +198,17 @@ def test_docs_sdk_v3_snippets_run_in_sdk_v3(side_env: Path, tmp_path: Path) -> N
     debugger = DebugPlan.from_file(ROOT / "examples" / "plans" / "exploding_gradient_guard.yaml")
     expected = _request(debugger, "resnet-2026-11-28")
     assert create_call["params"]["DebugRuleConfigurations"] == expected["DebugRuleConfigurations"]
+
+
+def test_model_trainer_every_tensor_rule_request_is_valid_with_the_hook_settings_split(side_env: Path,
+                                                                                      tmp_path: Path) -> None:
+    """A job guarded by every tensor rule (as many as a plan holds): the hook's settings take more than one
+    Environment value, and ModelTrainer's request carries them in values SageMaker accepts."""
+    path = tmp_path / "plan.yaml"
+    rules = "".join(f"  - name: {r}\n" for r in sorted(TENSOR_WATCH_RULES)[:MAX_RULES_PER_KIND])
+    path.write_text(EVALUATOR_PLAN.split("rules:\n")[0] + "rules:\n" + rules, encoding="utf-8")
+    out = _side(side_env, tmp_path, "model-trainer", str(path))
+    assert out["errors"] == ""
+    env = out["params"]["Environment"]
+    assert env == {**hook_environment(DebugPlan.from_file(path)), "EPOCHS": "3"}
+    assert f"{HOOK_CONFIG_ENV}_1" in env and all(len(v) <= ENVIRONMENT_VALUE_MAX for v in env.values())
