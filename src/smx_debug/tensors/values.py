@@ -187,11 +187,14 @@ class RecordReader:
                        block.tolist(), index.tolist(), blocks)
         self._chunks[serial] = chunk
         self._bytes += chunk.nbytes
-        bounds = np.searchsorted(batch.file_of, np.arange(len(batch.files) + 1)).tolist()
-        for k, f in enumerate(batch.files):
-            rows = np.full(len(f.ids), -1, np.int64)
-            rows[batch.pos[bounds[k]:bounds[k + 1]]] = np.arange(bounds[k], bounds[k + 1])
-            self._slots.setdefault(f, []).append((chunk, rows.tolist()))
+        # Every file's row per entry position in one array (one tolist), then cut per file.
+        entries = np.fromiter((len(f.ids) for f in batch.files), np.int64, len(batch.files))
+        base = np.cumsum(entries) - entries
+        rows = np.full(int(entries.sum()), -1, np.int64)
+        rows[base[batch.file_of] + batch.pos] = np.arange(len(batch.pos))
+        every = rows.tolist()
+        for f, a, n in zip(batch.files, base.tolist(), entries.tolist(), strict=True):
+            self._slots.setdefault(f, []).append((chunk, every[a:a + n]))
 
     def _drop(self, chunk: _Chunk) -> None:
         self._bytes -= chunk.nbytes

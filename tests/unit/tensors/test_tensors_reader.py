@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import shutil
 from pathlib import Path
 
@@ -221,3 +222,18 @@ def test_create_trial_missing_path_raises_not_found(tmp_path: Path) -> None:
         create_trial(tmp_path)
     with pytest.raises(ConfigError, match="path must be"):
         create_trial("")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_trial_open_and_refresh_leave_the_garbage_collector_as_found(tmp_path: Path, enabled: bool) -> None:
+    with TrialWriter(tmp_path, worker="worker_0") as w:
+        w.write_step(0, mode="train", mode_step=0, wall_time=1.0, tensors={"loss": np.float32(1)})
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        trial = create_trial(tmp_path)
+        after_open = gc.isenabled()
+        trial.refresh()
+        assert (after_open, gc.isenabled()) == (enabled, enabled)
+    finally:
+        (gc.enable if was else gc.disable)()
