@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from smx_debug.config import DebugPlan
 from smx_debug.rules import list_rules
 
-DEBUGGER = [s.function for s in list_rules("debugger") if not any(p.required for p in s.parameters)]
+DEBUGGER = [s.function for s in list_rules("debugger", family="debugger") if not any(p.required for p in s.parameters)]
 
 
 @settings(max_examples=60, deadline=None)

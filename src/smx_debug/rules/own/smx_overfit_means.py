@@ -20,9 +20,11 @@ from smx_debug.rules.registry import define
 class Params(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    train_regex: str = Field(".*train_loss_mean", description="regex of the interval means of the training loss",
-                             json_schema_extra={"format": "regex"})
-    eval_regex: str = Field(".*val_loss_mean", description="regex of the validation passes' mean loss",
+    tensor_regex: str = Field(".*train_loss_mean|.*val_loss_mean",
+                              description="regex of the interval means it reads (training and validation)",
+                              json_schema_extra={"format": "regex"})
+    eval_regex: str = Field(".*val_loss_mean", description="which of them are the validation passes' means (the "
+                                                           "others: the training loss's)",
                             json_schema_extra={"format": "regex"})
     ratio_threshold: float = Field(0.5, ge=0, description="largest allowed (validation - training) / training "
                                                           "ratio of the means")
@@ -32,23 +34,17 @@ class Params(BaseModel):
 class Evaluator:
     state_types = (SmxLastSeen,)
 
-    def select(self, params: Params, names: Any, collections: Any) -> Any:
-        from smx_debug.evaluate.tensor_verdict import by_regex
-
-        return by_regex([params.train_regex, params.eval_regex], names, what="train_regex|eval_regex")
-
     def start(self, params: Params, tally: Any) -> SmxLastSeen:
         return SmxLastSeen(tally)
 
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         import math
 
-        train, val = re.compile(params.train_regex), re.compile(params.eval_regex)
+        val = re.compile(params.eval_regex)
         seen: list[tuple[int, int, str, str, float]] = []  # (step, 0 train / 1 eval, tensor, mode, value)
         for name in selection.names:
-            kind = 1 if val.search(name) else 0 if train.search(name) else -1
-            if kind >= 0:
-                seen += [(step, kind, name, mode, float(v.reshape(-1)[0])) for step, mode, v in records(batch, name)]
+            kind = 1 if val.search(name) else 0
+            seen += [(step, kind, name, mode, float(v.reshape(-1)[0])) for step, mode, v in records(batch, name)]
         for step, kind, name, mode, value in sorted(seen):
             if not kind:
                 state.last["train"] = [value]
