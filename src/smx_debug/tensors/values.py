@@ -43,21 +43,22 @@ _DTYPES: Final = [(NUMPY_DTYPES[c], NUMPY_DTYPES[c].newbyteorder("=")) if c in N
 
 @dataclass(eq=False)
 class _Chunk:
-    """One batch kept, and per record how numpy cuts its value out of the buffer: its DataType number (-1: the
-    record goes through protobuf), content offset, element count and shape (an index into ``shapes``). Plain
-    lists of ints: no container per record for the garbage collector to walk."""
+    """One batch kept. Per record: the block its value was decoded into with the other small records of its
+    dtype and shape (``(records, *shape)``; None: not decoded in bulk) and its row there, in plain lists (what
+    every value looks up: no container per record for the garbage collector to walk); else how numpy cuts its
+    value out of the buffer (arrays: rarely looked up): its DataType number (-1: the record goes through
+    protobuf), content offset, element count and shape (an index into ``shapes``)."""
 
     serial: int
     batch: Batch
-    code: list[int]
-    offset: list[int]
-    count: list[int]
-    shape: list[int]
+    block: list[np.ndarray | None]
+    index: list[int]
+    code: np.ndarray
+    offset: np.ndarray
+    count: np.ndarray
+    shape: np.ndarray
     shapes: list[tuple[int, ...]]
     nbytes: int
-    block: list[int]  # per record: its block in ``blocks`` (-1: cut out of the buffer, or protobuf)...
-    index: list[int]  # ...and its row in that block
-    blocks: list[np.ndarray]  # small records of one dtype and shape, decoded together: (records, *shape)
 
 
 class RecordReader:
@@ -100,9 +101,9 @@ class RecordReader:
                     if chunk.serial != self._last:  # least recently used out first
                         self._chunks.move_to_end(chunk.serial)
                         self._last = chunk.serial
-                    b = chunk.block[row]
-                    if b >= 0:
-                        got: np.ndarray = chunk.blocks[b][chunk.index[row]].copy()
+                    block = chunk.block[row]
+                    if block is not None:
+                        got: np.ndarray = block[chunk.index[row]].copy()
                         return got
                     return self._cut(chunk, row)
             return self._miss(files, positions, i)
@@ -122,19 +123,20 @@ class RecordReader:
                             f"({f.key}@{int(f.starts[p])}): {why}")
         self._chunks.move_to_end(chunk.serial)
         self._last = chunk.serial
-        b = chunk.block[row]
-        if b >= 0:
-            got: np.ndarray = chunk.blocks[b][chunk.index[row]].copy()
+        block = chunk.block[row]
+        if block is not None:
+            got: np.ndarray = block[chunk.index[row]].copy()
             return got
         return self._cut(chunk, row)
 
     def _cut(self, chunk: _Chunk, row: int) -> np.ndarray:
-        code = chunk.code[row]
+        code = int(chunk.code[row])
         if code < 0:
             return decode_one(self._catalog, chunk.batch, row)
         stored, native = _DTYPES[code]  # type: ignore[misc]  # a known code: checked in _keep
-        out: np.ndarray = np.frombuffer(chunk.batch.buf, stored, chunk.count[row], chunk.offset[row]).astype(native)
-        shape = chunk.shapes[chunk.shape[row]]
+        out: np.ndarray = np.frombuffer(chunk.batch.buf, stored, int(chunk.count[row]),
+                                        int(chunk.offset[row])).astype(native)
+        shape = chunk.shapes[int(chunk.shape[row])]
         return out if len(shape) == 1 else out.reshape(shape)  # 1-D: its one dim is the count
 
     def _load(self, files: Sequence[EventFile], positions: Sequence[int], i: int) -> None:
@@ -181,10 +183,10 @@ class RecordReader:
         batch.walk = w.take(np.zeros(0, np.int64))  # what is needed is kept below
         serial = self._serial
         self._serial += 1
-        chunk = _Chunk(serial, batch, np.where(fast, code, -1).tolist(), w.content_start.tolist(),
-                       w.count.tolist(), shape_of.tolist(), shapes,
-                       batch.buf.nbytes + _PER_ROW * len(fast) + sum(b.nbytes for b in blocks),
-                       block.tolist(), index.tolist(), blocks)
+        kept: list[np.ndarray | None] = [None, *blocks]
+        chunk = _Chunk(serial, batch, [kept[b] for b in (block + 1).tolist()], index.tolist(),
+                       np.where(fast, code, -1), w.content_start.astype(np.int64), w.count.astype(np.int64),
+                       shape_of, shapes, batch.buf.nbytes + _PER_ROW * len(fast) + sum(b.nbytes for b in blocks))
         self._chunks[serial] = chunk
         self._bytes += chunk.nbytes
         # Every file's row per entry position in one array (one tolist), then cut per file.
