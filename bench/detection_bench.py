@@ -15,8 +15,8 @@ one fault each (10 classes x 2 seeds), injected at a known step:
     poor_initialization  weights N(0, 1) instead of PyTorch's       nan_operation  sqrt of a negative at step 1200
     saturated_activation tanh network with weights N(0, 3)          class_imbalance 90% of training labels class 0
 
-Every tensor rule runs on every run with default parameters, replayed step by step as a live evaluator would see
-the trial (TensorEvaluator.refresh(until=...)). A fault is detected when a rule fires at or after its injection
+Every tensor rule of Debugger's (the ``debugger`` family; smx-debug's own rules are bench/heldout_bench.py's) runs on
+every run with default parameters, replayed step by step as a live evaluator would see the trial (TensorEvaluator.refresh(until=...)). A fault is detected when a rule fires at or after its injection
 step; the delay is from injection to that saved step. Healthy runs count false positives by rule. Baselines on the
 same runs: Lightning-style ``check_finite`` (the training loss checked every step) and
 ``torch.autograd.detect_anomaly`` (a second run of the same seed under anomaly mode, stopped at its first error).

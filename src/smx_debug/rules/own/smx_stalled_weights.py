@@ -9,15 +9,48 @@ state keeps that sample, never a model's size)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import LEARNING_MODES, SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import LEARNING_MODES, judge_one, records
 from smx_debug.rules.registry import define
 
 _SAMPLE = 512
+
+
+@dataclass
+class SmxWeightSamples:
+    """The tally and, per weight, the sample of its last judged training record (``last``), that record's step
+    (``seen``) and its (worker, mode) (``where``). The scheduled evaluator keeps the state without the samples
+    (:meth:`shed`) and reads those records again (:meth:`refill`): a model's many weights never fill its budget."""
+
+    tally: Any
+    last: dict[str, list[float]] = field(default_factory=dict)
+    seen: dict[str, int] = field(default_factory=dict)
+    where: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def shed(self, name: str, history: list[tuple[str, str, str, str, int]]) -> SmxWeightSamples:
+        for tensor in self.last:
+            worker, mode = self.where.get(tensor, ("", "TRAIN"))
+            history.append((name, tensor, worker, mode, int(self.seen[tensor])))
+        return replace(self, last={})
+
+    def refill(self, key: tuple[str, str, str], step: int, value: Any) -> None:
+        tensor = key[0]
+        if self.seen.get(tensor) == step:
+            self.last[tensor] = _sample(value)
+
+
+def _sample(value: Any) -> list[float]:
+    """A fixed sample of up to 512 of ``value``'s values, evenly spaced over its flattened order."""
+    import numpy as np
+
+    flat = np.asarray(value, dtype=np.float64).reshape(-1)
+    idx = np.linspace(0, flat.size - 1, min(flat.size, _SAMPLE)).astype(np.int64)
+    return [float(v) for v in flat[idx]]
 
 
 class Params(BaseModel):
@@ -29,23 +62,24 @@ class Params(BaseModel):
 
 
 class Evaluator:
-    state_types = (SmxLastSeen,)
+    state_types = (SmxWeightSamples,)
 
-    def start(self, params: Params, tally: Any) -> SmxLastSeen:
-        return SmxLastSeen(tally)
+    def start(self, params: Params, tally: Any) -> SmxWeightSamples:
+        return SmxWeightSamples(tally)
 
-    def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
+    def update(self, state: SmxWeightSamples, batch: Any, params: Params, selection: Any) -> None:
         import numpy as np
 
+        series_of = batch.arrays
         for name in selection.names:
             for step, mode, value in records(batch, name, modes=LEARNING_MODES):
-                flat = value.reshape(-1)
-                idx = np.linspace(0, flat.size - 1, min(flat.size, _SAMPLE)).astype(np.int64)
-                sample = flat[idx]
-                prev = state.last.get(name)
                 if state.seen.get(name) == step:
                     continue
-                state.last[name], state.seen[name] = [float(v) for v in sample], step
+                sample = np.asarray(_sample(value))
+                prev = state.last.get(name)
+                workers = series_of[name].workers[series_of[name].steps == step]
+                state.last[name], state.seen[name] = sample.tolist(), step
+                state.where[name] = (str(workers[0]) if len(workers) else "", mode)
                 if prev is None or len(prev) != len(sample) or not np.isfinite(sample).all():
                     continue
                 before = np.asarray(prev)

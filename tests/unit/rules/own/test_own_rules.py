@@ -184,3 +184,28 @@ def test_overfit_means_gap_fires_and_close_means_stay_quiet() -> None:
 def test_own_rule_without_data_says_so(rule: str) -> None:
     got = judge(rule, [batch({0: {"unrelated": np.ones(3)}})])
     assert not got.triggered and got.datapoints == 0
+
+
+def test_stalled_weights_snapshot_keeps_no_samples_and_restores_the_verdict(tmp_path: Any) -> None:
+    from smx_debug.evaluate.tensor_eval import TensorEvaluator
+    from smx_debug.evaluate.tensor_state import load
+    from smx_debug.tensors import Collection, TrialWriter, create_trial
+
+    rng = np.random.default_rng(7)
+    weights = [rng.normal(size=(64, 64)).astype(np.float32) for _ in range(40)]
+    trial = tmp_path / "trial"
+    with TrialWriter(str(trial)) as writer:
+        writer.write_collections([Collection(name="weights", tensor_names=tuple(f"l{i}.weight" for i in range(40)))])
+        for step, delta in ((0, 0.0), (500, 0.05), (1000, 0.05)):  # frozen from step 500 on
+            writer.write_step(step, mode="TRAIN", tensors={f"l{i}.weight": w + np.float32(delta)
+                                                           for i, w in enumerate(weights)})
+        writer.training_end()
+    first = TensorEvaluator(create_trial(str(trial)), ["SmxStalledWeights"])
+    first.refresh(until=501)
+    blob = first.snapshot(budget=256 * 1024)
+    snap = load(blob)
+    assert snap.states["SmxStalledWeights"].last == {} and len(snap.history) == 40  # samples read again, not kept
+    assert len(blob) < 16 * 1024
+    again = TensorEvaluator.restore(create_trial(str(trial)), ["SmxStalledWeights"], snap)
+    got = again.refresh()["SmxStalledWeights"]
+    assert (got.triggered, got.trigger_step) == (True, 1000)
