@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Tensor", "Trial", "create_trial"]
 
+_GLOBAL = ModeKeys.GLOBAL
 _FRAME_REDUCTIONS = frozenset({*REDUCTIONS, *NORMS} | {f"abs_{r}" for r in (*REDUCTIONS, *NORMS)})
 
 
@@ -468,6 +469,8 @@ class Tensor:
     def __init__(self, trial: Trial, name: str) -> None:
         self.trial = trial
         self.name = name
+        self._post: _Posting | None = None  # set by _find
+        self._id = -1  # its name id (-1: saved only as reductions, when _post was set)
 
     def __repr__(self) -> str:
         return f"<Tensor {self.name!r} of trial {self.trial.name!r}>"
@@ -509,6 +512,7 @@ class Tensor:
         post = trial._postings.get(self.name)
         if post is None or post.seen != len(trial._catalog.order):
             post = trial._posting(self.name)
+        self._post, self._id = post, trial._catalog.name_ids.get(self.name, -1)
         files = post.files
         here = post.more.get(g)
         nid = trial._catalog.name_ids.get(name)
@@ -545,13 +549,13 @@ class Tensor:
                 no numpy form.
         """
         trial = self.trial
-        if mode is ModeKeys.GLOBAL and worker is None:  # the common case, as _find takes it, without its detours
-            post = trial._postings.get(self.name)
-            if (post is not None and post.seen == len(trial._catalog.order) and step_num in trial._global_to_mode
-                    and step_num not in post.more):
-                i = post.first.get(step_num, -1)
-                if i >= 0 and post.ids[i] == trial._catalog.name_ids.get(self.name):
-                    return trial._reader.value(post.files, post.pos, i)
+        post = self._post
+        if (post is not None and mode is _GLOBAL and worker is None and post.seen == len(trial._catalog.order)
+                and step_num in trial._global_to_mode and step_num not in post.more):
+            # the common case, as _find takes it, without its detours
+            i = post.first.get(step_num, -1)
+            if i >= 0 and post.ids[i] == self._id:
+                return trial._reader.value(post.files, post.pos, i)
         found = self._find(step_num, mode, worker, self.name)
         if found is None:
             raise TensorUnavailableError(

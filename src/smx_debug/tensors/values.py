@@ -94,8 +94,8 @@ class RecordReader:
             UnknownDtypeError: for a dtype with no numpy form.
         """
         with self._lock:  # the GIL alone would not keep the LRU order and the slots in step with a load
-            f, p = files[i], positions[i]
-            for chunk, rows in self._slots.get(f, ()):  # usually one
+            p = positions[i]
+            for chunk, rows in self._slots.get(files[i], ()):  # usually one
                 row = rows[p]
                 if row >= 0:
                     if chunk.serial != self._last:  # least recently used out first

@@ -92,3 +92,21 @@ def test_tensor_value_small_records_decoded_in_bulk_are_the_written_arrays(tmp_p
     got = _every_value(trial)
     assert got == {key: (str(v.dtype), v.shape, v.tobytes()) for key, v in written.items()}
     assert trial.skipped == {}
+
+
+def test_tensor_value_of_a_live_trial_sees_a_tensor_saved_raw_after_only_its_reductions(tmp_path: Path) -> None:
+    from smx_debug.errors import TensorUnavailableError
+
+    with TrialWriter(tmp_path, worker="worker_0") as w:
+        w.write_step(0, mode="train", mode_step=0, wall_time=1.0,
+                     tensors={"loss": np.float32(0), reduction_tensor_name("w", "mean"): np.float32(0.5)})
+        trial = create_trial(tmp_path)
+        w_tensor = trial.tensor("w")
+        with pytest.raises(TensorUnavailableError, match="only its reductions"):
+            w_tensor.value(0)
+        w.write_step(1, mode="train", mode_step=1, wall_time=2.0,
+                     tensors={"loss": np.float32(1), "w": np.full((2, 2), 7, np.float32)})
+        assert w_tensor.value(1).tolist() == [[7, 7], [7, 7]]
+        with pytest.raises(TensorUnavailableError, match="only its reductions"):
+            w_tensor.value(0)
+        assert trial.tensor("loss").value(1).tolist() == [1]
