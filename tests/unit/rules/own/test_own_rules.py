@@ -209,3 +209,12 @@ def test_stalled_weights_snapshot_keeps_no_samples_and_restores_the_verdict(tmp_
     again = TensorEvaluator.restore(create_trial(str(trial)), ["SmxStalledWeights"], snap)
     got = again.refresh()["SmxStalledWeights"]
     assert (got.triggered, got.trigger_step) == (True, 1000)
+
+
+def test_own_rules_each_has_a_row_in_the_recommended_profile_docs() -> None:
+    from pathlib import Path
+
+    docs = (Path(__file__).resolve().parents[4] / "docs" / "rules.md").read_text(encoding="utf-8")
+    section = docs.split("## Recommended profile", 1)[1]
+    rows = {line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `Smx")}
+    assert rows == {d.name for d in rule_defs(family="smx")}  # what it departs from, its default, the measurement
