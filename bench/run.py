@@ -14,6 +14,8 @@ Each benchmark prints its own figures and the ratios against the baseline its is
   trial.tensor(name).value(step), ours against smdebug (target >= 20x)
 - bench/hook_bench.py: the PyTorch hook's overhead per step on a small CNN saving every 100 steps, against no
   hook and against smdebug's own hook (side env, with torch) with the same configuration
+- bench/callbacks_bench.py: the Hugging Face and Lightning SmxDebugCallback against the same training with the hook
+  registered by hand, per step, in their side envs (target <= 1.05x the hook alone)
 - bench/evaluator_bench.py: the scheduled evaluator on a busy local account, 200 running jobs x 4 hosts (50 another
   team's, 5 with poisoned profiler output, 5 throttled past the retries), and the run a minute later (every other
   job evaluated, failures counted per job by reason, each run < 60 s; the second reads only the new minute: vs a
@@ -57,8 +59,8 @@ def _load(name: str):  # type: ignore[no-untyped-def]
 def main(argv: list[str]) -> int:
     status = 0
     for name in ("reports_bench", "rules_bench", "actions_bench", "replay_bench", "parity", "report_bench",
-                 "evaluator_bench", "fanout_bench", "tensors_bench", "hook_bench", "tensor_rules_bench",
-                 "detection_bench", "heldout_bench", "fleet_bench"):
+                 "evaluator_bench", "fanout_bench", "tensors_bench", "hook_bench", "callbacks_bench",
+                 "tensor_rules_bench", "detection_bench", "heldout_bench", "fleet_bench"):
         print(f"\n=== {name} ===", flush=True)
         status |= int(_load(name).main(argv) or 0)
     return status
