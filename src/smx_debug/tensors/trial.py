@@ -483,8 +483,9 @@ class Tensor:
         """The steps this tensor (or a reduction of it) was saved at: global steps for GLOBAL, else the mode's."""
         the_mode = _mode(mode)
         trial_steps = set(self.trial.steps(the_mode, show_incomplete_steps=show_incomplete_steps))
+        mine: Iterable[int]
         if the_mode is ModeKeys.GLOBAL:
-            mine = {f.step for f in self._files()}
+            mine = self.trial._posting(self.name).first.keys()  # the global step of each of its records
         else:
             mine = {f.mode_step for f in self._files() if f.mode is the_mode}
         return sorted(mine & trial_steps)
