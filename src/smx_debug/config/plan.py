@@ -32,6 +32,7 @@ from smx_debug.rules.params import (
     split_profiler_report_key,
     unsupported_reason,
 )
+from smx_debug.rules.registry import Profile, profile_rules
 from smx_debug.rules.watch_spec import EVALUATOR_RULES, TENSOR_WATCH_RULES, WatchedRule, WatchSpec
 from smx_debug.tags import MAX_TAGS, ActionSpec, encode_tags
 
@@ -70,9 +71,45 @@ class DebugPlan(FrozenModel):
     guard: Guard = "debugger"
     """Who evaluates the rules: Debugger's rule jobs, the stack's scheduled evaluator (no Debugger rules, hook or
     profiler are rendered; docs/evaluator.md), or both (the evaluator takes the rules it can evaluate)."""
+    profile: Profile | None = None
+    """The set of rules: ``debugger`` (the rules listed, as Debugger has them) or ``recommended`` (the registry's
+    recommended rules at their defaults, plus the rules listed, which replace a profile rule of the same class).
+    Unset: ``recommended`` under ``guard: evaluator`` when the plan lists no rule, ``debugger`` otherwise
+    (:attr:`resolved_profile`: a plan written before profiles existed renders what it rendered). A plan
+    that says ``profile: recommended`` and no ``guard`` is guarded by the evaluator. See docs/plan.md."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile_guard(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("profile") == "recommended" and "guard" not in data:
+            return {**data, "guard": "evaluator"}  # only the evaluator runs the recommended profile's rules
+        return data
+
+    @property
+    def resolved_profile(self) -> Profile:
+        """The profile the plan's rules come from: ``profile``, or its default for the plan's ``guard``."""
+        if self.profile is not None:
+            return self.profile
+        return "recommended" if self.guard == "evaluator" and not self.rules else "debugger"
+
+    def _expand_profile(self) -> None:
+        if self.profile == "recommended" and self.guard != "evaluator":
+            raise PydanticCustomError(
+                "smx_field",
+                "profile 'recommended' holds smx-debug's own rules, which only the evaluator runs (Debugger's rule "
+                "container cannot); set guard to 'evaluator', or profile to 'debugger'",
+                {"subpath": "profile", "bad_value": repr(self.profile)},
+            )
+        if self.resolved_profile == "debugger":
+            return
+        object.__setattr__(self, "profile", "recommended")  # what it resolved to, before rules of the profile join
+        listed = {r.spec.name for r in self.rules}
+        added = tuple(RuleConfig(name=name) for name in profile_rules(self.resolved_profile) if name not in listed)
+        object.__setattr__(self, "rules", (*self.rules, *added))  # the listed rules keep their places (rules[i])
 
     @model_validator(mode="after")
     def _check(self) -> DebugPlan:
+        self._expand_profile()
         if self.region not in RULE_IMAGE_ACCOUNTS:
             raise PydanticCustomError(
                 "smx_field",

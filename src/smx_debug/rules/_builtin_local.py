@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["ADVICE", "DESCRIPTION", "EVALUATES_ON", "MINUTE_DEFAULTS"]
+__all__ = ["ADVICE", "DESCRIPTION", "EVALUATES_ON", "MINUTE_DEFAULTS", "PROFILES"]
 
 _JOB = ("job",)
 _TENSORS = ("tensors",)
@@ -28,6 +28,10 @@ EVALUATES_ON: Final[Mapping[str, tuple[str, ...]]] = {
     "AllZero": _TENSORS, "ClassImbalance": _TENSORS, "TensorVariance": _TENSORS, "UnchangedTensor": _TENSORS,
     "CheckInputImages": _TENSORS, "NLPSequenceRatio": _TENSORS, "Confusion": _TENSORS,
 }
+
+# The profiles besides ``debugger`` that include a built-in at its defaults (smx_debug.rules.registry.Profile):
+# ClassImbalance joins smx-debug's own rules in ``recommended`` (docs/rules.md, "Recommended profile").
+PROFILES: Final[Mapping[str, tuple[str, ...]]] = {"ClassImbalance": ("recommended",)}
 
 # Rules the scheduled evaluator judges from CloudWatch's 1-minute data (instance metrics per host, training
 # metrics), with the parameters it uses unless the plan sets them: Debugger's defaults count datapoints at 500 ms

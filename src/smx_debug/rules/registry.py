@@ -74,13 +74,16 @@ from smx_debug.rules.definitions import (
 
 __all__ = [
     "OWN_RULES_PACKAGE",
+    "PROFILES",
     "DataSource",
+    "Profile",
     "RuleDef",
     "RuleParams",
     "define",
     "evaluated_on",
     "find",
     "params_model",
+    "profile_rules",
     "register",
     "rule_defs",
 ]
@@ -88,6 +91,10 @@ __all__ = [
 DataSource = Literal["job", "tensors"]
 """What a rule is evaluated on: ``job`` (the profiler's and training metrics' frames), ``tensors`` (a trial)."""
 OWN_RULES_PACKAGE = "smx_debug.rules.own"
+Profile = Literal["recommended", "debugger"]
+"""A plan's set of rules: ``debugger`` (the rules the plan lists, as Debugger has them) or ``recommended`` (the rules
+whose :attr:`RuleDef.profiles` hold it, at their defaults, plus the ones the plan lists)."""
+PROFILES: tuple[Profile, ...] = get_args(Profile)
 
 RuleParams = Any
 """An instance of a rule's parameter model (:attr:`RuleDef.params`), validated once per configuration
@@ -116,6 +123,7 @@ class RuleDef:
             whose evaluators :mod:`smx_debug.evaluate` binds by name.
         minute_defaults: the scheduled evaluator judges it on CloudWatch minutes with these parameters (None: it
             judges a rule evaluated on tensors on the job's tensors).
+        profiles: the profiles (:data:`Profile`, other than ``debugger``) that include it at its defaults.
     """
 
     spec: RuleSpec
@@ -125,6 +133,7 @@ class RuleDef:
     evaluates_on: tuple[DataSource, ...] = ()
     evaluator: Any = field(default=None, compare=False)
     minute_defaults: Mapping[str, ParamValue] | None = None
+    profiles: tuple[Profile, ...] = ()
 
     @property
     def name(self) -> str:
@@ -240,6 +249,7 @@ def define(
     collections: tuple[CollectionRequirement, ...] = (),
     reads: tuple[str, ...] = (),
     saved_steps_needed: int | str = 1,
+    profiles: tuple[Profile, ...] = (),
 ) -> RuleDef:
     """Register a rule of our own (family ``smx``) and return its :class:`RuleDef`; its plan name is ``name`` in
     snake case, its catalog parameters are read from ``params``.
@@ -253,7 +263,7 @@ def define(
         _param_specs(params), collections, saved_steps_needed=saved_steps_needed, reads=reads, family="smx",
     )
     return register(RuleDef(spec=spec, params=params, description=description, advice=advice,
-                            evaluates_on=evaluates_on, evaluator=evaluator))
+                            evaluates_on=evaluates_on, evaluator=evaluator, profiles=profiles))
 
 
 def register(rule: RuleDef) -> RuleDef:
@@ -277,6 +287,10 @@ def register(rule: RuleDef) -> RuleDef:
     if not rule.description.strip() or not rule.advice.strip():
         raise ConfigError(f"rule {name!r} needs a description and advice (the report shows both)",
                           field="description", value=name)
+    if any(p not in PROFILES or p == "debugger" for p in rule.profiles):
+        raise ConfigError(f"rule {name!r}: profiles are {[p for p in PROFILES if p != 'debugger']} (every "
+                          f"Debugger rule is the debugger profile's), got {rule.profiles!r}",
+                          field="profiles", value=rule.profiles)
     if rule.evaluates_on != ("tensors",) or rule.evaluator is None or not callable(
             getattr(rule.evaluator, "update", None)):
         raise ConfigError(f"rule {name!r}: a rule of our own is evaluated on tensors (evaluates_on=('tensors',)) "
@@ -295,7 +309,8 @@ def _builtin_defs() -> tuple[RuleDef, ...]:
         RuleDef(spec=spec, params=params_model(spec), description=local.DESCRIPTION.get(spec.name, ""),
                 advice=local.ADVICE.get(spec.name, ""),
                 evaluates_on=tuple(local.EVALUATES_ON.get(spec.name, ())),  # type: ignore[arg-type]
-                minute_defaults=local.MINUTE_DEFAULTS.get(spec.name))
+                minute_defaults=local.MINUTE_DEFAULTS.get(spec.name),
+                profiles=tuple(local.PROFILES.get(spec.name, ())))  # type: ignore[arg-type]
         for spec in _builtin.RULES
     )
 
@@ -336,6 +351,12 @@ def find(name: str) -> RuleDef | None:
 @cache
 def _index() -> dict[str, RuleDef]:
     return {key: d for d in _all_defs() for key in (d.name.lower(), d.spec.function.lower())}
+
+
+def profile_rules(profile: Profile) -> tuple[str, ...]:
+    """The names of the rules ``profile`` adds at their defaults, in registry order (none for ``debugger``: that
+    profile is the rules the plan lists)."""
+    return tuple(d.name for d in rule_defs() if profile in d.profiles)
 
 
 def evaluated_on(source: DataSource, *, kind: RuleKind | None = None) -> tuple[str, ...]:

@@ -46,6 +46,7 @@ class Evaluator:
 
 RULE = define(
     name="SmxAllZero",
+    profiles=("recommended",),
     summary="A float weight or weight gradient is all zeros (labels, predictions and biases skipped).",
     params=Params,
     description="At least `threshold` of a float weight's or weight gradient's values are zero: the layer gets "

@@ -42,6 +42,7 @@ class Evaluator:
 
 RULE = define(
     name="SmxDeadReluShare",
+    profiles=("recommended",),
     summary="A ReLU layer outputs (almost) only zeros.",
     params=Params,
     description="At least `share` of a ReLU layer's outputs over the saved batch are zero: the layer passes "

@@ -54,6 +54,7 @@ class Evaluator:
 
 RULE = define(
     name="SmxLossPlateau",
+    profiles=("recommended",),
     summary="The mean training loss stopped decreasing over a window of save intervals.",
     params=Params,
     description="The training loss's interval mean fell by less than `min_decrease_percent` over the last "

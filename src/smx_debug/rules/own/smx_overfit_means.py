@@ -66,6 +66,7 @@ class Evaluator:
 
 RULE = define(
     name="SmxOverfitMeans",
+    profiles=("recommended",),
     summary="The mean validation loss is far above the mean training loss.",
     params=Params,
     description="The mean loss of a validation pass exceeded the mean training loss of the interval before it by "

@@ -49,6 +49,7 @@ class Evaluator:
 
 RULE = define(
     name="SmxSaturatedShare",
+    profiles=("recommended",),
     summary="A large share of a tanh or sigmoid layer's inputs is in the saturated range.",
     params=Params,
     description="More than `share` of a tanh (sigmoid) layer's inputs lie beyond +-`tanh_limit` "

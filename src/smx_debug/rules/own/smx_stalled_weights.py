@@ -94,6 +94,7 @@ class Evaluator:
 
 RULE = define(
     name="SmxStalledWeights",
+    profiles=("recommended",),
     summary="A weight stopped changing between saved training steps.",
     params=Params,
     description="A weight changed by at most `tolerance` (relative L2 change) between two saved training steps: "

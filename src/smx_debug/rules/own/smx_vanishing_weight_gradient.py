@@ -50,6 +50,7 @@ class Evaluator:
 
 RULE = define(
     name="SmxVanishingWeightGradient",
+    profiles=("recommended",),
     summary="The gradient of a layer's weights vanished (biases are not judged).",
     params=Params,
     description="The mean absolute gradient of a layer's weights fell below `threshold`: the layer stopped "

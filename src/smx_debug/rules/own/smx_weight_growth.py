@@ -57,6 +57,7 @@ class Evaluator:
 
 RULE = define(
     name="SmxWeightGrowth",
+    profiles=("recommended",),
     summary="A weight's norm grew by a large factor between saved steps, or a value is NaN or infinite.",
     params=Params,
     description="The L2 norm of a weight grew more than `factor` times from one saved step to the next, or a "

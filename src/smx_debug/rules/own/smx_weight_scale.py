@@ -54,6 +54,7 @@ class Evaluator:
 
 RULE = define(
     name="SmxWeightScale",
+    profiles=("recommended",),
     summary="A weight matrix is far larger than a standard initialisation makes it.",
     params=Params,
     description="At the first saved training step, the standard deviation of a weight matrix times the square root "

@@ -1,0 +1,84 @@
+"""The path a reviewer takes: a tiny PyTorch run written by ``smx_debug.hook`` from a ``profile: recommended`` plan
+(``Hook.from_plan``), judged by ``smx-debug rules evaluate TRIAL --plan plan.yaml --json -``. A learning rate x100
+at a known step (the run may end at a huge finite loss or in NaN: either is accepted) is flagged; the same run without
+the fault is not."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ONSET, STEPS, SAVE_INTERVAL = 150, 300, 50
+PLAN = f"""\
+region: us-west-2
+s3_output_path: s3://bucket/debug
+profile: recommended
+hook:
+  save_interval: {SAVE_INTERVAL}
+"""
+
+
+def _run(plan_path: Path, out_dir: Path, *, lr_factor: float) -> None:
+    import smx_debug.hook as smd
+    from smx_debug.config import DebugPlan
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(0)
+    teacher = torch.randn(16, 4, generator=g)
+    x = torch.randn(4096, 16, generator=g)
+    y = (x @ teacher).argmax(1)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.ReLU(),
+                                torch.nn.Linear(32, 4))
+    loss_fn = torch.nn.CrossEntropyLoss()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    hook = smd.Hook.from_plan(DebugPlan.from_file(plan_path), out_dir=out_dir)
+    hook.register_module(model)
+    hook.register_loss(loss_fn)
+    for step in range(STEPS):
+        if step == ONSET:
+            for group in opt.param_groups:
+                group["lr"] *= lr_factor
+        idx = torch.randint(0, len(x), (64,), generator=g)
+        loss = loss_fn(model(x[idx]), y[idx])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    hook.close()
+
+
+def _evaluate(tmp_path: Path, *, lr_factor: float, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    from smx_debug.cli import main
+
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(PLAN, encoding="utf-8")
+    trial = tmp_path / "trial"
+    _run(plan_path, trial, lr_factor=lr_factor)
+    capsys.readouterr()
+    main(["rules", "evaluate", str(trial), "--plan", str(plan_path), "--json", "-"])
+    out: dict[str, Any] = json.loads(capsys.readouterr().out)
+    return out
+
+
+def test_profile_recommended_learning_rate_x100_is_flagged_by_rules_evaluate(tmp_path: Path, capsys) -> None:
+    from smx_debug.rules.registry import profile_rules
+
+    out = _evaluate(tmp_path, lr_factor=100.0, capsys=capsys)
+    assert set(out) == set(profile_rules("recommended"))
+    growth = out["SmxWeightGrowth"]
+    assert growth["RuleTriggered"] > 0 and growth["status"] == "IssuesFound", growth
+    first = re.search(r"at step (\d+)", growth["reason"])
+    assert first is not None and ONSET < int(first.group(1)) <= ONSET + SAVE_INTERVAL, growth["reason"]
+
+
+def test_profile_recommended_same_run_without_the_fault_is_not_flagged(tmp_path: Path, capsys) -> None:
+    out = _evaluate(tmp_path, lr_factor=1.0, capsys=capsys)
+    flagged = {name: r["reason"] for name, r in out.items() if r["RuleTriggered"]}
+    assert flagged == {}
+    assert out["SmxWeightGrowth"]["Datapoints"] > 0 and out["SmxStalledWeights"]["Datapoints"] > 0
