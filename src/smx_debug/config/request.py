@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from smx_debug.config.actions import ACTION_JSON_MAX_LEN, render_action_json
 from smx_debug.config.models import FrameworkProfiling, MetricRange, RuleConfig, encode_value
 from smx_debug.errors import ConfigError
+from smx_debug.rules.definitions import LOSS_MEANS_KEY
 from smx_debug.rules.images import rule_evaluator_image
 
 if TYPE_CHECKING:
@@ -124,6 +125,8 @@ def debug_hook_config(plan: DebugPlan) -> dict[str, Any]:
     if plan.hook.local_path is not None:
         hook["LocalPath"] = plan.hook.local_path
     hook_params = plan.hook.hook_parameters()
+    if plan.resolved_profile == "recommended":  # the loss rules read the interval means of the losses
+        hook_params.setdefault(LOSS_MEANS_KEY, encode_value(True))
     if hook_params:
         hook["HookParameters"] = hook_params
     collections = []

@@ -45,7 +45,7 @@ from smx_debug.hook.json_config import HookSettings, read_hook_config, settings_
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig
 from smx_debug.hook.sink import TensorSink
-from smx_debug.rules.definitions import closest
+from smx_debug.rules.definitions import TRAIN_LOSS_MEAN, VAL_LOSS_MEAN, closest
 from smx_debug.tensors.layout import END_OF_JOB
 from smx_debug.tensors.mode_keys import ModeKeys
 from smx_debug.tensors.reductions import reduction_tensor_name
@@ -160,6 +160,7 @@ class Hook:
         include_workers: str = "one",
         *,
         sink: TensorSink | None = None,
+        loss_means: bool = False,
     ) -> None:
         if out_dir is None:
             raise ConfigError("out_dir is required: the directory or s3:// prefix the hook writes the trial to",
@@ -219,6 +220,10 @@ class Hook:
         self._steps_from_events = False  # follow_step_events(): steps start only at start_step()
         self.stop_reason: str | None = None
         """Why the training loop was asked to stop (:meth:`request_stop`), or None."""
+        # loss_means: the running sum (a tensor: no device sync per step) and count of each mode's registered losses
+        self.loss_means = bool(loss_means)
+        self._loss_sums: dict[ModeKeys, tuple[Any, int]] = {}
+        self._loss_handles: list[Any] = []
         # registration
         self._modules: list[tuple[nn.Module, nn.Module]] = []  # (where the step pre-hook is, the model)
         self._module_names: dict[int, str] = {}  # id(module) -> tensor-name base
@@ -262,6 +267,7 @@ class Hook:
             save_all=settings.save_all,
             include_workers=settings.include_workers,
             sink=sink,
+            loss_means=settings.loss_means,
         )
         for entry in settings.collections:
             coll = hook.get_collection(entry.name)
@@ -370,6 +376,23 @@ class Hook:
         self._named.append((base, loss_module))
         if self._prepared:
             self._hook_modules([(base, loss_module)])
+        if self.loss_means:
+            self._loss_handles.append(loss_module.register_forward_hook(self._add_loss))
+
+    # --- interval means of the losses (loss_means) -------------------------------------------------
+
+    def _add_loss(self, module: nn.Module, inputs: Any, outputs: Any) -> None:
+        if not isinstance(outputs, torch.Tensor) or not outputs.numel():
+            return
+        mode = ModeKeys.TRAIN if self.mode == ModeKeys.GLOBAL else self.mode
+        total, count = self._loss_sums.get(mode, (0.0, 0))
+        self._loss_sums[mode] = (total + outputs.detach().float().mean(), count + 1)
+
+    def _save_loss_mean(self, mode: ModeKeys, name: str) -> None:
+        """Save ``scalar/<name>``: the mean of ``mode``'s losses since the last one saved (none: nothing)."""
+        total, count = self._loss_sums.pop(mode, (0.0, 0))
+        if count:
+            self._scalars.append((SCALAR_PREFIX + name, self._scalar_array(float(total) / count, name)))
 
     # --- steps driven by a framework, and the stop seam -----------------------------------------------
 
@@ -404,6 +427,8 @@ class Hook:
         if not isinstance(mode, ModeKeys):
             raise ConfigError(f"mode must be one of smd.modes (TRAIN, EVAL, PREDICT, GLOBAL), got {mode!r}",
                               field="mode", value=mode)
+        if self.loss_means and self.mode == ModeKeys.EVAL and mode != ModeKeys.EVAL:
+            self._save_loss_mean(ModeKeys.EVAL, VAL_LOSS_MEAN)  # the pass's mean, with its last step
         self._flush()
         self.mode = mode
         self.mode_steps.setdefault(mode, -1)
@@ -441,7 +466,7 @@ class Hook:
         self._closed = True
         try:
             self._flush()
-            for handle in self._handles:
+            for handle in (*self._handles, *self._loss_handles):
                 handle.remove()
             if self._optimizer_handle is not None:
                 self._optimizer_handle.remove()
@@ -485,6 +510,8 @@ class Hook:
                                                                     CollectionKeys.OPTIMIZER_VARIABLES))
         )
         self._saving = saving
+        if saving and self.loss_means and self.mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
+            self._save_loss_mean(ModeKeys.TRAIN, TRAIN_LOSS_MEAN)  # the interval's mean, at its save step
         self._capture = bool(saving)
         self._grad_capture = bool(saving) and self.mode not in _NO_GRADIENT_MODES
         if saving:

@@ -41,7 +41,7 @@ from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.hook.collection import DEFAULT_COLLECTIONS, RULE_COLLECTIONS
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig, SaveConfigMode
-from smx_debug.rules.definitions import closest
+from smx_debug.rules.definitions import LOSS_MEANS_KEY, closest
 from smx_debug.tensors.mode_keys import ModeKeys
 
 if TYPE_CHECKING:
@@ -70,7 +70,7 @@ _MODE_PREFIXES = {"train.": ModeKeys.TRAIN, "eval.": ModeKeys.EVAL, "predict.": 
 _SAVE_ALL_KEYS = frozenset(_SAVE_KEYS) | {p + k for p in _MODE_PREFIXES for k in _SAVE_KEYS}
 _REDUCTION_KEYS = frozenset({"reductions", "save_raw_tensor", "save_shape"})
 HOOK_KEYS = _SAVE_ALL_KEYS | _REDUCTION_KEYS | {"save_all", "include_regex", "include_workers",
-                                                  "export_tensorboard", "tensorboard_dir", "dry_run"}
+                                                  "export_tensorboard", "tensorboard_dir", "dry_run", LOSS_MEANS_KEY}
 COLLECTION_KEYS = _SAVE_ALL_KEYS | _REDUCTION_KEYS | {"include_regex", "save_histogram"}
 _TOP_KEYS = ("LocalPath", "S3OutputPath", "HookParameters", "CollectionConfigurations")
 
@@ -99,6 +99,8 @@ class HookSettings(FrozenModel):
     export_tensorboard: StrictBool = False
     tensorboard_dir: StrictStr | None = None
     collections: tuple[CollectionSettings, ...] = ()
+    loss_means: StrictBool = False
+    """Save the interval means of the losses (``HookParameters.save_loss_means``: a plan's recommended profile)."""
 
 
 def config_file_path(json_config_path: str | os.PathLike[str] | None = None,
@@ -237,6 +239,7 @@ def parse_hook_config(data: object, *, source: str = "DebugHookConfig") -> HookS
         save_all=_bool(hook_params.get("save_all", False), source, "HookParameters.save_all"),
         include_workers=include_workers,
         dry_run=_bool(hook_params.get("dry_run", False), source, "HookParameters.dry_run"),
+        loss_means=_bool(hook_params.get(LOSS_MEANS_KEY, False), source, f"HookParameters.{LOSS_MEANS_KEY}"),
         export_tensorboard=_bool(hook_params.get("export_tensorboard", False), source,
                                  "HookParameters.export_tensorboard"),
         tensorboard_dir=str(hook_params["tensorboard_dir"]) if "tensorboard_dir" in hook_params else None,

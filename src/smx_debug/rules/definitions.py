@@ -12,6 +12,9 @@ from smx_debug.contracts import RuleKind
 from smx_debug.errors import UnknownNameError
 
 __all__ = [
+    "LOSS_MEANS_KEY",
+    "TRAIN_LOSS_MEAN",
+    "VAL_LOSS_MEAN",
     "CollectionRequirement",
     "ParamSpec",
     "ParamType",
@@ -20,6 +23,13 @@ __all__ = [
     "RuleSpec",
     "closest",
 ]
+
+# The scalars the hook saves for the recommended profile (``scalar/<name>``: the mean training loss of each save
+# interval, the mean loss of each evaluation pass) and the loss rules read (SmxLossPlateau, SmxOverfitMeans).
+TRAIN_LOSS_MEAN = "train_loss_mean"
+VAL_LOSS_MEAN = "val_loss_mean"
+LOSS_MEANS_KEY = "save_loss_means"
+"""The ``HookParameters`` key (value ``True``) a plan with the recommended profile renders so the hook saves them."""
 
 ParamType = Literal["int", "float", "bool", "str", "regex"]
 ParamValue = bool | int | float | str

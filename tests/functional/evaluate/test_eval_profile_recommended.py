@@ -82,3 +82,5 @@ def test_profile_recommended_same_run_without_the_fault_is_not_flagged(tmp_path:
     flagged = {name: r["reason"] for name, r in out.items() if r["RuleTriggered"]}
     assert flagged == {}
     assert out["SmxWeightGrowth"]["Datapoints"] > 0 and out["SmxStalledWeights"]["Datapoints"] > 0
+    # the hook saved the interval means of the training loss by itself (the plan's profile asks for them)
+    assert out["SmxLossPlateau"]["Datapoints"] > 0, out["SmxLossPlateau"]["reason"]

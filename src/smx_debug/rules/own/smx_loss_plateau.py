@@ -2,9 +2,9 @@
 
 Departs from LossNotDecreasing, which compares the single batch saved at one step with the one saved `num_steps`
 saved steps before (at Debugger's save interval, one batch of 128 every 500 steps): its noise alone flags 16 of 20
-healthy runs of the detection benchmark. This rule reads the mean training loss of each save interval (a scalar
-the training script saves with ``hook.save_scalar("train_loss_mean", ...)`` until the hook saves it by itself) and
-fires when it fell by less than `min_decrease_percent` over `window` intervals."""
+healthy runs of the detection benchmark. This rule reads the mean training loss of each save interval (the scalar
+``train_loss_mean``: smx_debug.hook saves it for a plan with the recommended profile, a script may save it with
+``hook.save_scalar``) and fires when it fell by less than `min_decrease_percent` over `window` intervals."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from smx_debug.rules.definitions import TRAIN_LOSS_MEAN
 from smx_debug.rules.own._shared import SmxLastSeen, judge_one, records
 from smx_debug.rules.registry import define
 
@@ -19,7 +20,7 @@ from smx_debug.rules.registry import define
 class Params(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    tensor_regex: str = Field(".*train_loss_mean", description="regex of the interval means of the training loss",
+    tensor_regex: str = Field(f".*{TRAIN_LOSS_MEAN}", description="regex of the interval means of the training loss",
                               json_schema_extra={"format": "regex"})
     window: int = Field(2, gt=0, description="save intervals over which the mean loss must decrease")
     min_decrease_percent: float = Field(0.5, ge=0, le=100,

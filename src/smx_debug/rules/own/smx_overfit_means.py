@@ -2,9 +2,9 @@
 training loss of the interval before it.
 
 Departs from Overfit, which compares one saved validation batch with one saved training batch: their noise alone
-flags 13 of 20 healthy runs of the detection benchmark. This rule reads the scalars a training script saves with
-``hook.save_scalar("train_loss_mean", ...)`` and ``hook.save_scalar("val_loss_mean", ...)`` (until the hook saves
-them by itself)."""
+flags 13 of 20 healthy runs of the detection benchmark. This rule reads the scalars ``train_loss_mean`` and
+``val_loss_mean`` (smx_debug.hook saves them for a plan with the recommended profile; a script may save them with
+``hook.save_scalar``)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from smx_debug.rules.definitions import TRAIN_LOSS_MEAN, VAL_LOSS_MEAN
 from smx_debug.rules.own._shared import SmxLastSeen, judge_one, records
 from smx_debug.rules.registry import define
 
@@ -20,10 +21,10 @@ from smx_debug.rules.registry import define
 class Params(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    tensor_regex: str = Field(".*train_loss_mean|.*val_loss_mean",
+    tensor_regex: str = Field(f".*{TRAIN_LOSS_MEAN}|.*{VAL_LOSS_MEAN}",
                               description="regex of the interval means it reads (training and validation)",
                               json_schema_extra={"format": "regex"})
-    eval_regex: str = Field(".*val_loss_mean", description="which of them are the validation passes' means (the "
+    eval_regex: str = Field(f".*{VAL_LOSS_MEAN}", description="which of them are the validation passes' means (the "
                                                            "others: the training loss's)",
                             json_schema_extra={"format": "regex"})
     ratio_threshold: float = Field(0.5, ge=0, description="largest allowed (validation - training) / training "
