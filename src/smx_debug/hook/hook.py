@@ -220,9 +220,10 @@ class Hook:
         self._steps_from_events = False  # follow_step_events(): steps start only at start_step()
         self.stop_reason: str | None = None
         """Why the training loop was asked to stop (:meth:`request_stop`), or None."""
-        # loss_means: the running sum (a tensor: no device sync per step) and count of each mode's registered losses
+        # loss_means: each mode's registered losses since its last mean was saved (detached tensors: no device sync
+        # and no arithmetic per step; summed at the save step)
         self.loss_means = bool(loss_means)
-        self._loss_sums: dict[ModeKeys, tuple[Any, int]] = {}
+        self._losses: dict[ModeKeys, list[torch.Tensor]] = {}
         self._loss_handles: list[Any] = []
         # registration
         self._modules: list[tuple[nn.Module, nn.Module]] = []  # (where the step pre-hook is, the model)
@@ -382,17 +383,16 @@ class Hook:
     # --- interval means of the losses (loss_means) -------------------------------------------------
 
     def _add_loss(self, module: nn.Module, inputs: Any, outputs: Any) -> None:
-        if not isinstance(outputs, torch.Tensor) or not outputs.numel():
-            return
-        mode = ModeKeys.TRAIN if self.mode == ModeKeys.GLOBAL else self.mode
-        total, count = self._loss_sums.get(mode, (0.0, 0))
-        self._loss_sums[mode] = (total + outputs.detach().float().mean(), count + 1)
+        if isinstance(outputs, torch.Tensor) and outputs.numel():
+            mode = ModeKeys.TRAIN if self.mode == ModeKeys.GLOBAL else self.mode
+            self._losses.setdefault(mode, []).append(outputs.detach())
 
     def _save_loss_mean(self, mode: ModeKeys, name: str) -> None:
         """Save ``scalar/<name>``: the mean of ``mode``'s losses since the last one saved (none: nothing)."""
-        total, count = self._loss_sums.pop(mode, (0.0, 0))
-        if count:
-            self._scalars.append((SCALAR_PREFIX + name, self._scalar_array(float(total) / count, name)))
+        losses = self._losses.pop(mode, [])
+        if losses:
+            mean = float(torch.stack([v.float().mean() for v in losses]).mean())
+            self._scalars.append((SCALAR_PREFIX + name, self._scalar_array(mean, name)))
 
     # --- steps driven by a framework, and the stop seam -----------------------------------------------
 
