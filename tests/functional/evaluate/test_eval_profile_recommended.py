@@ -1,7 +1,8 @@
 """The path a reviewer takes: a tiny PyTorch run written by ``smx_debug.hook`` from a ``profile: recommended`` plan
 (``Hook.from_plan``), judged by ``smx-debug rules evaluate TRIAL --plan plan.yaml --json -``. A learning rate x100
 at a known step (the run may end at a huge finite loss or in NaN: either is accepted) is flagged; the same run without
-the fault is not."""
+the fault is not. Both runs have a validation pass every 100 steps: the hook saves the interval means of the losses
+by itself, so the loss rules have data."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-ONSET, STEPS, SAVE_INTERVAL = 150, 300, 50
+ONSET, STEPS, SAVE_INTERVAL, EVAL_EVERY, VAL_BATCHES = 150, 300, 50, 100, 8
 PLAN = f"""\
 region: us-west-2
 s3_output_path: s3://bucket/debug
@@ -34,6 +35,8 @@ def _run(plan_path: Path, out_dir: Path, *, lr_factor: float) -> None:
     teacher = torch.randn(16, 4, generator=g)
     x = torch.randn(4096, 16, generator=g)
     y = (x @ teacher).argmax(1)
+    x_val = torch.randn(VAL_BATCHES * 64, 16, generator=g)
+    y_val = (x_val @ teacher).argmax(1)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.ReLU(),
                                 torch.nn.Linear(32, 4))
     loss_fn = torch.nn.CrossEntropyLoss()
@@ -41,6 +44,7 @@ def _run(plan_path: Path, out_dir: Path, *, lr_factor: float) -> None:
     hook = smd.Hook.from_plan(DebugPlan.from_file(plan_path), out_dir=out_dir)
     hook.register_module(model)
     hook.register_loss(loss_fn)
+    hook.set_mode(smd.modes.TRAIN)
     for step in range(STEPS):
         if step == ONSET:
             for group in opt.param_groups:
@@ -50,7 +54,18 @@ def _run(plan_path: Path, out_dir: Path, *, lr_factor: float) -> None:
         opt.zero_grad()
         loss.backward()
         opt.step()
+        if step % EVAL_EVERY == EVAL_EVERY - 1:  # a validation pass: the hook saves its mean loss
+            hook.set_mode(smd.modes.EVAL)
+            with torch.no_grad():
+                for i in range(0, VAL_BATCHES * 64, 64):
+                    loss_fn(model(x_val[i:i + 64]), y_val[i:i + 64])
+            hook.set_mode(smd.modes.TRAIN)
     hook.close()
+
+
+def _global(train_step: int) -> int:
+    """The global step of a training step (each validation pass before it adds its steps)."""
+    return train_step + VAL_BATCHES * (train_step // EVAL_EVERY)
 
 
 def _evaluate(tmp_path: Path, *, lr_factor: float, capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
@@ -73,8 +88,8 @@ def test_profile_recommended_learning_rate_x100_is_flagged_by_rules_evaluate(tmp
     assert set(out) == set(profile_rules("recommended"))
     growth = out["SmxWeightGrowth"]
     assert growth["RuleTriggered"] > 0 and growth["status"] == "IssuesFound", growth
-    first = re.search(r"at step (\d+)", growth["reason"])
-    assert first is not None and ONSET < int(first.group(1)) <= ONSET + SAVE_INTERVAL, growth["reason"]
+    first = re.search(r"at step (\d+)", growth["reason"])  # a global step: the validation passes' steps count
+    assert first is not None and _global(ONSET) < int(first.group(1)) <= _global(ONSET + SAVE_INTERVAL), growth
 
 
 def test_profile_recommended_same_run_without_the_fault_is_not_flagged(tmp_path: Path, capsys) -> None:
@@ -84,3 +99,4 @@ def test_profile_recommended_same_run_without_the_fault_is_not_flagged(tmp_path:
     assert out["SmxWeightGrowth"]["Datapoints"] > 0 and out["SmxStalledWeights"]["Datapoints"] > 0
     # the hook saved the interval means of the training loss by itself (the plan's profile asks for them)
     assert out["SmxLossPlateau"]["Datapoints"] > 0, out["SmxLossPlateau"]["reason"]
+    assert out["SmxOverfitMeans"]["Datapoints"] > 0, out["SmxOverfitMeans"]["reason"]
