@@ -21,6 +21,16 @@ class SmxLastSeen:
     seen: dict[str, int] = field(default_factory=dict)
 
 
+class LastSeenEvaluator:
+    """The start of an evaluator whose state is :class:`SmxLastSeen` (a rule's ``Evaluator`` subclasses it and
+    gives ``update``)."""
+
+    state_types = (SmxLastSeen,)
+
+    def start(self, params: Any, tally: Any) -> SmxLastSeen:
+        return SmxLastSeen(tally)
+
+
 def records(batch: Any, name: str, *, modes: tuple[str, ...] | None = None) -> Iterator[tuple[int, str, Any]]:
     """``(global step, mode, values as a float64 array)`` of each saved record of ``name`` in the batch, in step
     order; records of another mode than ``modes`` (default any), strings, integers and empty values are skipped."""

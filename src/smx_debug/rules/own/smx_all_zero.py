@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import SmxLastSeen, in_collections, judge_one, records
+from smx_debug.rules.own._shared import LastSeenEvaluator, SmxLastSeen, in_collections, judge_one, records
 from smx_debug.rules.registry import define
 
 
@@ -26,12 +26,7 @@ class Params(BaseModel):
     skip_regex: str = Field("bias$", description="tensors it never judges", json_schema_extra={"format": "regex"})
 
 
-class Evaluator:
-    state_types = (SmxLastSeen,)
-
-    def start(self, params: Params, tally: Any) -> SmxLastSeen:
-        return SmxLastSeen(tally)
-
+class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         skip = re.compile(params.skip_regex) if params.skip_regex else None
         for name in selection.names:

@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import LastSeenEvaluator, SmxLastSeen, judge_one, records
 from smx_debug.rules.registry import define
 
 _REGEX = ".*relu_output"
@@ -24,12 +24,7 @@ class Params(BaseModel):
     tensor_regex: str = Field(_REGEX, description="regex of the ReLU outputs", json_schema_extra={"format": "regex"})
 
 
-class Evaluator:
-    state_types = (SmxLastSeen,)
-
-    def start(self, params: Params, tally: Any) -> SmxLastSeen:
-        return SmxLastSeen(tally)
-
+class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
 
         for name in selection.names:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.rules.definitions import TRAIN_LOSS_MEAN
-from smx_debug.rules.own._shared import SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import LastSeenEvaluator, SmxLastSeen, judge_one, records
 from smx_debug.rules.registry import define
 
 
@@ -27,12 +27,7 @@ class Params(BaseModel):
                                         description="smallest decrease of the mean loss over the window, in percent")
 
 
-class Evaluator:
-    state_types = (SmxLastSeen,)
-
-    def start(self, params: Params, tally: Any) -> SmxLastSeen:
-        return SmxLastSeen(tally)
-
+class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         import math
 

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.rules.definitions import TRAIN_LOSS_MEAN, VAL_LOSS_MEAN
-from smx_debug.rules.own._shared import SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import LastSeenEvaluator, SmxLastSeen, judge_one, records
 from smx_debug.rules.registry import define
 
 
@@ -32,12 +32,7 @@ class Params(BaseModel):
     patience: int = Field(1, gt=0, description="consecutive passes over the ratio that fire")
 
 
-class Evaluator:
-    state_types = (SmxLastSeen,)
-
-    def start(self, params: Params, tally: Any) -> SmxLastSeen:
-        return SmxLastSeen(tally)
-
+class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         import math
 

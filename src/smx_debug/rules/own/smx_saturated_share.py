@@ -11,7 +11,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import LastSeenEvaluator, SmxLastSeen, judge_one, records
 from smx_debug.rules.registry import define
 
 _REGEX = ".*tanh_input|.*sigmoid_input"
@@ -29,12 +29,7 @@ class Params(BaseModel):
                                                         "(sigmoid' < 1.3e-4)")
 
 
-class Evaluator:
-    state_types = (SmxLastSeen,)
-
-    def start(self, params: Params, tally: Any) -> SmxLastSeen:
-        return SmxLastSeen(tally)
-
+class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         import numpy as np
 

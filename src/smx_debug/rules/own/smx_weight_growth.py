@@ -11,7 +11,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import LEARNING_MODES, SmxLastSeen, in_collections, judge_one, records
+from smx_debug.rules.own._shared import (
+    LEARNING_MODES,
+    LastSeenEvaluator,
+    SmxLastSeen,
+    in_collections,
+    judge_one,
+    records,
+)
 from smx_debug.rules.registry import define
 
 
@@ -25,12 +32,7 @@ class Params(BaseModel):
     growth_collections: str = Field("weights", description="collections whose norm growth is judged")
 
 
-class Evaluator:
-    state_types = (SmxLastSeen,)
-
-    def start(self, params: Params, tally: Any) -> SmxLastSeen:
-        return SmxLastSeen(tally)
-
+class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         import numpy as np
 

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import LEARNING_MODES, SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import LEARNING_MODES, LastSeenEvaluator, SmxLastSeen, judge_one, records
 from smx_debug.rules.registry import define
 
 
@@ -28,12 +28,7 @@ class Params(BaseModel):
                             json_schema_extra={"format": "regex"})
 
 
-class Evaluator:
-    state_types = (SmxLastSeen,)
-
-    def start(self, params: Params, tally: Any) -> SmxLastSeen:
-        return SmxLastSeen(tally)
-
+class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         import numpy as np
 
