@@ -7,11 +7,13 @@ uses (pandas, PyYAML, DuckDB, the reader stay out until asked for).
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
-__all__ = ["lazy_getattr"]
+__all__ = ["lazy_getattr", "lazy_module"]
 
 
 def lazy_getattr(package: str, modules: Mapping[str, str]) -> Callable[[str], Any]:
@@ -27,3 +29,28 @@ def lazy_getattr(package: str, modules: Mapping[str, str]) -> Callable[[str], An
         return value
 
     return __getattr__
+
+
+def lazy_module(name: str) -> ModuleType:
+    """A third-party module imported on its first attribute access (stdlib :class:`importlib.util.LazyLoader`).
+
+    For the heavy libraries (numpy, pandas, pyarrow, DuckDB, boto3, PyYAML) a light module needs in a few
+    functions: the dependency is declared once at the module's top, where a reader and the import graph see it,
+    and costs nothing until used. Write ``if TYPE_CHECKING: import numpy as np`` / ``else: np = lazy_module("numpy")``
+    so the type checker keeps the types. Not for smx_debug's own modules: their order is the layering's business,
+    and an import hidden behind a proxy would hide an edge of the import graph. A module already imported is
+    returned as it is."""
+    if name.startswith("smx_debug"):
+        raise ValueError(f"lazy_module is for third-party modules, not {name!r}")
+    loaded = sys.modules.get(name)
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None:
+        raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
