@@ -26,7 +26,7 @@ def test_lazy_module_numpy_runs_only_on_first_attribute_access() -> None:
 
 
 def test_lazy_module_of_smx_debug_refused() -> None:
-    with pytest.raises(ValueError, match="smx_debug.tensors"):
+    with pytest.raises(ValueError, match=r"smx_debug\.tensors"):
         lazy_module("smx_debug.tensors")
 
 
