@@ -2,7 +2,7 @@
 
 There is one reader per format and it lives in :mod:`smx_debug.reports`: system metrics through
 :class:`~smx_debug.reports.SystemMetricsReader` / :func:`~smx_debug.data.system.parse_system_file`, steps through
-:func:`~smx_debug.reports.framework_metrics` / :func:`~smx_debug.data.framework.parse_trace` and
+:func:`~smx_debug.reports.framework_metrics` / :func:`~smx_debug.data.framework_trace.parse_trace` and
 :func:`~smx_debug.reports.step_durations`. This module only decides which files go where and gathers
 what the readers skipped into a :class:`LoadReport`.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from smx_debug.data.frames import JobData, empty_steps, empty_system
-from smx_debug.data.framework import (
+from smx_debug.data.framework_trace import (
     framework_metrics,
     list_trace_files,
     parse_trace,

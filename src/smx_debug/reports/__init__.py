@@ -12,7 +12,7 @@ from smx_debug.analysis.dips import CAUSE_COLUMNS, DIP_COLUMNS, dip_causes, gpu_
 from smx_debug.analysis.loop import dataloader_share, slow_loading_steps, slowest_operators, step_loading
 from smx_debug.analysis.stats import step_outliers, step_statistics, training_phases, utilization_stats
 from smx_debug.analysis.trace_export import TraceMark, chrome_trace, write_chrome_trace
-from smx_debug.data.framework import EVENT_COLUMNS, STEP_COLUMNS, framework_metrics, step_durations
+from smx_debug.data.framework_trace import EVENT_COLUMNS, STEP_COLUMNS, framework_metrics, step_durations
 from smx_debug.data.profiler_output import REPORT_COLUMNS, ProfilerReport, profiler_report
 from smx_debug.data.rule_summary import (
     RULE_COLUMNS,

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 from botocore.stub import Stubber
 
-from smx_debug.data.framework import framework_metrics
+from smx_debug.data.framework_trace import framework_metrics
 from smx_debug.errors import NotFoundError
 from smx_debug.local import LocalAws
 from smx_debug.reports import SystemMetricsReader, profiler_report, step_durations, system_metrics

@@ -11,7 +11,7 @@ import numpy as np
 import pydantic
 import pytest
 
-from smx_debug.data.framework import framework_metrics
+from smx_debug.data.framework_trace import framework_metrics
 from smx_debug.reports import step_durations, step_outliers, system_metrics
 from smx_debug.simulate import SCENARIOS, Simulation, SimulationSpec
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from smx_debug.data.framework import parse_trace, trace_file
+from smx_debug.data.framework_trace import parse_trace, trace_file
 from smx_debug.data.sources import ObjectInfo
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.reports import EVENT_COLUMNS, STEP_COLUMNS, framework_metrics, step_durations
