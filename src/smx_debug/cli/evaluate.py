@@ -21,7 +21,7 @@ from smx_debug.cli._args import (
 from smx_debug.cli._aws import Clients
 from smx_debug.cli._exit import ExitStatus
 from smx_debug.cli._output import add_out_option, as_table, as_text, emit, output_format
-from smx_debug.contracts import ISSUES_FOUND, JOB_ENDED_STATUSES, NO_ISSUES_FOUND, RULE_IN_PROGRESS
+from smx_debug.contracts import ISSUES_FOUND, JOB_ENDED_STATUSES, RULE_IN_PROGRESS
 from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -151,31 +151,14 @@ def _wants_tensors(args: argparse.Namespace) -> bool:
     return (path.startswith("s3://") or Path(path).expanduser().is_dir()) and is_trial(path, **Clients(args).injected("s3"))
 
 
-def _status(r: Any) -> str:
-    """A result's status as SageMaker would show it; NoData when the rule saw nothing (OverallSystemUsage
-    always reports)."""
-    if r.triggered:
-        return ISSUES_FOUND
-    return "NoData" if r.datapoints == 0 and r.rule != "OverallSystemUsage" else NO_ISSUES_FOUND
-
-
-def _rows(results: Mapping[str, Any], *, reasons: bool = False) -> list[tuple[str, ...]]:
-    """One row per result; the reason of fired rules (``reasons``: of every rule, e.g. what a rule without
-    data needs)."""
-    return [(name, r.rule, _status(r), str(r.rule_triggered), str(r.violations), str(r.datapoints),
+def _rows(results: Mapping[str, Any], doc: Mapping[str, Any], *, reasons: bool = False) -> list[tuple[str, ...]]:
+    """One row per result (its status from ``doc``, the verdict document); the reason of fired rules
+    (``reasons``: of every rule, e.g. what a rule without data needs)."""
+    return [(name, r.rule, doc[name]["status"], str(r.rule_triggered), str(r.violations), str(r.datapoints),
              r.message if r.triggered or reasons else "") for name, r in results.items()]
 
 
 _HEADER = ("Rule", "Class", "Status", "Triggered", "Violations", "Datapoints", "Reason")
-
-
-def _with_status(results: Mapping[str, Any], payload: Mapping[str, Any]) -> dict[str, Any]:
-    """--output json: each rule's status (as the table shows it) and full reason, then Debugger's own fields."""
-    out: dict[str, Any] = {}
-    for name, r in results.items():
-        status = _status(r)
-        out[name] = {"status": status, "reason": r.message, **payload[name]}
-    return out
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -209,6 +192,9 @@ def _output(args: argparse.Namespace, results: Mapping[str, Any], head: str, ski
             notes: list[str], *, reasons: bool = False) -> int:
     """The results in the ``--output`` format (and as files under ``--output-dir``); what was read, skipped and
     not evaluated to stderr; the exit status (RULES_FIRED when a rule fired and --fail-on-issues)."""
+    from smx_debug.evaluate.verdict_json import verdict_document  # local: the CLI starts without pandas
+
+    doc = verdict_document(results)
     payload = {name: r.to_debugger_json() for name, r in results.items()}
     if args.output_dir:
         out = Path(args.output_dir)
@@ -217,11 +203,11 @@ def _output(args: argparse.Namespace, results: Mapping[str, Any], head: str, ski
             (out / f"{name}.json").write_text(json.dumps(body))
     fmt = output_format(args)
     if fmt == "json":
-        emit(_with_status(results, payload), to=args.out)
+        emit(doc, to=args.out)
     elif fmt == "text":
-        emit(as_text(_rows(results, reasons=reasons)), to=args.out)
+        emit(as_text(_rows(results, doc, reasons=reasons)), to=args.out)
     else:
-        emit(f"{head}\n{as_table(_rows(results, reasons=reasons), _HEADER)}", to=args.out)
+        emit(f"{head}\n{as_table(_rows(results, doc, reasons=reasons), _HEADER)}", to=args.out)
     if fmt != "table":
         print(head, file=sys.stderr)
     for what, n in skipped.items():
