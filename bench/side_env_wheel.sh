@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Sourced by the side-environment scripts (bench/transformers_env.sh, bench/lightning_env.sh): install the wheel of
+# Sourced by the side-environment scripts (bench/side_env_framework.sh, bench/sdk_v3_env.sh): install the wheel of
 # this working tree, with its core dependencies, into a side environment, as a user would get it. The wheel is built
 # from a copy of the sources (no egg-info or build/ in the working tree) and rebuilt only when src/, pyproject.toml
 # or the files the wheel ships changed (a stamp in the environment), so afterwards a run costs a few seconds.
