@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -18,6 +19,7 @@ from smx_debug.evaluate.tensor_eval import evaluate_trial
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "frameworks.md"
+JUDGED = ("ExplodingTensor", "WeightUpdateRatio")  # the rules a framework test judges its trial with
 _BLOCK = re.compile(r"<!-- no-run: runs in the (?P<env>\w+) side environment[^>]*-->\n```python\n(?P<code>.*?)^```",
                     re.S | re.M)
 
@@ -40,6 +42,16 @@ def side_python(env: str) -> Path:
     return env_dir / "bin" / "python"
 
 
+def side_python_fixture(env: str) -> Any:
+    """A module-scoped ``python`` fixture: the side environment ``env``'s python (``side_python``)."""
+
+    @pytest.fixture(scope="module")
+    def python() -> Path:
+        return side_python(env)
+
+    return python
+
+
 def run(python: Path, code: str, cwd: Path, *, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run ``code`` as a script in ``cwd`` with the side python (no AWS, no SageMaker job)."""
     script = cwd / "script.py"
@@ -49,6 +61,15 @@ def run(python: Path, code: str, cwd: Path, *, env: dict[str, str] | None = None
     base.update(HOME=str(cwd), TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", **(env or {}))
     return subprocess.run([str(python), str(script)], capture_output=True, text=True, cwd=cwd, env=base,
                           timeout=600, check=False)
+
+
+def run_snippet_with_lr(python: Path, env: str, healthy_lr: str, lr: str, cwd: Path) -> None:
+    """Run ``env``'s docs snippet with its learning-rate line ``healthy_lr`` (which it must have) set to ``lr``;
+    the script must succeed."""
+    code = docs_snippet(env)
+    assert healthy_lr in code
+    done = run(python, code.replace(healthy_lr, lr), cwd)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def flagged(trial: Path, *rules: str) -> dict[str, bool]:

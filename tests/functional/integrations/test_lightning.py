@@ -7,18 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from framework_side_env import docs_snippet, flagged, run, side_python
+from framework_side_env import JUDGED, docs_snippet, flagged, run, run_snippet_with_lr, side_python_fixture
 
 from smx_debug.tensors.trial import create_trial
 
 pytestmark = pytest.mark.slow
 HEALTHY_LR = "lr = 0.1\n"
-JUDGED = ("ExplodingTensor", "WeightUpdateRatio")
-
-
-@pytest.fixture(scope="module")
-def python() -> Path:
-    return side_python("lightning")
+python = side_python_fixture("lightning")
 
 
 def test_lightning_docs_snippet_encoder_style_writes_a_trial_not_flagged(python: Path, tmp_path: Path) -> None:
@@ -36,10 +31,7 @@ def test_lightning_docs_snippet_encoder_style_writes_a_trial_not_flagged(python:
 
 
 def test_lightning_docs_snippet_exploding_lr_is_detected(python: Path, tmp_path: Path) -> None:
-    code = docs_snippet("lightning")
-    assert HEALTHY_LR in code
-    done = run(python, code.replace(HEALTHY_LR, "lr = 100\n"), tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_snippet_with_lr(python, "lightning", HEALTHY_LR, "lr = 100\n", tmp_path)
     assert flagged(tmp_path / "trial", "ExplodingTensor")["ExplodingTensor"]
 
 

@@ -7,18 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from framework_side_env import docs_snippet, flagged, run, side_python
+from framework_side_env import JUDGED, docs_snippet, flagged, run, run_snippet_with_lr, side_python_fixture
 
 from smx_debug.tensors.trial import create_trial
 
 pytestmark = pytest.mark.slow
 HEALTHY_LR = "lr = 3e-3\n"
-JUDGED = ("ExplodingTensor", "WeightUpdateRatio")
-
-
-@pytest.fixture(scope="module")
-def python() -> Path:
-    return side_python("transformers")
+python = side_python_fixture("transformers")
 
 
 def test_transformers_docs_snippet_healthy_writes_a_trial_not_flagged(python: Path, tmp_path: Path) -> None:
@@ -34,10 +29,7 @@ def test_transformers_docs_snippet_healthy_writes_a_trial_not_flagged(python: Pa
 
 
 def test_transformers_docs_snippet_exploding_lr_is_detected(python: Path, tmp_path: Path) -> None:
-    code = docs_snippet("transformers")
-    assert HEALTHY_LR in code
-    done = run(python, code.replace(HEALTHY_LR, "lr = 1e4\n"), tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
+    run_snippet_with_lr(python, "transformers", HEALTHY_LR, "lr = 1e4\n", tmp_path)
     assert flagged(tmp_path / "trial", "WeightUpdateRatio")["WeightUpdateRatio"]
 
 
