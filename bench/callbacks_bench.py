@@ -183,8 +183,8 @@ def _run(python: Path, framework: str, variant: str, steps: int) -> list[float] 
     with tempfile.TemporaryDirectory(prefix="smx-callbacks-bench-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "TRAINING_JOB", "SMDEBUG", "SM_"))}
         env.update(PYTHONWARNINGS="ignore", TOKENIZERS_PARALLELISM="false", HF_HUB_OFFLINE="1", OMP_NUM_THREADS="1")
-        proc = subprocess.run([str(python), __file__, "--child", f"{framework}:{variant}", "--steps", str(steps),
-                               "--out", f"{tmp}/trial"], capture_output=True, text=True, env=env, cwd=tmp,
+        proc = subprocess.run([str(python), __file__, "--steps", str(steps), "--child", f"{framework}:{variant}",
+                               f"{tmp}/trial"], capture_output=True, text=True, env=env, cwd=tmp,
                               check=False)
     if proc.returncode != 0:
         return (proc.stderr.strip().splitlines() or ["failed"])[-1]
@@ -192,18 +192,33 @@ def _run(python: Path, framework: str, variant: str, steps: int) -> list[float] 
     return blocks
 
 
+def _best_ms_per_step(python: Path, framework: str, rounds: int,
+                      steps: int) -> tuple[dict[str, float], dict[str, str]]:
+    """CPU ms per step of each variant that ran (the best of its rounds' median block), and why each that failed
+    did (it is not run again). The variants alternate, so a busy machine slows them alike."""
+    samples: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    failed: dict[str, str] = {}
+    for _ in range(rounds):
+        for variant in [v for v in VARIANTS if v not in failed]:
+            blocks = _run(python, framework, variant, steps)
+            if isinstance(blocks, str) or not blocks:
+                failed[variant] = (blocks if isinstance(blocks, str) else "") or f"no {INTERVAL}-step block measured"
+            else:
+                samples[variant].append(statistics.median(blocks) / INTERVAL * 1000)
+    return {variant: min(values) for variant, values in samples.items() if values}, failed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="300 steps a run, 2 rounds (default 1,000 steps, 3)")
     parser.add_argument("--framework", choices=FRAMEWORKS, action="append", help="only this one (repeatable)")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--steps", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--out", help=argparse.SUPPRESS)
+    parser.add_argument("--child", nargs=2, metavar=("FRAMEWORK:VARIANT", "OUT"), help=argparse.SUPPRESS)
     args, _ = parser.parse_known_args(argv)
     steps = args.steps or (300 if args.quick else 1000)
-    if args.child:
-        framework, variant = args.child.split(":")
-        print(json.dumps(_child(framework, variant, steps, args.out)))
+    if args.child:  # one measured run, in the side environment's python
+        framework, variant = args.child[0].split(":")
+        print(json.dumps(_child(framework, variant, steps, args.child[1])))
         return 0
     rounds = 2 if args.quick else 3
     status = 0
@@ -212,18 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(python, str):
             print(f"{framework}: skipped ({python})", flush=True)
             continue
-        samples: dict[str, list[float]] = {}
-        failed: dict[str, str] = {}
-        for _ in range(rounds):  # the variants alternate, so a busy machine slows them alike
-            for variant in VARIANTS:
-                if variant in failed:
-                    continue
-                result = _run(python, framework, variant, steps)
-                if isinstance(result, str) or not result:
-                    failed[variant] = result or "no 100-step block measured"
-                    continue
-                samples.setdefault(variant, []).append(statistics.median(result) / INTERVAL * 1000)
-        ms = {variant: min(values) for variant, values in samples.items()}
+        ms, failed = _best_ms_per_step(python, framework, rounds, steps)
         for variant, value in ms.items():
             print(f"{framework} {variant:>8}: {value:7.3f} CPU ms/step  (best of {rounds} runs of the median "
                   f"{INTERVAL}-step block; {steps} steps a run)", flush=True)
