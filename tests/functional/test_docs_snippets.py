@@ -43,7 +43,7 @@ import pytest
 import yaml
 
 from smx_debug import DebugPlan, SmxDebugWarning
-from smx_debug.cli import build_parser
+from smx_debug.cli._parser import build_parser
 from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws
 
 ROOT = Path(__file__).resolve().parents[2]

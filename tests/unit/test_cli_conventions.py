@@ -60,7 +60,7 @@ def test_cli_rules_list_empty_family_is_no_rules_exit_0(monkeypatch: pytest.Monk
 
 
 def test_cli_help_documents_every_exit_status(capsys: pytest.CaptureFixture[str]) -> None:
-    from smx_debug.cli import ExitStatus
+    from smx_debug.cli._exit import ExitStatus
 
     assert _run(["--help"]) == 0
     out = capsys.readouterr().out
@@ -158,3 +158,13 @@ def test_cli_aws_injected_clients_only_with_the_global_options() -> None:
     injected = Clients(argparse.Namespace(region="ap-south-1", endpoint_url=None)).injected("s3", "sagemaker")
     assert list(injected) == ["s3_client", "sagemaker_client"]
     assert injected["sagemaker_client"].meta.region_name == "ap-south-1"  # made on first use
+
+
+@pytest.mark.parametrize("argv", [
+    pytest.param(["rules", "list", "--fam", "smx"], id="subcommand-option"),
+    pytest.param(["rules", "list", "--verb"], id="global-option"),
+])
+def test_cli_abbreviated_option_is_usage_error_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    # an abbreviation would change meaning the day an option sharing its prefix is added: options are spelled out
+    assert _run(argv) == 2
+    assert f"unrecognized arguments: {argv[2]}" in capsys.readouterr().err

@@ -138,16 +138,16 @@ def test_cli_fleet_passes_only_given_options_library_defaults_apply(monkeypatch:
 def test_cli_fleet_help_says_the_library_defaults(capsys: pytest.CaptureFixture[str]) -> None:
     import inspect
 
-    from smx_debug.fleet import run, sql
+    from smx_debug.fleet import run
 
     assert _run(["fleet", "--help"]) == 0
     help_text = " ".join(capsys.readouterr().out.split())
     defaults = inspect.signature(run.execute).parameters
-    assert f"(default {sql.DEFAULT_SINCE.days}d)" in help_text
+    assert f"(default {defaults['since'].default.days}d)" in help_text
     assert f"(default {defaults['engine'].default})" in help_text
-    assert f"(default {sql.DEFAULT_TOP})" in help_text
-    assert f"(default {sql.DEFAULT_IDLE_THRESHOLD:g})" in help_text
-    assert f"default {run.DEFAULT_STACK})" in help_text
+    assert f"(default {defaults['n'].default})" in help_text
+    assert f"(default {defaults['idle_threshold'].default:g})" in help_text
+    assert f"default {defaults['stack_name'].default})" in help_text
 
 
 def test_cli_report_reads_the_plan_once(job: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -43,11 +43,9 @@ PUBLIC = {
         "write_report",
     ],
     "smx_debug.fleet": [
-        "ACTION_EVENT", "AppendReport", "AthenaEngine", "DuckDBEngine", "ENGINES", "FleetRoot", "Params", "Query",
-        "QueryResult", "S3Options", "TABLE_NAMES", "TRIGGER_EVENT", "Verdict", "append_cloudwatch", "append_job",
-        "append_profiler", "append_system_minutes", "append_verdicts", "arrow_schema", "athena_price", "collect",
-        "execute", "get_query", "last_minute", "list_queries", "minutes_frame", "open_root", "parse_since",
-        "run_query", "to_athena", "verdicts_from_lines",
+        "ACTION_EVENT", "AppendReport", "FleetRoot", "QueryResult", "S3Options", "TRIGGER_EVENT", "Verdict",
+        "append_cloudwatch", "append_job", "append_profiler", "append_system_minutes", "append_verdicts", "collect",
+        "execute", "last_minute", "list_queries", "open_root", "run_query", "to_athena",
     ],
     "smx_debug.simulate": [
         "SCENARIOS", "ScenarioKind", "Simulation", "SimulationSpec", "WriteResult",

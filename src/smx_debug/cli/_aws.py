@@ -8,7 +8,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["Clients"]
+import boto3
+from botocore.config import Config
 
 
 class _Lazy:
@@ -35,9 +36,6 @@ class Clients:
 
     def client(self, service: str) -> Any:
         """A boto3 client of ``service``, made now."""
-        import boto3
-        from botocore.config import Config
-
         return boto3.client(service, region_name=self.region, endpoint_url=self.endpoint_url,  # type: ignore[call-overload]
                             config=Config(retries={"mode": "standard"}))
 

@@ -1,4 +1,4 @@
-"""`smx-debug rules evaluate`: run the built-in rules locally, with what-if parameters and a live mode."""
+"""`smx-debug rules evaluate` (options in ``cli._parser``): run the built-in rules locally, with what-if parameters and a live mode."""
 
 from __future__ import annotations
 
@@ -9,68 +9,24 @@ import time
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from smx_debug.cli._args import (
-    check_output_dir,
-    check_output_file,
-    non_negative_int,
-    positive_float,
-    require_data,
-)
+from smx_debug.cli._args import check_output_dir, check_output_file, require_data
 from smx_debug.cli._aws import Clients
 from smx_debug.cli._exit import ExitStatus
-from smx_debug.cli._output import add_out_option, as_table, as_text, emit, output_format
+from smx_debug.cli._output import as_table, as_text, emit, output_format
+from smx_debug.config import DebugPlan
 from smx_debug.contracts import ISSUES_FOUND, JOB_ENDED_STATUSES, RULE_IN_PROGRESS
-from smx_debug.errors import ConfigError
-
-if TYPE_CHECKING:
-    from smx_debug.evaluate import ConfiguredRule
-
-__all__ = ["RuleSelection", "add_rule_options", "register"]
-
-
-class _Distinct(argparse.Action):
-    """JOB_OR_PATH given several times: each once (the same run twice would be compared with itself)."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        seen: set[str] = set()
-        for value in values:
-            local = Path(value).expanduser()
-            same = str(local.resolve()) if local.exists() else value.rstrip("/")  # ./job, job/ and job are one
-            if same in seen:
-                parser.error(f"JOB_OR_PATH {value!r} is given twice; give each job or path once")
-            seen.add(same)
-        setattr(namespace, self.dest, values)
-
-
-class _Once(argparse.Action):
-    """An option that takes one value: a second one is a usage error, not silently the one used."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: str | None = None) -> None:
-        if getattr(namespace, self.dest, None) is not None:
-            parser.error(f"{option_string} is given twice ({getattr(namespace, self.dest)!r} and {values!r}); "
-                         f"give it once")
-        setattr(namespace, self.dest, values)
-
-
-def add_rule_options(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
-    """Options shared with `smx-debug report`: which rules, with which parameters, from which source.
-
-    ``many``: JOB_OR_PATH may be given several times (``args.job_or_path`` is then a list), each once.
-    """
-    parser.add_argument("job_or_path", metavar="JOB_OR_PATH", nargs="+" if many else None,
-                        action=_Distinct if many else "store",
-                        help="training job name, s3:// profiler-output prefix, or local folder/file")
-    parser.add_argument("--plan", metavar="FILE", action=_Once,
-                        help="debug plan whose rules and parameters to evaluate (once)")
-    parser.add_argument("--rule", action="append", default=[], metavar="NAME", help="evaluate only this rule (repeatable)")
-    parser.add_argument("--set", action="append", default=[], metavar="Rule.param=value", dest="sets",
-                        help="override a parameter (repeatable): what-if thresholds without re-running the job")
-    parser.add_argument("--source", choices=["auto", "debugger", "cloudwatch"], default="auto",
-                        help="for a job name: Debugger profiler output, CloudWatch instance metrics, or auto")
+from smx_debug.data.jobs import load_job
+from smx_debug.errors import ConfigError, NoDataYetError
+from smx_debug.evaluate import ConfiguredRule, LiveEvaluator, LoadReport, evaluate
+from smx_debug.evaluate.tensor_eval import TensorEvaluator
+from smx_debug.evaluate.tensor_feed import is_trial
+from smx_debug.evaluate.tensor_live import TensorLiveEvaluator
+from smx_debug.evaluate.verdict_json import verdict_document
+from smx_debug.rules.configured import configured_rule
+from smx_debug.rules.params import PROFILER_RULES, SCALAR_RULES, TENSOR_RULES, parse_assignment, rule_defaults
+from smx_debug.tensors import create_trial
 
 
 class RuleSelection:
@@ -84,8 +40,6 @@ class RuleSelection:
     """
 
     def __init__(self, args: argparse.Namespace) -> None:
-        from smx_debug.config import DebugPlan
-
         self._rules: list[str] = list(args.rule)
         self._sets: list[str] = list(args.sets)
         self._plan = DebugPlan.from_file(args.plan) if args.plan else None
@@ -99,15 +53,6 @@ class RuleSelection:
         return self._select(tensors=True)
 
     def _select(self, *, tensors: bool) -> tuple[list[ConfiguredRule], list[str]]:
-        from smx_debug.rules.configured import configured_rule
-        from smx_debug.rules.params import (
-            PROFILER_RULES,
-            SCALAR_RULES,
-            TENSOR_RULES,
-            parse_assignment,
-            rule_defaults,
-        )
-
         skipped: list[str] = []
         if self._plan is not None:
             configs, skipped = self._plan.tensor_rules() if tensors else self._plan.evaluated_rules()
@@ -138,9 +83,6 @@ class RuleSelection:
 
 def _wants_tensors(args: argparse.Namespace) -> bool:
     """Evaluate on a trial's tensors: a rule that only reads tensors is asked for, or JOB_OR_PATH is a trial."""
-    from smx_debug.evaluate.tensor_feed import is_trial
-    from smx_debug.rules.params import SCALAR_RULES, TENSOR_RULES
-
     if args.source == "cloudwatch":
         return False
     tensor_only = set(TENSOR_RULES) - set(SCALAR_RULES)
@@ -167,10 +109,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     check_output_dir(args.output_dir, "--output-dir")
 
 
-def _run(args: argparse.Namespace) -> int:
-    from smx_debug.data.jobs import load_job
-    from smx_debug.evaluate import LoadReport, evaluate
-
+def run(args: argparse.Namespace) -> int:
     if _wants_tensors(args):
         return _run_trial(args)
     configs, skipped = RuleSelection(args).profiler()
@@ -192,8 +131,6 @@ def _output(args: argparse.Namespace, results: Mapping[str, Any], head: str, ski
             notes: list[str], *, reasons: bool = False) -> int:
     """The results in the ``--output`` format (and as files under ``--output-dir``); what was read, skipped and
     not evaluated to stderr; the exit status (RULES_FIRED when a rule fired and --fail-on-issues)."""
-    from smx_debug.evaluate.verdict_json import verdict_document  # local: the CLI starts without pandas
-
     doc = verdict_document(results)
     payload = {name: r.to_debugger_json() for name, r in results.items()}
     if args.output_dir:
@@ -220,9 +157,6 @@ def _output(args: argparse.Namespace, results: Mapping[str, Any], head: str, ski
 
 def _run_trial(args: argparse.Namespace) -> int:
     """The tensor rules over a trial (a folder, an ``s3://`` prefix, or a job's DebugHookConfig output)."""
-    from smx_debug.evaluate.tensor_eval import TensorEvaluator
-    from smx_debug.tensors import create_trial
-
     configs, skipped = RuleSelection(args).tensors()
     if args.live:
         _check_live(args)
@@ -272,10 +206,6 @@ def _live_trial(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
     """The tensor rules on a trial being written: every ``--interval`` s, read the new steps and print each rule
     the moment it fires (with the tensor, step and value); until the training ends (the trial's end marker),
     every rule has fired, or ``--max-updates``."""
-    from smx_debug.errors import NoDataYetError
-    from smx_debug.evaluate.tensor_live import TensorLiveEvaluator
-    from smx_debug.tensors import create_trial
-
     updates = 0
     trial = None
     while trial is None:  # a job that has not written its first step yet
@@ -305,9 +235,6 @@ def _live_trial(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
 
 
 def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
-    from smx_debug.data.jobs import load_job
-    from smx_debug.evaluate import LiveEvaluator
-
     live = LiveEvaluator(rules=configs)
     updates = 0
     while True:
@@ -327,25 +254,3 @@ def _live(args: argparse.Namespace, configs: list[ConfiguredRule]) -> int:
     if ended:
         _print_transitions(args, live.finish())
     return _finish_live(args, live.status)
-
-
-def register(subparsers: Any) -> Any:
-    """Add `evaluate` to the `rules` subparsers."""
-    parser = subparsers.add_parser(
-        "evaluate", help="evaluate the built-in profiler, scalar and tensor rules locally",
-        description="Evaluate Debugger's built-in profiler rules and the scalar rules (LossNotDecreasing, Overfit, "
-        "Overtraining, StalledTrainingRule) on a job's data, or the tensor rules (VanishingGradient, "
-        "ExplodingTensor, ...) on a trial (a folder or s3:// prefix of a hook's tensors, or a job with a "
-        "DebugHookConfig), in seconds and without rule jobs.",
-    )
-    add_rule_options(parser)
-    add_out_option(parser, "the results (in the --output format)")
-    parser.add_argument("--output-dir", metavar="DIR", help="write <Rule>.json files shaped like Debugger's profiler-reports/")
-    parser.add_argument("--fail-on-issues", action="store_true", help="exit 1 when a rule fires")
-    parser.add_argument("--live", action="store_true", help="re-evaluate as data arrives and print status transitions")
-    parser.add_argument("--interval", type=positive_float, default=60.0,
-                        help="seconds between live re-evaluations (default 60)")
-    parser.add_argument("--max-updates", type=non_negative_int, default=0,
-                        help="stop live mode after this many evaluations (0: until the rules settle)")
-    parser.set_defaults(func=_run)
-    return parser

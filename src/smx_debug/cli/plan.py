@@ -1,4 +1,4 @@
-"""`smx-debug plan validate|render`: check a debug plan and print what SageMaker gets."""
+"""`smx-debug plan validate|render` (options in ``cli._parser``): check a debug plan and print what SageMaker gets."""
 
 from __future__ import annotations
 
@@ -8,42 +8,18 @@ import sys
 import warnings
 from typing import Any
 
-from smx_debug.cli._args import job_name
 from smx_debug.cli._output import emit, fixed_format, output_format
-
-__all__ = ["register"]
-
-
-def register(subparsers: Any) -> Any:
-    """Add the `plan` group to ``subparsers``."""
-    parser = subparsers.add_parser("plan", help="validate and render debug plans")
-    sub = parser.add_subparsers(dest="plan_command", required=True, metavar="PLAN_COMMAND")
-
-    validate = sub.add_parser("validate", help="check a plan; print its warnings")
-    validate.add_argument("file", help="plan file (.yaml, .yml or .json)")
-    validate.add_argument("--job-name", type=job_name, help="the training job name, if known")
-    validate.set_defaults(func=_validate)
-
-    render = sub.add_parser("render", help="print the plan as CreateTrainingJob fields or estimator objects (JSON)")
-    render.add_argument("file", help="plan file (.yaml, .yml or .json)")
-    render.add_argument("--format", choices=("request", "estimator"), default="request")
-    render.add_argument("--job-name", type=job_name,
-                        help="the training job name (stop_training then stops exactly it)")
-    render.add_argument("--output-path", help="override s3_output_path")
-    render.set_defaults(func=_render)
-    return sub
+from smx_debug.config import DebugPlan, SmxDebugWarning
 
 
-def _load(args: argparse.Namespace) -> Any:
-    from smx_debug.config import DebugPlan
-
+def _load(args: argparse.Namespace) -> DebugPlan:
     plan = DebugPlan.from_file(args.file)
     if getattr(args, "output_path", None):
         plan = plan.with_output_path(args.output_path)
     return plan
 
 
-def _validate(args: argparse.Namespace) -> int:
+def validate(args: argparse.Namespace) -> int:
     plan = _load(args)
     found = plan.validate(job_name=args.job_name)
     for message in found:
@@ -67,7 +43,7 @@ def _sdk_object(obj: Any) -> Any:
     return obj
 
 
-def _render(args: argparse.Namespace) -> int:
+def render(args: argparse.Namespace) -> int:
     fixed_format(args, "json", "plan render")
     plan = _load(args)
     with warnings.catch_warnings(record=True) as caught:
@@ -82,8 +58,6 @@ def _render(args: argparse.Namespace) -> int:
                 key: [_sdk_object(v) for v in value] if key == "rules" else _sdk_object(value)
                 for key, value in kwargs.items()
             }
-    from smx_debug.config import SmxDebugWarning
-
     for w in caught:
         if issubclass(w.category, SmxDebugWarning):
             print(f"warning: {w.message}", file=sys.stderr)

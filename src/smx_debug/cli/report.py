@@ -1,32 +1,41 @@
-"""`smx-debug report`: one self-contained HTML report, verdict first; several jobs give a side-by-side page."""
+"""`smx-debug report` (options in ``cli._parser``): one self-contained HTML report, verdict first; several jobs give a side-by-side page."""
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from smx_debug.cli._args import check_output_file, non_negative_float, positive_int, require_data, table_name
+from smx_debug.cli._args import check_output_file, require_data
 from smx_debug.cli._aws import Clients
 from smx_debug.cli._output import emit, output_format
-from smx_debug.cli.evaluate import RuleSelection, add_rule_options
-from smx_debug.contracts import Env
-from smx_debug.errors import ConfigError
-
-__all__ = ["add_outcome_options", "load_framework_events", "load_outcome", "onset_of", "parse_time", "register"]
-
+from smx_debug.cli.evaluate import RuleSelection
+from smx_debug.data.framework_trace import framework_metrics
+from smx_debug.data.jobs import JobInfo, load_job
+from smx_debug.errors import ConfigError, NoDataYetError, NotFoundError
+from smx_debug.evaluate import JobData, LoadReport, evaluate
+from smx_debug.evaluate.tensor_eval import TensorEvaluator
+from smx_debug.evaluate.tensor_feed import is_trial
+from smx_debug.htmlreport import (
+    JobOutcome,
+    ReportInput,
+    TensorInput,
+    fetch_outcome,
+    write_comparison,
+    write_report,
+)
+from smx_debug.htmlreport.cost import estimate_job_cost
+from smx_debug.rules.params import TENSOR_RULES
+from smx_debug.tensors import create_trial
 
 _LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z, the last time datetime (and the report) can show
 
 
 def parse_time(text: str, option: str) -> int:
     """An ISO-8601 time (UTC when no offset is given) or epoch seconds from 1970 to 9999, as epoch ns."""
-    from datetime import UTC
-
     def bad(why: str) -> ConfigError:
         return ConfigError(f"{option} {why}, got {text!r}", field=option, value=text)
 
@@ -50,22 +59,10 @@ def parse_time(text: str, option: str) -> int:
 
 def load_framework_events(job_or_path: str, args: argparse.Namespace) -> Any:
     """The job's framework events, or None when it has no framework trace."""
-    from smx_debug.errors import NotFoundError
-    from smx_debug.reports import framework_metrics
-
     try:
         return framework_metrics(job_or_path, **Clients(args).injected("sagemaker", "s3"))  # progress: on a terminal, after a second
     except NotFoundError:
         return None
-
-
-def add_outcome_options(parser: argparse.ArgumentParser) -> None:
-    """``--onset`` and ``--ledger-table``: what :func:`load_outcome` reads besides the job."""
-    parser.add_argument("--onset", metavar="TIME",
-                        help="when the problem started, if known (ISO-8601 UTC or epoch seconds): marked on timelines")
-    parser.add_argument("--ledger-table", type=table_name, default=os.environ.get(Env.LEDGER_TABLE) or None,
-                        metavar="TABLE",
-                        help=f"DynamoDB actions ledger to read the stop from (default: ${Env.LEDGER_TABLE})")
 
 
 def onset_of(args: argparse.Namespace) -> int | None:
@@ -77,8 +74,6 @@ def load_outcome(info: Any, args: argparse.Namespace, onset: int | None) -> Any:
     """Status, rule trigger times and stop from DescribeTrainingJob and the ledger (job names only), with the
     onset of :func:`onset_of`."""
     ledger_table: str | None = args.ledger_table
-    from smx_debug.htmlreport import JobOutcome, fetch_outcome
-
     outcome = JobOutcome()
     if info.instance_type is not None:  # a training job, not a folder or an s3:// prefix
         aws = Clients(args)
@@ -90,10 +85,6 @@ def load_outcome(info: Any, args: argparse.Namespace, onset: int | None) -> Any:
 
 def _trial_of(job_or_path: str, args: argparse.Namespace) -> Any:
     """The tensors of the job (its DebugHookConfig output) or of the path (a hook's trial), or None."""
-    from smx_debug.errors import NoDataYetError, NotFoundError
-    from smx_debug.evaluate.tensor_feed import is_trial
-    from smx_debug.tensors import create_trial
-
     if args.source == "cloudwatch":
         return None
     if Path(job_or_path).expanduser().exists() or job_or_path.startswith("s3://"):
@@ -107,8 +98,6 @@ def _trial_of(job_or_path: str, args: argparse.Namespace) -> Any:
 
 def _tensor_job_info(job_or_path: str, trial: Any, args: argparse.Namespace) -> Any:
     """What the report knows of a job (or path) that has tensors and no profiler or CloudWatch data."""
-    from smx_debug.data.jobs import JobInfo
-
     if Path(job_or_path).expanduser().exists() or job_or_path.startswith("s3://"):
         return JobInfo(name=trial.name, source=trial.path)
     sm = Clients(args).client("sagemaker")
@@ -121,9 +110,6 @@ def _tensor_job_info(job_or_path: str, trial: Any, args: argparse.Namespace) -> 
 
 def _tensors(trial: Any, configs: Any) -> tuple[dict[str, Any], Any]:
     """The tensor rules' results on the trial, and what the report needs of the trial."""
-    from smx_debug.evaluate.tensor_eval import TensorEvaluator
-    from smx_debug.htmlreport import TensorInput
-
     evaluator = TensorEvaluator(trial, configs)
     results = evaluator.refresh()
     return results, TensorInput(path=trial.path, configurations=frozenset(results),
@@ -133,13 +119,6 @@ def _tensors(trial: Any, configs: Any) -> tuple[dict[str, Any], Any]:
 
 def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: Any, title: str | None,
          onset: int | None) -> Any:
-    from smx_debug.data.jobs import load_job
-    from smx_debug.errors import NoDataYetError, NotFoundError
-    from smx_debug.evaluate import JobData, LoadReport, evaluate
-    from smx_debug.htmlreport import ReportInput
-    from smx_debug.htmlreport.cost import estimate_job_cost
-    from smx_debug.rules.params import TENSOR_RULES
-
     report = LoadReport()
     trial = _trial_of(job_or_path, args)
     try:
@@ -169,9 +148,7 @@ def _one(job_or_path: str, args: argparse.Namespace, rules: Any, tensor_rules: A
                        skipped=report.skipped, events=events, outcome=outcome, tensors=tensor_input)
 
 
-def _run(args: argparse.Namespace) -> int:
-    from smx_debug.htmlreport import write_comparison, write_report
-
+def run(args: argparse.Namespace) -> int:
     selection = RuleSelection(args)  # the plan read once, for both kinds of rules
     rules, _ = selection.profiler()
     tensor_rules, _ = selection.tensors()
@@ -193,25 +170,3 @@ def _run(args: argparse.Namespace) -> int:
     else:
         print(f"wrote {path} ({size:,} bytes); rules fired: {', '.join(fired) or 'none'}", file=sys.stderr)
     return 0
-
-
-def register(subparsers: Any) -> Any:
-    """Add the `report` command."""
-    parser = subparsers.add_parser(
-        "report", help="write a self-contained HTML report (several jobs: side by side)",
-        description="Evaluate the rules and write one HTML file (no network needed to view it): the verdict first "
-        "(healthy? which rule fired first and when, the stop, the cost), then the rules, timelines per node and "
-        "GPU with onset/trigger/stop marks, why the GPUs dipped, dataloader and framework analysis, steps, usage "
-        "and cost. With several JOB_OR_PATHs, one page compares the runs.",
-    )
-    add_rule_options(parser, many=True)
-    parser.add_argument("--out", required=True, metavar="FILE", help="HTML file to write")
-    parser.add_argument("--title", help="job name (one job) or page title (several) shown in the report")
-    parser.add_argument("--instance-type", help="e.g. ml.p3.8xlarge (default: from DescribeTrainingJob)")
-    parser.add_argument("--instance-count", type=positive_int,
-                        help="number of instances (default: from the job or the nodes seen)")
-    parser.add_argument("--price", type=non_negative_float,
-                        help="USD per instance-hour, overriding the bundled price table")
-    add_outcome_options(parser)
-    parser.set_defaults(func=_run)
-    return parser

@@ -1,33 +1,12 @@
-"""`smx-debug rules list|show`: the rule catalog (`rules evaluate` is added by its own module)."""
+"""`smx-debug rules list|show` (options in ``cli._parser``): the rule catalog; `rules evaluate` is ``cli.evaluate``."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from smx_debug import rules as catalog
 from smx_debug.cli._output import as_table, as_text, emit, output_format
-from smx_debug.contracts import RULE_KINDS
-
-RULE_FAMILIES = ("debugger", "smx")  # smx_debug.rules.definitions.RuleFamily (imported lazily: a fast --help)
-
-__all__ = ["register"]
-
-
-def register(subparsers: Any) -> Any:
-    """Add the `rules` group and return its subparsers so `rules evaluate` can join it."""
-    parser = subparsers.add_parser("rules", help="the rule catalog and local rule evaluation")
-    sub = parser.add_subparsers(dest="rules_command", required=True, metavar="RULES_COMMAND")
-
-    lst = sub.add_parser("list", help="list every rule: Debugger's built-in Debugger and profiler rules, and ours")
-    lst.add_argument("--kind", choices=RULE_KINDS)
-    lst.add_argument("--family", choices=RULE_FAMILIES,
-                     help="debugger: Debugger's built-ins; smx: smx-debug's own rules")
-    lst.set_defaults(func=_list)
-
-    show = sub.add_parser("show", help="a rule's parameters, defaults and collections")
-    show.add_argument("name", help="rule function or class name, e.g. loss_not_decreasing or LowGPUUtilization")
-    show.set_defaults(func=_show)
-    return sub
 
 
 def _as_dict(spec: Any) -> dict[str, Any]:
@@ -56,9 +35,7 @@ def _as_dict(spec: Any) -> dict[str, Any]:
 
 
 def _list(args: argparse.Namespace) -> int:
-    from smx_debug.rules import list_rules
-
-    specs = list_rules(args.kind, family=args.family)
+    specs = catalog.list_rules(args.kind, family=args.family)
     fmt = output_format(args)
     if fmt == "json":
         emit([_as_dict(s) for s in specs])
@@ -72,9 +49,7 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from smx_debug.rules import get_rule
-
-    spec = get_rule(args.name)
+    spec = catalog.get_rule(args.name)
     if output_format(args) == "json":
         emit(_as_dict(spec))
         return 0

@@ -1,27 +1,22 @@
-"""`smx-debug trace`: system metrics and framework events as one Chrome trace-event / Perfetto JSON file."""
+"""`smx-debug trace` (options in ``cli._parser``): system metrics and framework events as one Chrome trace-event / Perfetto JSON file."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
+from smx_debug.analysis.trace_export import TraceMark, chrome_trace, write_chrome_trace
 from smx_debug.cli._args import check_output_file, require_data
 from smx_debug.cli._aws import Clients
 from smx_debug.cli._output import emit, output_format
-from smx_debug.cli.evaluate import RuleSelection, add_rule_options
-from smx_debug.cli.report import add_outcome_options
+from smx_debug.cli.evaluate import RuleSelection
+from smx_debug.cli.report import load_framework_events, load_outcome, onset_of
+from smx_debug.data.jobs import load_job
+from smx_debug.evaluate import LoadReport, evaluate
+from smx_debug.htmlreport import ReportInput, build_model
 
-__all__ = ["register"]
 
-
-def _run(args: argparse.Namespace) -> int:
-    from smx_debug.analysis.trace_export import TraceMark, chrome_trace, write_chrome_trace
-    from smx_debug.cli.report import load_framework_events, load_outcome, onset_of
-    from smx_debug.data.jobs import load_job
-    from smx_debug.evaluate import LoadReport, evaluate
-    from smx_debug.htmlreport import ReportInput, build_model
-
+def run(args: argparse.Namespace) -> int:
     rules, _ = RuleSelection(args).profiler()
     check_output_file(args.out, "--out")
     onset = onset_of(args)
@@ -46,19 +41,3 @@ def _run(args: argparse.Namespace) -> int:
         print(f"wrote {path} ({size:,} bytes, {n_events:,} events); open it in Perfetto (Open trace file) or "
               "chrome://tracing", file=sys.stderr)
     return 0
-
-
-def register(subparsers: Any) -> Any:
-    """Add the `trace` command."""
-    parser = subparsers.add_parser(
-        "trace", help="write system metrics + framework events as one Chrome/Perfetto trace JSON",
-        description="Merge a job's system metrics (counter tracks per node and GPU) and framework events (steps, "
-        "dataloader, forward/backward, operators) into one Chrome trace-event JSON file for Perfetto or "
-        "chrome://tracing, with marks for onset, each fired rule's first trigger (rules evaluated as in "
-        "`smx-debug report`) and the stop when known.",
-    )
-    add_rule_options(parser)  # the rules whose first triggers are marked (default: all)
-    parser.add_argument("-o", "--out", required=True, metavar="FILE", help="trace JSON file to write")
-    add_outcome_options(parser)  # --onset, --ledger-table: the marks of the stop and onset
-    parser.set_defaults(func=_run)
-    return parser

@@ -10,8 +10,6 @@ import pandas as pd
 
 from smx_debug.errors import ConfigError
 
-__all__ = ["is_utf8", "progress_bar", "to_epoch_ns"]
-
 TimeLike = datetime | pd.Timestamp | str | int | float | None
 
 
@@ -44,8 +42,9 @@ def to_epoch_ns(value: TimeLike, field: str) -> int | None:
     return int(ts.value)
 
 
-def progress_bar(label: str, total: int, *, enabled: bool | None = None, file: TextIO | None = None) -> Any:
-    """A tqdm bar for a read of ``total`` files on stderr (``file``).
+def progress_bar(label: str, total: int, *, enabled: bool | None = None, file: TextIO | None = None,
+                 unit: str = "file") -> Any:
+    """A tqdm bar for a read of ``total`` files (``unit``s) on stderr (``file``).
 
     ``enabled=None``: shown only when the stream is a terminal (silent when piped, in a Lambda or a notebook's
     captured stderr), and only once the read has taken a second (tqdm's ``delay``): short reads print nothing.
@@ -54,6 +53,6 @@ def progress_bar(label: str, total: int, *, enabled: bool | None = None, file: T
     from tqdm import tqdm
 
     forced = enabled is True
-    return tqdm(total=total, desc=label, unit="file", delay=0.0 if forced else 1.0, leave=forced,
+    return tqdm(total=total, desc=label, unit=unit, delay=0.0 if forced else 1.0, leave=forced,
                 file=file if file is not None else sys.stderr,
                 disable=None if enabled is None else not enabled)

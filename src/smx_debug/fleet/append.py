@@ -3,7 +3,7 @@
 Every function takes one job (the scheduled evaluator calls them job by job, each job's failure its own) and is
 incremental and idempotent per (job, minute): rows are merged by the table's key (:mod:`smx_debug.fleet.write`),
 so appending the same minutes again replaces them. :func:`append_profiler` reads through the one reader of
-Debugger's system metrics (:class:`smx_debug.reports.SystemMetricsReader`), from the job's last stored minute
+Debugger's system metrics (:class:`smx_debug.data.SystemMetricsReader`), from the job's last stored minute
 on unless told otherwise; its skipped records (cut mid-write, damaged) are counted by reason in the report.
 :func:`collect` does all four for many jobs, isolating each job's failure and counting it by reason.
 """
@@ -15,13 +15,15 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pandas as pd
+from botocore.exceptions import BotoCoreError, ClientError
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from smx_debug._json import JsonTooDeepError
 from smx_debug._json import loads as json_loads
+from smx_debug._lazy import lazy_module
 from smx_debug.actions.verdict_log import ACTION_EVENT, TRIGGER_EVENT
 from smx_debug.contracts import (
     FLEET_TEAM_TAG,
@@ -35,10 +37,20 @@ from smx_debug.contracts import (
     is_rule_configuration_name,
     is_training_job_name,
 )
-from smx_debug.errors import ConfigError, DataError, SmxDebugError
+from smx_debug.data.cloudwatch import INSTANCE_METRICS, instance_metrics
+from smx_debug.data.minute_frames import device_counts
+from smx_debug.data.sources import describe_job, job_paths
+from smx_debug.data.system import SystemMetricsReader
+from smx_debug.errors import ConfigError, DataError, JobNotFoundError, NoDataYetError, SmxDebugError
 from smx_debug.fleet.root import FleetRoot, check_job, open_root
 from smx_debug.fleet.schema import arrow_schema
 from smx_debug.fleet.write import WriteReport, read_file, write_rows
+from smx_debug.instances import instance_row
+
+if TYPE_CHECKING:
+    import boto3
+else:
+    boto3 = lazy_module("boto3")  # a client only when none is handed in
 
 __all__ = [
     "ACTION_EVENT",
@@ -101,7 +113,7 @@ def _naive_utc(ts: pd.Series) -> pd.Series:
 
 def minutes_frame(system: pd.DataFrame, job: str, *, source: Source, devices: Mapping[str, int] | None = None
                   ) -> pd.DataFrame:
-    """A long system frame (:data:`smx_debug.reports.SYSTEM_COLUMNS`) as ``system_minutes`` rows.
+    """A long system frame (:data:`smx_debug.data.frames.SYSTEM_COLUMNS`) as ``system_minutes`` rows.
 
     ``devices`` maps a dimension to the devices one row stands for (CloudWatch's host averages: the GPUs or
     vCPUs averaged); Debugger's rows are per device (1).
@@ -167,8 +179,6 @@ def append_profiler(root: FleetRoot | str | os.PathLike[str], job: str, profiler
     ``s3://`` prefix or a Source; default: the job's own, from DescribeTrainingJob). ``start`` defaults to the
     job's last stored minute, so each call reads only what is new (and the last, maybe partial, minute again).
     """
-    from smx_debug.reports import SystemMetricsReader
-
     fr = _root(root)
     if start is None:
         start = last_minute(fr, job, source="debugger")
@@ -182,8 +192,6 @@ def append_cloudwatch(root: FleetRoot | str | os.PathLike[str], job: str, start:
     """Append the job's CloudWatch host metrics (``/aws/sagemaker/TrainingJobs``, 1-minute) for jobs without
     Debugger, as :func:`smx_debug.data.cloudwatch.instance_metrics` frames them (CPU and GPU divided by the counts,
     so each row is a host average standing for ``cpus`` or ``gpus`` devices)."""
-    from smx_debug.data.cloudwatch import instance_metrics
-
     if cpus < 1 or gpus < 0:
         raise ConfigError(f"cpus ({cpus!r}) must be >= 1 and gpus ({gpus!r}) >= 0", field="cpus", value=cpus)
     frame = instance_metrics(job, start, end, hosts=hosts, cpus=cpus, gpus=gpus or None,
@@ -194,8 +202,6 @@ def append_cloudwatch(root: FleetRoot | str | os.PathLike[str], job: str, start:
 def cloudwatch_devices(cpus: int, gpus: int) -> dict[str, int]:
     """The devices one CloudWatch host row stands for, by dimension: the host's vCPUs for CPU, its GPUs (at
     least 1) for GPU and GPU memory (the ``devices`` column of ``system_minutes``)."""
-    from smx_debug.data.cloudwatch import INSTANCE_METRICS
-
     per = {"vcpus": max(cpus, 1), "gpus": max(gpus, 1)}
     return {dim: per[kind] for _typ, _name, dim, kind in INSTANCE_METRICS.values() if kind is not None}
 
@@ -308,8 +314,6 @@ def _instance(desc: Mapping[str, Any]) -> tuple[str | None, int]:
 
 def job_row(desc: Mapping[str, Any], tags: Mapping[str, str], *, now: datetime | None = None) -> dict[str, Any]:
     """The ``training_jobs`` row of a DescribeTrainingJob response and the job's tags."""
-    from smx_debug.instances import instance_row
-
     instance_type, count = _instance(desc)
     known = instance_row(instance_type)
     gpus = int(known["gpus"]) if known else None
@@ -373,9 +377,6 @@ def collect(root: FleetRoot | str | os.PathLike[str], jobs: Iterable[str], *, sa
     """For each job: its metadata, its system minutes (Debugger's profiler output when it has some, else
     CloudWatch's host metrics) and Debugger's rule triggers. A job that fails is counted by reason in
     ``failed_jobs`` and ``skipped``; the others carry on."""
-    import boto3
-    from botocore.exceptions import BotoCoreError, ClientError
-
     make: Callable[[str], Any] = client_factory or (lambda service: boto3.client(service))  # type: ignore[call-overload]
     sm = sagemaker_client if sagemaker_client is not None else make("sagemaker")
     report = AppendReport()
@@ -395,11 +396,6 @@ def collect(root: FleetRoot | str | os.PathLike[str], jobs: Iterable[str], *, sa
 
 def _collect_one(fr: FleetRoot, job: str, sm: Any, s3: Any, cw: Any, make: Callable[[str], Any], now: datetime
                  ) -> AppendReport:
-    from botocore.exceptions import ClientError
-
-    from smx_debug.data.sources import describe_job, job_paths
-    from smx_debug.errors import JobNotFoundError, NoDataYetError
-
     try:
         desc = describe_job(job, sm)  # a missing job: JobNotFoundError; a denied one: AccessDeniedError
     except ClientError as exc:  # left as is by describe_job: any other ValidationException is a bad name here too
@@ -419,8 +415,6 @@ def _collect_one(fr: FleetRoot, job: str, sm: Any, s3: Any, cw: Any, make: Calla
             profiled = False
     if not profiled and desc.get("TrainingStartTime"):
         row = job_row(desc, tags)
-        from smx_debug.data.minute_frames import device_counts
-
         counts = device_counts(row["instance_type"]) or (1, 0)
         start = desc["TrainingStartTime"]
         since = last_minute(fr, job, source="cloudwatch")

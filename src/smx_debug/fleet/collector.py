@@ -43,6 +43,7 @@ from typing import Any, Final
 from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug._json import loads as json_loads
+from smx_debug.actions.runtime import client_factory, log_json
 from smx_debug.contracts import (
     FLEET_INBOX_PREFIX,
     FLEET_PREFIX,
@@ -52,6 +53,8 @@ from smx_debug.contracts import (
     RULE_FIELDS,
     Env,
 )
+from smx_debug.data.cloudwatch_batch import MetricRead, read_metrics
+from smx_debug.data.minute_frames import system_frame
 from smx_debug.errors import ConfigError, SmxDebugError
 from smx_debug.fleet.append import (
     AppendReport,
@@ -65,6 +68,7 @@ from smx_debug.fleet.append import (
 )
 from smx_debug.fleet.root import FleetRoot
 from smx_debug.fleet.s3_boto import stack_root
+from smx_debug.instances import instance_row
 from smx_debug.tags import watch_rule_from_env, watched_actions
 
 __all__ = [
@@ -338,10 +342,6 @@ def _metadata(settings: CollectorSettings, root: FleetRoot, jobs: Mapping[str, M
 def _minutes(settings: CollectorSettings, clients: CollectorClients, root: FleetRoot,
              jobs: Mapping[str, Mapping[str, Any]], read_from: int, end: int, report: CollectorReport) -> None:
     """CloudWatch host minutes ``[read_from, end)`` of the jobs the evaluator does not append itself."""
-    from smx_debug.data.cloudwatch_batch import MetricRead, read_metrics
-    from smx_debug.data.minute_frames import system_frame
-    from smx_debug.instances import instance_row
-
     reads: list[MetricRead] = []
     facts: dict[str, tuple[int, int]] = {}
     for name, job in sorted(jobs.items()):
@@ -444,8 +444,6 @@ class CollectorRuntime:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> CollectorRuntime:
-        from smx_debug.actions.runtime import client_factory
-
         env = os.environ if environ is None else environ
         make = client_factory(env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None)
         return cls(settings=CollectorSettings.from_env(env),
@@ -457,8 +455,6 @@ def handle_scheduled(event: object, context: Any = None, *, runtime: CollectorRu
                      ) -> dict[str, Any]:
     """One collector run; returns (and logs) its summary. ``runtime`` is the cold start's (the Lambda module keeps
     it)."""
-    from smx_debug.actions.runtime import log_json
-
     runtime = runtime or CollectorRuntime.from_env()
     started = time.monotonic()
     report = collect_fleet(runtime.settings, runtime.clients)

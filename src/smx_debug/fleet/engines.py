@@ -13,16 +13,28 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from botocore.config import Config
+from botocore.exceptions import ClientError
+from fsspec.implementations.arrow import ArrowFSWrapper
 
+from smx_debug._lazy import lazy_module
+from smx_debug.data._util import progress_bar
 from smx_debug.errors import AwsError, NotFoundError, translate_client_error
 from smx_debug.fleet.root import FleetRoot
 from smx_debug.fleet.schema import arrow_schema, fleet_table
 from smx_debug.fleet.sql import Query, athena_literal, to_athena
+
+if TYPE_CHECKING:
+    import boto3
+    import duckdb
+else:
+    boto3 = lazy_module("boto3")  # an Athena client only when none is handed in
+    duckdb = lazy_module("duckdb")  # the DuckDB engine only
 
 __all__ = [
     "ATHENA_MIN_BYTES",
@@ -83,17 +95,7 @@ def _columns(schema: pa.Schema) -> dict[str, pa.DataType]:
     return {f.name: f.type for f in schema}
 
 
-def _progress_bar(label: str, enabled: bool | None) -> Any:
-    from tqdm.auto import tqdm
-
-    # tqdm shows itself only on a terminal (disable=None) and only for scans longer than a second (delay)
-    return tqdm(total=100, desc=label, unit="%", delay=1.0, leave=False,
-                disable=None if enabled is None else not enabled)
-
-
 def _s3_for_duckdb(root: FleetRoot) -> Any:
-    from fsspec.implementations.arrow import ArrowFSWrapper
-
     class _S3(ArrowFSWrapper):  # type: ignore[misc]
         protocol = "s3"  # DuckDB routes s3:// paths to the filesystem registered under this protocol
 
@@ -111,8 +113,6 @@ class DuckDBEngine:
         self.progress = progress
 
     def run(self, query: Query, params: Mapping[str, Any]) -> QueryResult:
-        import duckdb
-
         started = time.perf_counter()
         con = duckdb.connect(config={"threads": self.threads} if self.threads else {})
         try:
@@ -180,7 +180,7 @@ class DuckDBEngine:
 
         worker = threading.Thread(target=work, name="smx-fleet-duckdb", daemon=True)
         worker.start()
-        with _progress_bar(query.name, self.progress) as bar:
+        with progress_bar(query.name, 100, enabled=self.progress, unit="%") as bar:
             while worker.is_alive():
                 worker.join(0.2)
                 done = con.query_progress() if worker.is_alive() else 100.0
@@ -217,9 +217,6 @@ class AthenaEngine:
         self.database = database
         self.workgroup = workgroup
         if athena_client is None:
-            import boto3
-            from botocore.config import Config
-
             athena_client = (client_factory or (lambda: boto3.client(
                 "athena", config=Config(retries={"mode": "standard"}))))()
         self.athena = athena_client
@@ -240,8 +237,6 @@ class AthenaEngine:
         return request
 
     def run(self, query: Query, params: Mapping[str, Any]) -> QueryResult:
-        from botocore.exceptions import ClientError
-
         started = time.perf_counter()
         try:
             qid = self.athena.start_query_execution(**self.request(query, params))["QueryExecutionId"]
@@ -272,7 +267,7 @@ class AthenaEngine:
 
     def _wait(self, qid: str, label: str) -> dict[str, Any]:
         deadline = time.monotonic() + self.timeout_seconds
-        with _progress_bar(label, self.progress) as bar:
+        with progress_bar(label, 100, enabled=self.progress, unit="%") as bar:
             while True:
                 execution: dict[str, Any] = self.athena.get_query_execution(QueryExecutionId=qid)["QueryExecution"]
                 scanned = int(execution.get("Statistics", {}).get("DataScannedInBytes") or 0)

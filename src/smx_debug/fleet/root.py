@@ -12,13 +12,19 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.fs as pafs
 
+from smx_debug._lazy import lazy_module
 from smx_debug.contracts import FLEET_HOUR_COLUMN, is_training_job_name
 from smx_debug.errors import ConfigError
 from smx_debug.fleet.schema import fleet_table
+
+if TYPE_CHECKING:
+    import boto3
+else:
+    boto3 = lazy_module("boto3")  # its credential chain, for an s3:// root without a filesystem handed in
 
 __all__ = ["FleetRoot", "S3Options", "check_job", "open_root", "s3_filesystem"]
 
@@ -33,8 +39,6 @@ class S3Options:
 
 def s3_filesystem(options: S3Options = S3Options()) -> pafs.S3FileSystem:
     """pyarrow's S3 filesystem with boto3's credentials (environment, profile, role) and ``options``."""
-    import boto3
-
     session = boto3.Session()
     creds = session.get_credentials()
     frozen = creds.get_frozen_credentials() if creds is not None else None

@@ -4,27 +4,24 @@ from __future__ import annotations
 
 import os
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 
 from smx_debug.contracts import fleet_database_name, fleet_workgroup_name
 from smx_debug.errors import ConfigError
-from smx_debug.fleet.engines import AthenaEngine, DuckDBEngine, QueryResult
-from smx_debug.fleet.root import FleetRoot, S3Options, open_root
-from smx_debug.fleet.sql import (
+from smx_debug.fleet.defaults import (
+    DEFAULT_ENGINE,
     DEFAULT_IDLE_THRESHOLD,
     DEFAULT_SINCE,
+    DEFAULT_STACK,
     DEFAULT_TOP,
-    Params,
-    get_query,
-    parse_since,
+    ENGINES,
+    Engine,
 )
-
-__all__ = ["DEFAULT_STACK", "ENGINES", "execute", "run_query"]
-
-ENGINES = ("duckdb", "athena")
-DEFAULT_STACK = "SmxDebugGuard"
+from smx_debug.fleet.engines import AthenaEngine, DuckDBEngine, QueryResult
+from smx_debug.fleet.root import FleetRoot, S3Options, open_root
+from smx_debug.fleet.sql import Params, get_query, parse_since
 
 
 def execute(
@@ -33,7 +30,7 @@ def execute(
     since: str | datetime | timedelta = DEFAULT_SINCE,
     n: int = DEFAULT_TOP,
     idle_threshold: float = DEFAULT_IDLE_THRESHOLD,
-    engine: Literal["duckdb", "athena"] = "duckdb",
+    engine: Engine = DEFAULT_ENGINE,
     root: FleetRoot | str | os.PathLike[str] | None = None,
     endpoint_url: str | None = None,
     stack_name: str = DEFAULT_STACK,

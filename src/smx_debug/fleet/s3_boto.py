@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from botocore.exceptions import ClientError
 
-from smx_debug.fleet.root import FleetRoot
+from smx_debug.contracts import FLEET_PREFIX
+from smx_debug.fleet.root import FleetRoot, open_root
 
 __all__ = ["S3ClientHandler", "boto3_filesystem", "stack_root"]
 
@@ -170,7 +171,4 @@ def boto3_filesystem(s3: Any) -> pafs.PyFileSystem:
 
 def stack_root(bucket: str, s3: Any) -> FleetRoot:
     """The stack's fleet dataset (``s3://<bucket>/smx-debug/fleet/``) through ``s3``, a boto3 client."""
-    from smx_debug.contracts import FLEET_PREFIX
-    from smx_debug.fleet.root import open_root
-
     return open_root(f"s3://{bucket}/{FLEET_PREFIX}", filesystem=boto3_filesystem(s3))

@@ -24,14 +24,13 @@ from typing import Any, Final, cast
 
 import sqlglot
 from sqlglot import exp
+from sqlglot.tokenizer_core import TokenType
 
 from smx_debug.errors import ConfigError, UnknownNameError
+from smx_debug.fleet.defaults import DEFAULT_IDLE_THRESHOLD, DEFAULT_TOP
 from smx_debug.fleet.schema import TABLE_NAMES, hour_of
 
 __all__ = [
-    "DEFAULT_IDLE_THRESHOLD",
-    "DEFAULT_SINCE",
-    "DEFAULT_TOP",
     "PARAMETERS",
     "Params",
     "Query",
@@ -42,9 +41,6 @@ __all__ = [
     "to_athena",
 ]
 
-DEFAULT_SINCE: Final = timedelta(days=30)
-DEFAULT_TOP: Final = 10
-DEFAULT_IDLE_THRESHOLD: Final = 10.0  # percent: LowGPUUtilization's threshold_p5 default
 # every parameter a query may use: since (timestamp), since_hour (its partition), n, idle_threshold
 PARAMETERS: Final = ("since", "since_hour", "n", "idle_threshold")
 
@@ -135,8 +131,6 @@ def _parse(sql: str) -> exp.Expression:
 def _text_order(tree: exp.Expression, dialect: str) -> tuple[str, ...]:
     """The named parameters in the order ``tree`` prints them in ``dialect``: positional ``?`` bind in that
     order. Read from the printed text's tokens (the tree's walk order is not always the text's)."""
-    from sqlglot.tokenizer_core import TokenType
-
     names = {str(p.this) for p in tree.find_all(exp.Placeholder) if p.this}
     tokens = sqlglot.tokenize(tree.sql(dialect=dialect), read=dialect)
     out = []

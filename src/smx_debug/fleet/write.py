@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyarrow.fs import FileType
 
 from smx_debug.contracts import FLEET_HOUR_FORMAT
 from smx_debug.errors import DataError
@@ -48,8 +49,6 @@ class WriteReport:
 
 def read_file(root: FleetRoot, path: str, table: str) -> pa.Table | None:
     """The file's rows, None when it does not exist; DataError when it is not readable Parquet."""
-    from pyarrow.fs import FileType
-
     if root.filesystem.get_file_info(path).type != FileType.File:
         return None
     try:

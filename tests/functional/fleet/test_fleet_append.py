@@ -13,6 +13,7 @@ from botocore.exceptions import ClientError
 
 from smx_debug import fleet
 from smx_debug.errors import ConfigError, NotFoundError
+from smx_debug.fleet.append import verdicts_from_lines
 from smx_debug.fleet.engines import DAMAGED_FILE, OTHER_SCHEMA
 from smx_debug.fleet.write import DAMAGED_FILE as DAMAGED_ON_WRITE
 from smx_debug.simulate.fleet import FleetSimulation, FleetSpec
@@ -136,7 +137,7 @@ def test_verdicts_from_lines_reads_rows_and_counts_damaged_lines() -> None:
             '"time": "2026-11-03T00:00:00.000+00:00", "detail": null}')
     bad_row = good.replace('"trigger"', '"fired"')
     body = "\n".join([good, "not json", bad_row, good[:40]]).encode()
-    rows, skipped = fleet.verdicts_from_lines(body)
+    rows, skipped = verdicts_from_lines(body)
     assert [(r.job, r.event, r.time) for r in rows] == [("j", "trigger", datetime(2026, 11, 3, tzinfo=UTC))]
     assert skipped == {"verdict lines not JSON": 1, "verdict lines not a valid row": 1,
                        "verdict lines cut mid-write": 1}

@@ -11,8 +11,7 @@ import sqlglot
 from sqlglot import exp
 
 from smx_debug.errors import ConfigError, UnknownNameError
-from smx_debug.fleet import Params, get_query, list_queries, parse_since, to_athena
-from smx_debug.fleet.sql import athena_literal
+from smx_debug.fleet.sql import Params, athena_literal, get_query, list_queries, parse_since, to_athena
 
 QUERIES = [q.name for q in list_queries()]
 

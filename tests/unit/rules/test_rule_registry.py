@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import smx_debug
-from smx_debug.cli.rules import RULE_FAMILIES
+from smx_debug.cli._parser import RULE_FAMILIES
 from smx_debug.errors import ConfigError
 from smx_debug.rules import list_rules
 from smx_debug.rules.definitions import RuleFamily
