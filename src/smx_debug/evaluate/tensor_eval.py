@@ -12,23 +12,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from smx_debug.errors import ConfigError
-
-if TYPE_CHECKING:
-    from smx_debug.evaluate.tensor_state import Snapshot
 from smx_debug.evaluate import tensor_input_rules, tensor_loss_rules  # noqa: F401  (their rules are TensorRules)
 from smx_debug.evaluate.result import RuleResult
 from smx_debug.evaluate.tensor_data import TensorBatch
 from smx_debug.evaluate.tensor_feed import TrialFeed
 from smx_debug.evaluate.tensor_rules import Collections, TensorRule
+from smx_debug.evaluate.tensor_state import Snapshot, dump
 from smx_debug.evaluate.tensor_verdict import Selection, Tally, select_tensors
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure
 from smx_debug.rules.params import TENSOR_RULES
 from smx_debug.rules.registry import RuleDef, rule_defs
+from smx_debug.tensors import create_trial
 
 __all__ = ["TENSOR_REGISTRY", "OwnTensorRule", "TensorEvaluator", "evaluate_trial"]
 
@@ -122,8 +121,6 @@ class TensorEvaluator:
         Raises:
             DataError: when it does not fit ``budget`` even without per-tensor details.
         """
-        from smx_debug.evaluate.tensor_state import dump
-
         keep = set(names) if names is not None else {c.name for c in self.configs}
         rules = {c.name: c.rule for c in self.configs if c.name in keep}
         return dump(self.feed.cursor, rules, self._states, budget=budget)
@@ -201,7 +198,5 @@ def evaluate_trial(trial: Any, rules: Iterable[RuleLike] | None = None, *, s3_cl
                    sagemaker_client: Any = None) -> dict[str, RuleResult]:
     """Every given tensor rule over the whole trial (a Trial, a folder, an ``s3://`` prefix or a job name)."""
     if isinstance(trial, str | os.PathLike):
-        from smx_debug.tensors import create_trial
-
         trial = create_trial(trial, s3_client=s3_client, sagemaker_client=sagemaker_client)
     return TensorEvaluator(trial, rules).refresh()

@@ -10,9 +10,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from smx_debug._lazy import lazy_module
+from smx_debug.data.sources import split_s3_uri
 from smx_debug.evaluate.tensor_data import TensorBatch
+
+if TYPE_CHECKING:
+    import boto3
+else:
+    boto3 = lazy_module("boto3")  # an S3 client only when none is handed in
 
 __all__ = ["TrialFeed", "is_trial"]
 
@@ -22,13 +29,9 @@ _TRIAL_MARKERS = ("index", "events", "collections", "training_job_end.ts")
 def is_trial(path: str, *, s3_client: Any = None) -> bool:
     """Whether ``path`` (a local folder or an ``s3://`` prefix) holds Debugger's tensor layout."""
     if path.startswith("s3://"):
-        from smx_debug.data.sources import split_s3_uri
-
         bucket, key = split_s3_uri(path)
         prefix = key.rstrip("/") + "/" if key else ""
         if s3_client is None:
-            import boto3
-
             s3_client = boto3.client("s3")
         listed = s3_client.list_objects_v2(Bucket=bucket, Prefix=prefix, Delimiter="/", MaxKeys=1000)
         tops = {p["Prefix"][len(prefix):].rstrip("/") for p in listed.get("CommonPrefixes", [])}

@@ -24,6 +24,10 @@ import numpy as np
 
 from smx_debug import _json as bounded_json
 from smx_debug.errors import DataError
+from smx_debug.evaluate import tensor_input_rules, tensor_loss_rules  # noqa: F401  (their rules are TensorRules)
+from smx_debug.evaluate.tensor_rules import TensorRule
+from smx_debug.evaluate.tensor_verdict import Tally, _TensorTally
+from smx_debug.rules.registry import rule_defs
 
 __all__ = ["FORMAT", "HistoryRef", "Snapshot", "dump", "load"]
 
@@ -49,12 +53,13 @@ class Snapshot:
 
 def _classes() -> dict[str, type]:
     """The allow-list: the Tally every rule may hold, and the state classes each tensor rule declares
-    (``state_types``), derived from the rule registry."""
-    from smx_debug.evaluate import tensor_verdict
-    from smx_debug.evaluate.tensor_eval import TENSOR_REGISTRY
-
-    found = [tensor_verdict.Tally, tensor_verdict._TensorTally,
-             *(c for rule in TENSOR_REGISTRY.values() for c in rule.state_types)]
+    (``state_types``): Debugger's (the TensorRule classes) and our own (their evaluators, from the registry)."""
+    rules: list[type] = [TensorRule]
+    for cls in rules:
+        rules.extend(cls.__subclasses__())
+    declared = [*(getattr(d.evaluator, "state_types", ()) for d in rule_defs() if "tensors" in d.evaluates_on),
+                *(cls.state_types for cls in rules)]  # type: ignore[attr-defined]
+    found = [Tally, _TensorTally, *(c for types in declared for c in types)]
     return {c.__name__: c for c in found}
 
 
@@ -108,8 +113,6 @@ def _dec(value: Any, classes: Mapping[str, type]) -> Any:
 def _without_values(name: str, state: Any, history: list[HistoryRef]) -> Any:
     """The state without the charts' traces (the report's, not a rule's) and without what the state itself sheds
     (its ``shed(name, history)``: raw values it compares, replaced by where they are, added to ``history``)."""
-    from smx_debug.evaluate.tensor_verdict import Tally
-
     if isinstance(state, Tally):
         return dataclasses.replace(state, traces={})
     tally = getattr(state, "tally", None)
@@ -121,8 +124,6 @@ def _without_values(name: str, state: Any, history: list[HistoryRef]) -> Any:
 
 def _lean(state: Any) -> Any:
     """The state without what only the message and the details need (per-tensor counts, lists of names)."""
-    from smx_debug.evaluate.tensor_verdict import Tally
-
     if isinstance(state, Tally):
         return dataclasses.replace(state, tensors={}, extra={})
     tally = getattr(state, "tally", None)
