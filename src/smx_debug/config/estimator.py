@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import logging
+import warnings
+from importlib.metadata import PackageNotFoundError, version
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +20,6 @@ __all__ = ["estimator_kwargs", "join_tags", "merge_estimator_kwargs"]
 
 
 def _debugger_module() -> ModuleType:
-    import importlib
-    import logging
-    import warnings
-
     # The SDK announces at import where it looked for its config file (INFO, on stdout): quiet unless the
     # user configured that logger.
     config_logger = logging.getLogger("sagemaker.config")
@@ -51,8 +51,6 @@ def _debugger_module() -> ModuleType:
 
 
 def _sdk_version() -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version("sagemaker")
     except PackageNotFoundError:
@@ -77,8 +75,6 @@ def _range_kwargs(rng: MetricRange) -> dict[str, Any]:
 
 
 def _framework_profile(dbg: ModuleType, fw: FrameworkProfiling) -> Any:
-    import importlib
-
     mc: Any = importlib.import_module("sagemaker.debugger.metrics_config")
     utils: Any = importlib.import_module("sagemaker.debugger.utils")
     PythonProfiler, cProfileTimer = utils.PythonProfiler, utils.cProfileTimer
@@ -192,8 +188,6 @@ def merge_estimator_kwargs(plan_kwargs: dict[str, Any], user: dict[str, Any]) ->
 
 def estimator_kwargs(plan: DebugPlan, user: dict[str, Any] | None = None) -> dict[str, Any]:
     """The SDK objects for ``sagemaker.estimator.Estimator(**kwargs)``, merged with the user's ``user`` kwargs."""
-    import warnings
-
     dbg = _debugger_module()
     rule_configs: Any = dbg.rule_configs  # smdebug_rulesconfig, as the SDK re-exports it
 

@@ -15,12 +15,21 @@ Both render from :func:`smx_debug.config.request.request_dict`, the one renderin
 
 from __future__ import annotations
 
+import importlib
+import json
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from smx_debug.config.estimator import join_tags
-from smx_debug.config.request import request_dict
-from smx_debug.contracts import RULE_FIELDS
+from smx_debug.config.request import debug_hook_config, request_dict
+from smx_debug.contracts import (
+    ENVIRONMENT_ENTRIES_MAX,
+    ENVIRONMENT_VALUE_MAX,
+    HOOK_OUTPUT_ENV,
+    RULE_FIELDS,
+    hook_config_environment,
+    is_hook_config_part,
+)
 from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -31,8 +40,6 @@ __all__ = ["hook_environment", "model_trainer_kwargs", "training_job_kwargs"]
 
 def _core(method: str) -> tuple[ModuleType, ModuleType]:
     """``sagemaker.core.shapes`` and ``sagemaker.core.resources``, or a ConfigError saying what to install."""
-    import importlib
-
     try:
         return importlib.import_module("sagemaker.core.shapes"), importlib.import_module("sagemaker.core.resources")
     except ImportError:
@@ -63,11 +70,6 @@ def hook_environment(plan: DebugPlan) -> dict[str, str]:
         >>> hook_environment(plan)  # doctest: +SKIP
         {'SMX_DEBUG_OUTPUT': 's3://bucket/debugger', 'SMX_DEBUG_HOOK': '{"HookParameters":{"save_interval":"5"},...}'}
     """
-    import json
-
-    from smx_debug.config.request import debug_hook_config
-    from smx_debug.contracts import ENVIRONMENT_VALUE_MAX, HOOK_OUTPUT_ENV, hook_config_environment
-
     if not plan.hooked_rules:
         return {}
     config = debug_hook_config(plan)
@@ -83,8 +85,6 @@ def hook_environment(plan: DebugPlan) -> dict[str, str]:
 
 
 def _join_environment(plan_env: dict[str, str], user_env: Any) -> dict[str, Any]:
-    from smx_debug.contracts import ENVIRONMENT_ENTRIES_MAX, is_hook_config_part
-
     if user_env is None:
         user_env = {}
     if not isinstance(user_env, dict) or not all(isinstance(k, str) for k in user_env):
