@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from smx_debug.config.plan import DebugPlan
+    from smx_debug.config._plan_view import PlanView
 
 __all__ = ["DEFAULT_SAVE_INTERVAL", "MAX_DETAILED_SECONDS", "MAX_DETAILED_STEPS", "plan_warnings"]
 
@@ -22,7 +22,7 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split("."))
 
 
-def _starvation(plan: DebugPlan) -> list[str]:
+def _starvation(plan: PlanView) -> list[str]:
     out: list[str] = []
     merged = {c.name: c for c in plan.collections()}
     for rule in plan.hooked_rules:
@@ -57,7 +57,7 @@ def _starvation(plan: DebugPlan) -> list[str]:
     return out
 
 
-def _profiling(plan: DebugPlan) -> list[str]:
+def _profiling(plan: PlanView) -> list[str]:
     out: list[str] = []
     fw = plan.profiler.framework
     if fw is None or plan.profiler.disable:
@@ -84,7 +84,7 @@ def _profiling(plan: DebugPlan) -> list[str]:
     return out
 
 
-def _actions(plan: DebugPlan, job_name: str | None, sdk: bool) -> list[str]:
+def _actions(plan: PlanView, job_name: str | None, sdk: bool) -> list[str]:
     out: list[str] = []
     for i, rule in enumerate(plan.rules):
         for j, action in enumerate(rule.actions):
@@ -109,7 +109,7 @@ def _actions(plan: DebugPlan, job_name: str | None, sdk: bool) -> list[str]:
     return out
 
 
-def _frameworks(plan: DebugPlan) -> list[str]:
+def _frameworks(plan: PlanView) -> list[str]:
     out: list[str] = []
     if plan.framework is None:
         return out
@@ -129,7 +129,7 @@ _MXNET_DEFAULTS = {("CheckInputImages", "regex"): "the input of the first layer,
                    ("NLPSequenceRatio", "tensor_regex"): "the token ids, e.g. '.*embedding_input_0'"}
 
 
-def _mxnet_defaults(plan: DebugPlan) -> list[str]:
+def _mxnet_defaults(plan: PlanView) -> list[str]:
     out: list[str] = []
     if plan.framework in (None, "mxnet"):
         return out
@@ -158,7 +158,7 @@ _FLAGS_HEALTHY_RUNS = {
 _STOPPING = ("stop_training", "stop_job", "retrain")
 
 
-def _stops_healthy_runs(plan: DebugPlan) -> list[str]:
+def _stops_healthy_runs(plan: PlanView) -> list[str]:
     out: list[str] = []
     for i, rule in enumerate(plan.rules):
         if rule.spec.name not in _FLAGS_HEALTHY_RUNS:
@@ -175,7 +175,7 @@ def _stops_healthy_runs(plan: DebugPlan) -> list[str]:
     return out
 
 
-def plan_warnings(plan: DebugPlan, *, job_name: str | None = None, sdk: bool = False) -> list[str]:
+def plan_warnings(plan: PlanView, *, job_name: str | None = None, sdk: bool = False) -> list[str]:
     """Every warning for ``plan``; ``sdk`` means the SDK fills the job name in at ``fit()``."""
     return (_starvation(plan) + _profiling(plan) + _actions(plan, job_name, sdk) + _frameworks(plan)
             + _mxnet_defaults(plan) + _stops_healthy_runs(plan))

@@ -14,7 +14,7 @@ from smx_debug.config.request import rule_parameters
 from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
-    from smx_debug.config.plan import DebugPlan
+    from smx_debug.config._plan_view import PlanView
 
 __all__ = ["estimator_kwargs", "join_tags", "merge_estimator_kwargs"]
 
@@ -186,7 +186,7 @@ def merge_estimator_kwargs(plan_kwargs: dict[str, Any], user: dict[str, Any]) ->
     return out
 
 
-def estimator_kwargs(plan: DebugPlan, user: dict[str, Any] | None = None) -> dict[str, Any]:
+def estimator_kwargs(plan: PlanView, user: dict[str, Any] | None = None) -> dict[str, Any]:
     """The SDK objects for ``sagemaker.estimator.Estimator(**kwargs)``, merged with the user's ``user`` kwargs."""
     dbg = _debugger_module()
     rule_configs: Any = dbg.rule_configs  # smdebug_rulesconfig, as the SDK re-exports it

@@ -11,7 +11,7 @@ from smx_debug.rules.definitions import LOSS_MEANS_KEY
 from smx_debug.rules.images import rule_evaluator_image
 
 if TYPE_CHECKING:
-    from smx_debug.config.plan import DebugPlan
+    from smx_debug.config._plan_view import PlanView
 
 __all__ = ["debug_hook_config", "profiling_parameters", "request_dict", "rule_parameters"]
 
@@ -119,7 +119,7 @@ def profiling_parameters(fw: FrameworkProfiling) -> dict[str, str]:
     return params
 
 
-def debug_hook_config(plan: DebugPlan) -> dict[str, Any]:
+def debug_hook_config(plan: PlanView) -> dict[str, Any]:
     """``DebugHookConfig``: where the hook writes and what it saves (what SageMaker hands the container)."""
     hook: dict[str, Any] = {"S3OutputPath": plan.s3_output_path}
     if plan.hook.local_path is not None:
@@ -141,7 +141,7 @@ def debug_hook_config(plan: DebugPlan) -> dict[str, Any]:
     return hook
 
 
-def request_dict(plan: DebugPlan, *, job_name: str | None) -> dict[str, Any]:
+def request_dict(plan: PlanView, *, job_name: str | None) -> dict[str, Any]:
     """All debugger-related CreateTrainingJob fields of ``plan``."""
     image = rule_evaluator_image(plan.region)
     out: dict[str, Any] = {}

@@ -33,7 +33,7 @@ from smx_debug.contracts import (
 from smx_debug.errors import ConfigError
 
 if TYPE_CHECKING:
-    from smx_debug.config.plan import DebugPlan
+    from smx_debug.config._plan_view import PlanView
 
 __all__ = ["hook_environment", "model_trainer_kwargs", "training_job_kwargs"]
 
@@ -50,7 +50,7 @@ def _core(method: str) -> tuple[ModuleType, ModuleType]:
         ) from None
 
 
-def hook_environment(plan: DebugPlan) -> dict[str, str]:
+def hook_environment(plan: PlanView) -> dict[str, str]:
     """The ``Environment`` values smx-debug's hook reads in a job launched without a ``DebugHookConfig``.
 
     The one place that renders them (their names, the splitting and the trial's place are
@@ -114,7 +114,7 @@ def _join_environment(plan_env: dict[str, str], user_env: Any) -> dict[str, Any]
     return out
 
 
-def _tags(plan: DebugPlan, user_tags: Any, tag_cls: Any) -> list[Any]:
+def _tags(plan: PlanView, user_tags: Any, tag_cls: Any) -> list[Any]:
     tags = join_tags(plan.tags_list(), user_tags)
     for tag in tags:
         if tag["Value"] == "":
@@ -127,7 +127,7 @@ def _tags(plan: DebugPlan, user_tags: Any, tag_cls: Any) -> list[Any]:
     return [tag_cls(key=t["Key"], value=t["Value"]) for t in tags]
 
 
-def model_trainer_kwargs(plan: DebugPlan, user: dict[str, Any]) -> dict[str, Any]:
+def model_trainer_kwargs(plan: PlanView, user: dict[str, Any]) -> dict[str, Any]:
     """``tags`` (``sagemaker.core.shapes.Tag``) and ``environment`` for ``sagemaker.train.ModelTrainer``, joined
     with the user's ``user`` kwargs (the rest passed through)."""
     if plan.guard != "evaluator":
@@ -200,7 +200,7 @@ def _same(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def training_job_kwargs(plan: DebugPlan, user: dict[str, Any]) -> dict[str, Any]:
+def training_job_kwargs(plan: PlanView, user: dict[str, Any]) -> dict[str, Any]:
     """The plan's CreateTrainingJob fields as ``TrainingJob.create`` keyword arguments, joined with ``user``'s.
 
     ``training_job_name`` in ``user`` is the job the built-in stop_training action stops. Your ``tags`` and
