@@ -19,6 +19,7 @@ from smx_debug.config.checks import DEFAULT_SAVE_INTERVAL, plan_warnings
 from smx_debug.config.estimator import estimator_kwargs
 from smx_debug.config.models import CollectionConfig, HookConfig, ProfilerSettings, RuleConfig
 from smx_debug.config.request import request_dict
+from smx_debug.config.sdk_v3 import model_trainer_kwargs, training_job_kwargs
 from smx_debug.config.warnings import SmxDebugWarning
 from smx_debug.contracts import EVALUATOR_TAG, RULE_KINDS
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
@@ -491,8 +492,6 @@ class DebugPlan(FrozenModel):
             ModelTrainer(**plan.to_model_trainer_kwargs(training_image=..., role=..., tags={"team": "a"}))
         """
 
-        from smx_debug.config.sdk_v3 import model_trainer_kwargs
-
         out = model_trainer_kwargs(self, kwargs)  # a plan ModelTrainer cannot carry raises before any warning
         self._warn(job_name=None, sdk=True)
         return out
@@ -506,8 +505,6 @@ class DebugPlan(FrozenModel):
 
             TrainingJob.create(**plan.to_training_job_kwargs(training_job_name="job-1", role_arn=..., ...))
         """
-
-        from smx_debug.config.sdk_v3 import training_job_kwargs
 
         name = kwargs.get("training_job_name")
         self._warn(job_name=name if isinstance(name, str) else None)
