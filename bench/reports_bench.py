@@ -1,4 +1,4 @@
-"""Benchmark: smx_debug.reports.system_metrics against smdebug's PandasFrame and a plain json.loads.
+"""Benchmark: smx_debug.data.system_metrics against smdebug's PandasFrame and a plain json.loads.
 
 Generates realistic profiler output with smx_debug.simulate (default 8 nodes x 1 hour of a 96-vCPU,
 8-GPU node at 500 ms), locally and in a moto S3 server running in its own process, then times:
@@ -74,7 +74,7 @@ def _measure(target: str, out: str, traced: bool = False) -> None:
     import pandas as pd
     import pyarrow  # noqa: F401
 
-    from smx_debug.reports import system_metrics
+    from smx_debug.data.system import system_metrics
 
     # Warm up on the first file (lazy imports, thread pools, allocator arenas): a notebook's steady state.
     warm = DATA / "warmup" / "system"
@@ -177,6 +177,20 @@ def _json_loads_baseline(root: Path) -> tuple[float, int]:
                 json.loads(line)
                 n += 1
     return time.perf_counter() - t, n
+
+
+def _against_smdebug(results: dict[str, Any], where: str, target_path: str, env: dict[str, str] | None,
+                     ours: dict[str, Any], *, label: str, target: int) -> None:
+    """smdebug's PandasFrame on the same output: its wall and CPU seconds and whether its frames equal ours,
+    recorded in ``results`` as ``smdebug_<where>_s``, ``smdebug_<where>_cpu_s`` and ``equal_<where>``, and printed
+    with our speed-up against ``target``."""
+    sm = _smdebug(target_path, env)
+    results[f"smdebug_{where}_s"] = sm["seconds"]
+    results[f"smdebug_{where}_cpu_s"] = sm["cpu"]
+    results[f"equal_{where}"], why = _same(ours, sm)
+    print(f"{label:<22} {sm['seconds']:.2f} s wall, {sm['cpu']:.2f} s CPU  -> ours is "
+          f"{sm['seconds'] / ours['seconds']:.1f}x faster (target >= {target}x; CPU: {sm['cpu'] / ours['cpu']:.1f}x); "
+          f"results: {why}")
 
 
 def _same(a: dict[str, Any], b: dict[str, Any]) -> tuple[bool, str]:
@@ -413,14 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"(target > 1x; CPU: {jl / ours['cpu']:.1f}x)")
     have_smdebug = not args.no_smdebug and _ensure_smdebug()
     if have_smdebug:
-        sm = _smdebug(str(root))
-        results["smdebug_local_s"] = sm["seconds"]
-        results["smdebug_local_cpu_s"] = sm["cpu"]
-        same, why = _same(ours, sm)
-        results["equal_local"] = same
-        print(f"smdebug PandasFrame:   {sm['seconds']:.2f} s wall, {sm['cpu']:.2f} s CPU  -> ours is "
-              f"{sm['seconds'] / ours['seconds']:.1f}x faster (target >= 20x; CPU: {sm['cpu'] / ours['cpu']:.1f}x); "
-              f"results: {why}")
+        _against_smdebug(results, "local", str(root), None, ours, label="smdebug PandasFrame:", target=20)
     if not args.no_s3:
         with _MotoProcess() as moto:
             prefix = f"jobs/bench-{nodes}n/profiler-output/"
@@ -437,14 +444,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   f"({ours_s3['rows']:,} rows); peak live memory {traced3['live_peak'] / ours_s3['df_bytes']:.2f}x "
                   f"the DataFrame, peak RSS growth {ours_s3['peak_growth'] / ours_s3['df_bytes']:.2f}x")
             if have_smdebug:
-                sm3 = _smdebug(uri, env)
-                results["smdebug_s3_s"] = sm3["seconds"]
-                results["smdebug_s3_cpu_s"] = sm3["cpu"]
-                same3, why3 = _same(ours_s3, sm3)
-                results["equal_s3"] = same3
-                print(f"smdebug from S3:       {sm3['seconds']:.2f} s wall, {sm3['cpu']:.2f} s CPU  -> ours is "
-                      f"{sm3['seconds'] / ours_s3['seconds']:.1f}x faster (target >= 10x; CPU: "
-                      f"{sm3['cpu'] / ours_s3['cpu']:.1f}x); results: {why3}")
+                _against_smdebug(results, "s3", uri, env, ours_s3, label="smdebug from S3:", target=10)
     (DATA / "results.json").write_text(json.dumps(results, indent=2))
     failed = [k for k in ("equal_local", "equal_s3") if results.get(k) is False]
     if not robust["ok"]:
