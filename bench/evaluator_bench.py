@@ -31,9 +31,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from _common import HOSTS, publish_job_minutes, start_running_job
+
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 60.0
-HOSTS = 4
 MINUTES = 60
 BUCKET = "bench-bucket"
 _JOB_CALLS = frozenset({"ListTags", "DescribeTrainingJob", "StopTrainingJob"})
@@ -72,7 +73,6 @@ def _poison(aws: Any, job: str, start: datetime) -> None:
 def _setup(aws: Any, watched: int, other: int, poisoned: int, start: datetime) -> Any:
     from smx_debug import local
     from smx_debug.local import job_metrics, metric_data
-    from smx_debug.local.job_metrics import Scenario, publish_minutes
     from smx_debug.local.other_team import start_other_team
 
     metric_data.install()
@@ -83,25 +83,13 @@ def _setup(aws: Any, watched: int, other: int, poisoned: int, start: datetime) -
         AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}], BillingMode="PAY_PER_REQUEST",
     )
     aws.client("s3").create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": aws.region})
-    sm, role = aws.client("sagemaker"), local.execution_role(aws)
+    role = local.execution_role(aws)
     for i in range(watched):
         name = f"bench-{i:03d}"
         profiler = ({"S3OutputPath": f"s3://{BUCKET}/debugger", "ProfilingIntervalInMilliseconds": 500}
                     if i < poisoned else {"DisableProfiler": True})
-        sm.create_training_job(
-            TrainingJobName=name,
-            AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                    "TrainingInputMode": "File",
-                                    "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=(.*)"},
-                                                          {"Name": "validation:loss", "Regex": "vl=(.*)"}]},
-            RoleArn=role, OutputDataConfig={"S3OutputPath": "s3://b/o"},
-            ResourceConfig={"InstanceType": "ml.g4dn.12xlarge", "InstanceCount": HOSTS, "VolumeSizeInGB": 50},
-            StoppingCondition={"MaxRuntimeInSeconds": 86400}, ProfilerConfig=profiler,
-        )
-        local.set_training_job_status(aws, name, "InProgress")
-        job_metrics.set_start_time(aws, name, start)
-        publish_minutes(aws, name, start=start, first=0, last=MINUTES - 1, scenario=Scenario(seed=i, gpus=4, vcpus=48),
-                        hosts=HOSTS)
+        start_running_job(aws, name, role=role, seed=i, start=start, minutes=MINUTES, output="s3://b/o",
+                          profiler=profiler)
         if i < poisoned:
             _poison(aws, name, start)
     return start_other_team(aws, bucket=BUCKET, start=start, minutes=MINUTES, profiler_minutes=1, count=other) \
@@ -161,7 +149,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.path.insert(0, str(ROOT))
     from smx_debug.local import LocalAws
     from smx_debug.local.clients import client as cached_client
-    from smx_debug.local.job_metrics import Scenario, publish_minutes
     from smx_debug.local.throttling import throttle
     from smx_debug.watch import Clients, EvaluatorSettings, WatchSpec
 
@@ -187,8 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 throttle("sagemaker", "DescribeTrainingJob", times=10**6, jobs=hot):
             first = _run("run 1 (every job new)", settings, clients, now, watched, others)
             for i in range(watched):  # the next minute arrives
-                publish_minutes(aws, f"bench-{i:03d}", start=start, first=MINUTES, last=MINUTES,
-                                scenario=Scenario(seed=i, gpus=4, vcpus=48), hosts=HOSTS)
+                publish_job_minutes(aws, f"bench-{i:03d}", seed=i, start=start, first=MINUTES, last=MINUTES)
             second = _run("run 2 (one minute later)", settings, clients, now + 60, watched, others)
         touched = team.touched(aws) if team else []
     full_history = (HOSTS * 5 + 2) * (MINUTES + 1)

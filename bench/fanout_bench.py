@@ -41,9 +41,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from _common import HOSTS, publish_job_minutes, start_running_job
+
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 60.0
-HOSTS = 4
 MINUTES = 12
 LOOP_S_PER_JOB = 25.0 / 200  # issue 24's figure: one invocation, 200 jobs x 4 hosts, 25 s
 MEMORY_MB = 1024
@@ -66,40 +67,20 @@ def _deploy(aws: Any, tmp: Path, per_invocation: int, concurrency: int) -> Any:
 
 def _jobs(aws: Any, bucket: str, count: int, start: datetime) -> list[str]:
     from smx_debug import local
-    from smx_debug.local import job_metrics
-    from smx_debug.local.job_metrics import Scenario
 
-    sagemaker, names, role = aws.client("sagemaker"), [], local.execution_role(aws)
-    for i in range(count):
-        name = f"bench-{i:04d}"
-        sagemaker.create_training_job(
-            TrainingJobName=name,
-            AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                    "TrainingInputMode": "File",
-                                    "MetricDefinitions": [{"Name": "train:loss", "Regex": "loss=(.*)"},
-                                                          {"Name": "validation:loss", "Regex": "vl=(.*)"}]},
-            RoleArn=role, ProfilerConfig={"DisableProfiler": True},
-            OutputDataConfig={"S3OutputPath": f"s3://{bucket}/o"}, StoppingCondition={"MaxRuntimeInSeconds": 86400},
-            ResourceConfig={"InstanceType": "ml.g4dn.12xlarge", "InstanceCount": HOSTS, "VolumeSizeInGB": 50},
-            Tags=[{"Key": "team", "Value": f"team-{i % 7}"}])
-        local.set_training_job_status(aws, name, "InProgress")
-        job_metrics.set_start_time(aws, name, start)
-        job_metrics.publish_minutes(aws, name, start=start, first=0, last=MINUTES - 1, hosts=HOSTS,
-                                    scenario=Scenario(seed=i, gpus=4, vcpus=48))
-        names.append(name)
+    names, role = [f"bench-{i:04d}" for i in range(count)], local.execution_role(aws)
+    for i, name in enumerate(names):
+        start_running_job(aws, name, role=role, seed=i, start=start, minutes=MINUTES, output=f"s3://{bucket}/o",
+                          profiler={"DisableProfiler": True}, tags=[{"Key": "team", "Value": f"team-{i % 7}"}])
     return names
 
 
 def _catch_up(aws: Any, names: Sequence[str], start: datetime, first: int) -> int:
     """Publish every job's minutes from ``first`` through the minute that just ended (the deployed functions run on
     the real clock, and a run here takes minutes); returns the next minute to publish."""
-    from smx_debug.local import job_metrics
-    from smx_debug.local.job_metrics import Scenario
-
     last = int((datetime.now(UTC) - start).total_seconds() // 60) - 1
     for i, name in enumerate(names):
-        job_metrics.publish_minutes(aws, name, start=start, first=first, last=max(first, last), hosts=HOSTS,
-                                    scenario=Scenario(seed=i, gpus=4, vcpus=48))
+        publish_job_minutes(aws, name, seed=i, start=start, first=first, last=max(first, last))
     return max(first, last) + 1
 
 
