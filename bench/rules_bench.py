@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from _verdict import judged
 
 from smx_debug.evaluate import JobData, evaluate_rule
 from smx_debug.rules.params import PROFILER_RULES
@@ -89,10 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         dt = time.perf_counter() - t
         total += dt
         print(f"  {rule:<22} {dt:6.2f} s  RuleTriggered={result.rule_triggered:<5} Datapoints={result.datapoints}")
-    verdict = "OK" if total < TARGET_S else "SLOW"
-    print(f"rules_bench: all {len(PROFILER_RULES)} profiler rules {total:.2f} s "
-          f"(target {TARGET_S:.0f} s, ratio {total / TARGET_S:.2f}) {verdict}")
-    return 0 if total < TARGET_S or args.quick else 1
+    return judged(f"rules_bench: all {len(PROFILER_RULES)} profiler rules {total:.2f} s "
+                  f"(target {TARGET_S:.0f} s, ratio {total / TARGET_S:.2f})", total, TARGET_S, quick=args.quick)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
+from _verdict import judged
 
 TARGET_S = 5.0
 
@@ -102,10 +103,8 @@ def main(argv: Sequence[str] = ()) -> int:
     print(f"  all {len(configs)} tensor rules {total:6.2f} s  (reading included; ratio to reading {total / reading:.2f})")
     for name, r in results.items():
         print(f"    {name:<26} RuleTriggered={r.rule_triggered:<6} Datapoints={r.datapoints}")
-    verdict = "OK" if total < TARGET_S else "SLOW"
-    print(f"tensor_rules_bench: {total:.2f} s for {steps:,} steps x {per_step} tensors (target {TARGET_S:.0f} s) "
-          f"{verdict}")
-    return 0 if total < TARGET_S or args.quick else 1
+    return judged(f"tensor_rules_bench: {total:.2f} s for {steps:,} steps x {per_step} tensors "
+                  f"(target {TARGET_S:.0f} s)", total, TARGET_S, quick=args.quick)
 
 
 if __name__ == "__main__":
