@@ -19,19 +19,6 @@ from smx_debug.cli._output import FORMATS
 from smx_debug.contracts import is_training_job_name
 from smx_debug.errors import ConfigError, NoDataYetError
 
-__all__ = [
-    "OneLineParser",
-    "check_output_dir",
-    "check_output_file",
-    "job_name",
-    "non_negative_float",
-    "non_negative_int",
-    "positive_float",
-    "positive_int",
-    "require_data",
-    "table_name",
-]
-
 # DynamoDB's TableName: a name (3-255 of letters, digits, '_', '-', '.') or the table's ARN.
 TABLE_NAME_RE = re.compile(r"^([a-zA-Z0-9_.-]{3,255}|arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[a-zA-Z0-9_.-]{3,255})$")
 

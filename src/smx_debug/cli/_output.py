@@ -18,8 +18,6 @@ from typing import Any, Literal
 
 from smx_debug.errors import ConfigError
 
-__all__ = ["FORMATS", "Format", "add_out_option", "as_table", "as_text", "emit", "fixed_format", "output_format"]
-
 Format = Literal["table", "text", "json"]
 FORMATS: tuple[Format, ...] = ("table", "text", "json")
 

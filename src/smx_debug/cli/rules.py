@@ -9,6 +9,11 @@ from smx_debug import rules as catalog
 from smx_debug.cli._output import as_table, as_text, emit, output_format
 
 
+def _given(collection: Any) -> dict[str, Any]:
+    """A collection requirement's fields that say something (not None, not empty)."""
+    return {k: v for k, v in vars(collection).items() if v is not None and v != ()}
+
+
 def _as_dict(spec: Any) -> dict[str, Any]:
     return {
         "name": spec.name,
@@ -29,7 +34,7 @@ def _as_dict(spec: Any) -> dict[str, Any]:
             for p in spec.parameters
         ],
         "collections": [
-            {k: v for k, v in vars(c).items() if v is not None} for c in spec.collections
+            _given(c) for c in spec.collections
         ],
     }
 
@@ -64,7 +69,7 @@ def _show(args: argparse.Namespace) -> int:
         default = "required" if p.required else ("container default" if p.default is None else repr(p.default))
         lines.append(f"  {p.name}: {p.type} = {default}  - {p.description}")
     for c in spec.collections:
-        extras = ", ".join(f"{k}={v}" for k, v in vars(c).items() if k != "name" and v is not None)
+        extras = ", ".join(f"{k}={v}" for k, v in _given(c).items() if k != "name")
         lines.append(f"  needs collection {c.name}" + (f" ({extras})" if extras else ""))
     emit("\n".join(lines))
     return 0

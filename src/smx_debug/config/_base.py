@@ -10,16 +10,6 @@ from pydantic_core import PydanticCustomError
 
 from smx_debug.errors import ConfigError, UnknownNameError
 
-__all__ = [
-    "FrozenModel",
-    "NonNegativeInt",
-    "PositiveInt",
-    "Regex",
-    "S3Uri",
-    "to_config_error",
-    "unknown_name_error",
-]
-
 PositiveInt = Annotated[StrictInt, Field(gt=0)]
 NonNegativeInt = Annotated[StrictInt, Field(ge=0)]
 

@@ -16,8 +16,6 @@ import yaml
 
 from smx_debug.errors import ConfigError
 
-__all__ = ["MAX_ALIASES", "MAX_NODES", "MAX_PLAN_BYTES", "check_size", "load_yaml"]
-
 MAX_PLAN_BYTES = 1024 * 1024  # the largest example plan is 2 KB
 MAX_ALIASES = 100
 MAX_NODES = 100_000  # scalars, lists and mappings once every alias is expanded

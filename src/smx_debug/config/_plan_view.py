@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from smx_debug.config.models import CollectionConfig, HookConfig, ProfilerSettings, RuleConfig
-from smx_debug.rules.catalog import CollectionRequirement
+from smx_debug.rules.definitions import CollectionRequirement
 
 
 class PlanView(Protocol):

@@ -18,14 +18,6 @@ from pydantic_core import PydanticCustomError
 from smx_debug.config._base import FrozenModel
 from smx_debug.tags import ActionSpec
 
-__all__ = [
-    "ACTION_JSON_MAX_LEN",
-    "NotifyAction",
-    "RuleAction",
-    "StopTrainingAction",
-    "render_action_json",
-]
-
 # The rule container's own checks (smdebug_rulesconfig/actions/utils.py). The container also
 # lower-cases the whole action string before parsing it.
 _PREFIX = re.compile(r"^[A-Za-z0-9\-]+$")

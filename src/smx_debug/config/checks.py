@@ -7,8 +7,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from smx_debug.config._plan_view import PlanView
 
-__all__ = ["DEFAULT_SAVE_INTERVAL", "MAX_DETAILED_SECONDS", "MAX_DETAILED_STEPS", "plan_warnings"]
-
 # smdebug's save_interval when neither the collection nor the hook sets one
 DEFAULT_SAVE_INTERVAL = 500
 # "a few steps": detailed profiling slows every profiled step down a lot

@@ -16,9 +16,6 @@ from smx_debug.errors import ConfigError
 if TYPE_CHECKING:
     from smx_debug.config._plan_view import PlanView
 
-__all__ = ["estimator_kwargs", "join_tags", "merge_estimator_kwargs"]
-
-
 def _debugger_module() -> ModuleType:
     # The SDK announces at import where it looked for its config file (INFO, on stdout): quiet unless the
     # user configured that logger.

@@ -17,20 +17,9 @@ from smx_debug.config._base import (
 )
 from smx_debug.config.actions import RuleAction
 from smx_debug.errors import UnknownNameError
-from smx_debug.rules.catalog import RuleSpec, get_rule
+from smx_debug.rules.catalog import get_rule
+from smx_debug.rules.definitions import RuleSpec
 from smx_debug.rules.params import CONFIGURATION_NAME_PATTERN, split_profiler_report_key
-
-__all__ = [
-    "CollectionConfig",
-    "DataloaderProfiling",
-    "FrameworkProfiling",
-    "HookConfig",
-    "MetricRange",
-    "ProfilerSettings",
-    "PythonProfiling",
-    "RuleConfig",
-    "encode_value",
-]
 
 PositiveFloat = Annotated[StrictFloat, Field(gt=0, allow_inf_nan=False)]
 ParamValue = StrictBool | StrictInt | StrictFloat | StrictStr

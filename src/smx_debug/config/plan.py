@@ -23,8 +23,8 @@ from smx_debug.config.sdk_v3 import model_trainer_kwargs, training_job_kwargs
 from smx_debug.config.warnings import SmxDebugWarning
 from smx_debug.contracts import EVALUATOR_TAG, RULE_KINDS
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
-from smx_debug.rules.catalog import CollectionRequirement
 from smx_debug.rules.configured import ConfiguredRule, checked_rule
+from smx_debug.rules.definitions import CollectionRequirement
 from smx_debug.rules.images import RULE_IMAGE_ACCOUNTS
 from smx_debug.rules.params import (
     PROFILER_RULES,
@@ -36,8 +36,6 @@ from smx_debug.rules.params import (
 from smx_debug.rules.registry import Profile, profile_rules
 from smx_debug.rules.watch_spec import EVALUATOR_RULES, TENSOR_WATCH_RULES, WatchedRule, WatchSpec
 from smx_debug.tags import MAX_TAGS, ActionSpec, encode_tags
-
-__all__ = ["MAX_RULES_PER_KIND", "DebugPlan"]
 
 MAX_RULES_PER_KIND = 20
 MAX_COLLECTIONS = 20

@@ -13,8 +13,6 @@ from smx_debug.rules.images import rule_evaluator_image
 if TYPE_CHECKING:
     from smx_debug.config._plan_view import PlanView
 
-__all__ = ["debug_hook_config", "profiling_parameters", "request_dict", "rule_parameters"]
-
 # sagemaker/debugger/profiler_constants.py: config names and default start steps
 _METRICS: tuple[tuple[str, str, int, int], ...] = (
     ("detailed", "DetailedProfilingConfig", 5, 1),

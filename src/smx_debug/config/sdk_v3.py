@@ -35,9 +35,6 @@ from smx_debug.errors import ConfigError
 if TYPE_CHECKING:
     from smx_debug.config._plan_view import PlanView
 
-__all__ = ["hook_environment", "model_trainer_kwargs", "training_job_kwargs"]
-
-
 def _core(method: str) -> tuple[ModuleType, ModuleType]:
     """``sagemaker.core.shapes`` and ``sagemaker.core.resources``, or a ConfigError saying what to install."""
     try:

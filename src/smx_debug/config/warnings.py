@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-__all__ = ["SmxDebugWarning"]
-
 
 class SmxDebugWarning(UserWarning):
     """Issued (and returned by ``DebugPlan.validate()``) for plans that are valid but likely wrong."""

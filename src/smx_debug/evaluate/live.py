@@ -22,8 +22,6 @@ from smx_debug.evaluate.result import RuleResult
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure
 from smx_debug.rules.params import PROFILER_RULES
 
-__all__ = ["LiveEvaluator", "RuleStatus", "StatusBoard", "Transition"]
-
 RuleStatus = Literal["InProgress", "IssuesFound", "NoIssuesFound"]
 
 

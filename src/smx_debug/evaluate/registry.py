@@ -12,8 +12,6 @@ from smx_debug.evaluate.result import RuleResult
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure, configured_rule
 from smx_debug.rules.registry import RuleParams, rule_defs
 
-__all__ = ["REGISTRY", "Evaluator", "evaluate", "evaluate_rule", "run"]
-
 Evaluator = Callable[[JobData, RuleParams], RuleResult]
 """A rule on a job's frames, given its configuration's typed parameters (:attr:`ConfiguredRule.params`)."""
 

@@ -10,8 +10,6 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["RuleResult", "Trace", "encode_parameters", "encode_set_parameters", "jsonable"]
-
 
 def jsonable(value: Any) -> Any:
     """Turn numpy scalars/arrays and non-string keys into plain JSON values (NaN becomes None)."""

@@ -20,8 +20,6 @@ from smx_debug.errors import ConfigError
 from smx_debug.evaluate.result import RuleResult, encode_set_parameters
 from smx_debug.rules.registry import RuleParams
 
-__all__ = ["loss_not_decreasing", "overfit", "overtraining", "stalled_training"]
-
 
 def _losses(data: JobData, regex: str | None) -> pd.DataFrame:
     sc = data.scalars.reset_index(drop=True)

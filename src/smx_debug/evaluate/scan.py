@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MINUTE_NS", "boundaries", "counts_before", "interval_of", "window_quantiles"]
-
 MINUTE_NS = 60 * 10**9
 
 

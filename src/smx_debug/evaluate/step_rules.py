@@ -12,8 +12,6 @@ from smx_debug.evaluate.result import RuleResult, encode_parameters
 from smx_debug.evaluate.scan import boundaries, counts_before
 from smx_debug.rules.registry import RuleParams
 
-__all__ = ["SCAN_COLUMNS", "dataloader", "max_initialization_time", "step_outlier", "step_outlier_scans"]
-
 # smdebug's Dataloader rule waits for this many one-second samples before judging (not a catalog parameter).
 DATALOADER_PATIENCE = 10
 # StepOutlier judges a phase only once it has more than this many steps (smdebug).

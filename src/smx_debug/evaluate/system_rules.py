@@ -18,16 +18,6 @@ from smx_debug.evaluate.result import RuleResult, encode_parameters
 from smx_debug.evaluate.scan import boundaries, counts_before, interval_of, window_quantiles
 from smx_debug.rules.registry import RuleParams
 
-__all__ = [
-    "batch_size",
-    "cpu_bottleneck",
-    "gpu_memory_increase",
-    "io_bottleneck",
-    "load_balancing",
-    "low_gpu_utilization",
-    "overall_system_usage",
-]
-
 
 def _bounds(data: JobData, params: RuleParams) -> np.ndarray:
     span = data.system_span_ns

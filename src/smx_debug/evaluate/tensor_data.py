@@ -18,8 +18,6 @@ import pandas as pd
 
 from smx_debug.tensors.arrays import TensorValues, empty_reductions
 
-__all__ = ["Stat", "TensorBatch", "per_record"]
-
 
 @dataclass(frozen=True)
 class Stat:

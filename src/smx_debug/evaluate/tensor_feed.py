@@ -21,8 +21,6 @@ if TYPE_CHECKING:
 else:
     boto3 = lazy_module("boto3")  # an S3 client only when none is handed in
 
-__all__ = ["TrialFeed", "is_trial"]
-
 _TRIAL_MARKERS = ("index", "events", "collections", "training_job_end.ts")
 
 

@@ -20,8 +20,6 @@ from smx_debug.evaluate.tensor_verdict import Selection, Tally, by_collection, b
 from smx_debug.rules.registry import RuleParams
 from smx_debug.tensors.arrays import TensorValues
 
-__all__ = ["CheckInputImages", "ClassImbalance", "Confusion", "NLPSequenceRatio"]
-
 
 def _records(series: TensorValues | None) -> dict[tuple[int, str], np.ndarray]:
     if series is None:

@@ -24,8 +24,6 @@ from smx_debug.evaluate.tensor_rules import Collections, TensorRule
 from smx_debug.evaluate.tensor_verdict import TRACE_POINTS, Selection, by_collection, by_regex, split_list
 from smx_debug.rules.registry import RuleParams
 
-__all__ = ["LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule"]
-
 
 @dataclass
 class _Series:

@@ -28,20 +28,6 @@ from smx_debug.evaluate.tensor_verdict import (
 from smx_debug.rules.registry import RuleParams
 from smx_debug.tensors.arrays import TensorValues
 
-__all__ = [
-    "AllZero",
-    "Collections",
-    "DeadRelu",
-    "ExplodingTensor",
-    "PoorWeightInitialization",
-    "SaturatedActivation",
-    "TensorRule",
-    "TensorVariance",
-    "UnchangedTensor",
-    "VanishingGradient",
-    "WeightUpdateRatio",
-]
-
 Collections = Mapping[str, Callable[[str], bool]]
 _LEARNING_MODES = ("TRAIN", "GLOBAL")  # modes in which parameters change
 

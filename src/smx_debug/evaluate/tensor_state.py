@@ -29,8 +29,6 @@ from smx_debug.evaluate.tensor_rules import TensorRule
 from smx_debug.evaluate.tensor_verdict import Tally, _TensorTally
 from smx_debug.rules.registry import rule_defs
 
-__all__ = ["FORMAT", "HistoryRef", "Snapshot", "dump", "load"]
-
 FORMAT: Final = 1
 HistoryRef = tuple[str, str, str, str, int]  # (configuration, tensor, worker, mode, step)
 

@@ -20,8 +20,6 @@ from smx_debug.evaluate.result import RuleResult, Trace, encode_set_parameters
 from smx_debug.evaluate.tensor_data import Stat
 from smx_debug.rules.registry import RuleParams
 
-__all__ = ["TRACE_POINTS", "Selection", "Tally", "by_collection", "by_regex", "select_tensors", "split_list"]
-
 # Commas separate list items, except inside a {m,n} quantifier.
 _ITEM_COMMA = re.compile(r",(?![^{]*\})")
 

@@ -38,12 +38,14 @@ __all__ = [
     "to_athena",
 ]
 
-_LAZY = {name: f"smx_debug.fleet.{module}" for name, module in {
-    "ACTION_EVENT": "append", "TRIGGER_EVENT": "append", "AppendReport": "append", "Verdict": "append",
-    "append_cloudwatch": "append", "append_job": "append", "append_profiler": "append",
-    "append_system_minutes": "append", "append_verdicts": "append", "collect": "append", "last_minute": "append",
-    "FleetRoot": "root", "S3Options": "root", "open_root": "root",
-    "QueryResult": "engines", "execute": "run", "run_query": "run", "list_queries": "sql", "to_athena": "sql",
+_LAZY = {name: f"smx_debug.{module}" for name, module in {
+    "ACTION_EVENT": "actions.verdict_log", "TRIGGER_EVENT": "actions.verdict_log",  # the verdicts' event kinds
+    "AppendReport": "fleet.append", "Verdict": "fleet.append",
+    "append_cloudwatch": "fleet.append", "append_job": "fleet.append", "append_profiler": "fleet.append",
+    "append_system_minutes": "fleet.append", "append_verdicts": "fleet.append", "collect": "fleet.append",
+    "last_minute": "fleet.append", "FleetRoot": "fleet.root", "S3Options": "fleet.root", "open_root": "fleet.root",
+    "QueryResult": "fleet.engines", "execute": "fleet.run", "run_query": "fleet.run", "list_queries": "fleet.sql",
+    "to_athena": "fleet.sql",
 }.items()}
 
 __getattr__ = lazy_getattr(__name__, _LAZY)

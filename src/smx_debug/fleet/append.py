@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from smx_debug._json import JsonTooDeepError
 from smx_debug._json import loads as json_loads
 from smx_debug._lazy import lazy_module
-from smx_debug.actions.verdict_log import ACTION_EVENT, TRIGGER_EVENT
+from smx_debug.actions.verdict_log import TRIGGER_EVENT
 from smx_debug.contracts import (
     FLEET_TEAM_TAG,
     ISSUES_FOUND,
@@ -51,25 +51,6 @@ if TYPE_CHECKING:
     import boto3
 else:
     boto3 = lazy_module("boto3")  # a client only when none is handed in
-
-__all__ = [
-    "ACTION_EVENT",
-    "TRIGGER_EVENT",
-    "AppendReport",
-    "Verdict",
-    "append_cloudwatch",
-    "append_job",
-    "append_profiler",
-    "append_system_minutes",
-    "append_verdicts",
-    "cloudwatch_devices",
-    "collect",
-    "debugger_verdicts",
-    "job_row",
-    "last_minute",
-    "minutes_frame",
-    "verdicts_from_lines",
-]
 
 Source = Literal["debugger", "cloudwatch"]
 

@@ -13,7 +13,7 @@ A platform team asks about every job, watched or not. The collector (``lambdas/f
   core put in the inbox (:mod:`smx_debug.actions.verdict_log`), compacted into the table and then deleted.
 
 Each file of the dataset has one writer: the evaluator writes its watched jobs' system minutes, running or ended
-(through their end: :mod:`smx_debug.watch.ended`), the collector everything else, so no two functions ever rewrite
+(through their end: :mod:`smx_debug.watch.save`), the collector everything else, so no two functions ever rewrite
 one file; an unwatched job that ended has its last minutes read by the run whose Search of changed jobs finds it. Appends merge by the table's key, so a rerun (a
 redelivered schedule, a read overlapping the last one by ``overlap_minutes``) never doubles a row. Each job is
 isolated: what fails for one job (a bad description, a damaged file) is counted by reason and the others go on;
@@ -70,15 +70,6 @@ from smx_debug.fleet.root import FleetRoot
 from smx_debug.fleet.s3_boto import stack_root
 from smx_debug.instances import instance_row
 from smx_debug.tags import watch_rule_from_env, watched_actions
-
-__all__ = [
-    "QUARANTINE_PREFIX",
-    "CollectorClients",
-    "CollectorReport",
-    "CollectorSettings",
-    "collect_fleet",
-    "handle_scheduled",
-]
 
 _log = logging.getLogger(__name__)
 SEARCH_PAGE = 100  # Search's MaxResults limit

@@ -36,17 +36,6 @@ else:
     boto3 = lazy_module("boto3")  # an Athena client only when none is handed in
     duckdb = lazy_module("duckdb")  # the DuckDB engine only
 
-__all__ = [
-    "ATHENA_MIN_BYTES",
-    "ATHENA_USD_PER_TB",
-    "DAMAGED_FILE",
-    "OTHER_SCHEMA",
-    "AthenaEngine",
-    "DuckDBEngine",
-    "QueryResult",
-    "athena_price",
-]
-
 ATHENA_USD_PER_TB: Final = 5.0
 ATHENA_MIN_BYTES: Final = 10_000_000  # Athena bills at least 10 MB per query
 DAMAGED_FILE = "damaged Parquet files skipped"

@@ -26,9 +26,6 @@ if TYPE_CHECKING:
 else:
     boto3 = lazy_module("boto3")  # its credential chain, for an s3:// root without a filesystem handed in
 
-__all__ = ["FleetRoot", "S3Options", "check_job", "open_root", "s3_filesystem"]
-
-
 @dataclass(frozen=True)
 class S3Options:
     """How to reach S3: ``endpoint_url`` (the local AWS, or None for AWS) and ``region``."""

@@ -28,8 +28,6 @@ from botocore.exceptions import ClientError
 from smx_debug.contracts import FLEET_PREFIX
 from smx_debug.fleet.root import FleetRoot, open_root
 
-__all__ = ["S3ClientHandler", "boto3_filesystem", "stack_root"]
-
 _MISSING = {"NoSuchKey", "404", "NotFound"}
 
 

@@ -15,8 +15,6 @@ import pyarrow as pa
 from smx_debug.contracts import FLEET_HOUR_FORMAT, FLEET_TABLES, FleetTable
 from smx_debug.errors import UnknownNameError
 
-__all__ = ["TABLE_NAMES", "arrow_schema", "fleet_table", "hour_of"]
-
 TABLE_NAMES: Final = tuple(FLEET_TABLES)
 _TYPES: Final = {
     "string": pa.string(),

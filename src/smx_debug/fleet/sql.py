@@ -30,17 +30,6 @@ from smx_debug.errors import ConfigError, UnknownNameError
 from smx_debug.fleet.defaults import DEFAULT_IDLE_THRESHOLD, DEFAULT_TOP
 from smx_debug.fleet.schema import TABLE_NAMES, hour_of
 
-__all__ = [
-    "PARAMETERS",
-    "Params",
-    "Query",
-    "athena_literal",
-    "get_query",
-    "list_queries",
-    "parse_since",
-    "to_athena",
-]
-
 # every parameter a query may use: since (timestamp), since_hour (its partition), n, idle_threshold
 PARAMETERS: Final = ("since", "since_hour", "n", "idle_threshold")
 

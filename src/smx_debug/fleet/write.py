@@ -21,8 +21,6 @@ from smx_debug.errors import DataError
 from smx_debug.fleet.root import FleetRoot
 from smx_debug.fleet.schema import arrow_schema, fleet_table
 
-__all__ = ["DAMAGED_FILE", "WriteReport", "read_file", "write_rows"]
-
 DAMAGED_FILE = "damaged Parquet files replaced"
 
 

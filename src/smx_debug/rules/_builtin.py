@@ -19,8 +19,6 @@ from smx_debug.rules.definitions import CollectionRequirement as C
 from smx_debug.rules.definitions import ParamSpec as P
 from smx_debug.rules.definitions import RuleSpec
 
-__all__ = ["RULES"]
-
 _COLLECTION_NAMES = P("collection_names", "str", None, "comma-separated collections the rule checks")
 _TENSOR_REGEX = P("tensor_regex", "regex", None, "regex of tensor names the rule checks")
 _SCAN = P("scan_interval_us", "int", 60_000_000, "how often the rule scans timeline files, in microseconds", gt=0)

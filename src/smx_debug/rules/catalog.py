@@ -10,18 +10,8 @@ from __future__ import annotations
 
 from smx_debug.contracts import RuleKind
 from smx_debug.errors import UnknownNameError
-from smx_debug.rules.definitions import CollectionRequirement, ParamSpec, RuleFamily, RuleSpec, closest
+from smx_debug.rules.definitions import RuleFamily, RuleSpec, closest
 from smx_debug.rules.registry import find, rule_defs
-
-__all__ = [
-    "CollectionRequirement",
-    "ParamSpec",
-    "RuleKind",
-    "RuleSpec",
-    "closest",
-    "get_rule",
-    "list_rules",
-]
 
 
 def get_rule(name: str) -> RuleSpec:

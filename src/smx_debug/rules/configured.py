@@ -16,8 +16,6 @@ from smx_debug.errors import ConfigError
 from smx_debug.rules.params import PROFILER_RULES, SCALAR_RULES, resolve_params, rule_defaults
 from smx_debug.rules.registry import RuleParams, find
 
-__all__ = ["ConfiguredRule", "RuleLike", "checked_rule", "configure", "configured_rule"]
-
 
 class ConfiguredRule(BaseModel):
     """One rule configuration to evaluate.

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from smx_debug.errors import ConfigError
 
-__all__ = ["RULE_IMAGE_ACCOUNTS", "rule_evaluator_image"]
-
 REPOSITORY = "sagemaker-debugger-rules"
 TAG = "latest"
 

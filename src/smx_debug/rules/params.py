@@ -22,21 +22,6 @@ from smx_debug.rules.catalog import get_rule, list_rules
 from smx_debug.rules.definitions import ParamSpec, RuleSpec, closest
 from smx_debug.rules.registry import evaluated_on
 
-__all__ = [
-    "CONFIGURATION_NAME_PATTERN",
-    "PROFILER_REPORT",
-    "PROFILER_RULES",
-    "SCALAR_RULES",
-    "TENSOR_RULES",
-    "check_configuration_name",
-    "parse_assignment",
-    "parse_value",
-    "resolve_params",
-    "rule_defaults",
-    "split_profiler_report_key",
-    "unsupported_reason",
-]
-
 PROFILER_REPORT: Final = "ProfilerReport"
 
 # Rules evaluated on a job's frames: the profiler rules, and the scalar rules (the four Debugger rules that also

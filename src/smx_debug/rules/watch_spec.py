@@ -23,8 +23,6 @@ from smx_debug.rules.definitions import ParamValue
 from smx_debug.rules.params import TENSOR_RULES, check_configuration_name
 from smx_debug.rules.registry import rule_defs
 
-__all__ = ["EVALUATOR_RULES", "MINUTE_DEFAULTS", "SPEC_VERSION", "TENSOR_WATCH_RULES", "WatchSpec", "WatchedRule"]
-
 SPEC_VERSION: Final = 1
 
 # Rules the evaluator judges from CloudWatch's 1-minute data, with the parameters it uses unless the plan sets them
