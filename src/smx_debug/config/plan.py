@@ -24,7 +24,7 @@ from smx_debug.config.warnings import SmxDebugWarning
 from smx_debug.contracts import EVALUATOR_TAG, RULE_KINDS
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.rules.configured import ConfiguredRule, checked_rule
-from smx_debug.rules.definitions import CollectionRequirement
+from smx_debug.rules.definitions import GUARD_KEY, GUARD_RULES_KEY, CollectionRequirement
 from smx_debug.rules.images import RULE_IMAGE_ACCOUNTS
 from smx_debug.rules.params import (
     PROFILER_RULES,
@@ -42,6 +42,7 @@ MAX_COLLECTIONS = 20
 PLAN_SUFFIXES = (".yaml", ".yml", ".json")  # what from_file reads: YAML, or JSON for .json
 Framework = Literal["pytorch", "tensorflow", "mxnet", "xgboost", "other"]
 Guard = Literal["debugger", "evaluator", "both"]
+InProcessGuard = Literal["warn", "stop"]
 
 
 class DebugPlan(FrozenModel):
@@ -76,6 +77,10 @@ class DebugPlan(FrozenModel):
     Unset: ``recommended`` under ``guard: evaluator`` when the plan lists no rule, ``debugger`` otherwise
     (:attr:`resolved_profile`: a plan written before profiles existed renders what it rendered). A plan
     that says ``profile: recommended`` and no ``guard`` is guarded by the evaluator. See docs/plan.md."""
+    in_process_guard: InProcessGuard | None = None
+    """The hook's in-process guard (``smd.Hook(guard=...)``): the plan's tensor rules evaluated in the training
+    process at each save; ``warn`` logs a rule that fires, ``stop`` ends the training loop. Only with the recommended
+    profile (rendered as ``HookParameters.in_process_guard``; docs/hook.md, "The in-process guard")."""
 
     @model_validator(mode="before")
     @classmethod
@@ -146,6 +151,15 @@ class DebugPlan(FrozenModel):
                 {"subpath": "hook.collections", "bad_value": n_collections, "count": n_collections, "limit": MAX_COLLECTIONS},
             )
         self._check_guard()
+        if self.in_process_guard is not None and self.resolved_profile != "recommended":
+            raise PydanticCustomError(
+                "smx_field",
+                "in_process_guard evaluates the recommended profile's rules in the training process; this plan's "
+                "profile is '{profile}': set profile to 'recommended' (guard: evaluator follows), or remove "
+                "in_process_guard",
+                {"subpath": "in_process_guard", "bad_value": repr(self.in_process_guard),
+                 "profile": self.resolved_profile},
+            )
         if self.profiler.disable and self.profiler_rules:
             raise PydanticCustomError(
                 "smx_field",
@@ -159,6 +173,22 @@ class DebugPlan(FrozenModel):
                 "smx_field", "{msg}", {"subpath": "tags", "bad_value": repr(exc.value), "msg": str(exc)}
             ) from None
         return self
+
+    def in_process_guard_parameters(self) -> dict[str, str]:
+        """The ``HookParameters`` of :attr:`in_process_guard` (none without it): the mode, and, as JSON, the
+        plan's tensor rule configurations other than a recommended rule at its defaults (the hook adds those)."""
+        if self.in_process_guard is None:
+            return {}
+        tensor = [r for r in self.rules if r.spec.name in TENSOR_RULES]
+        classes = [r.spec.name for r in tensor]
+        profile = set(profile_rules("recommended"))
+        own = [[r.rule_configuration_name, r.spec.name, dict(r.parameters)] for r in tensor
+               if r.parameters or r.rule_configuration_name != r.spec.name or r.spec.name not in profile
+               or classes.count(r.spec.name) > 1]
+        out: dict[str, str] = {GUARD_KEY: self.in_process_guard}
+        if own:
+            out[GUARD_RULES_KEY] = json.dumps(own, separators=(",", ":"))
+        return out
 
     def _check_guard(self) -> None:
         if self.guard != "evaluator":

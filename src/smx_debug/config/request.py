@@ -125,6 +125,7 @@ def debug_hook_config(plan: PlanView) -> dict[str, Any]:
     hook_params = plan.hook.hook_parameters()
     if plan.resolved_profile == "recommended":  # the loss rules read the interval means of the losses
         hook_params.setdefault(LOSS_MEANS_KEY, encode_value(True))
+    hook_params.update(plan.in_process_guard_parameters())
     if hook_params:
         hook["HookParameters"] = hook_params
     collections = []
@@ -181,5 +182,3 @@ def request_dict(plan: PlanView, *, job_name: str | None) -> dict[str, Any]:
         ]
     out["Tags"] = plan.tags_list()
     return out
-
-

@@ -1,5 +1,5 @@
 """The verdict document: ``smx-debug rules evaluate ... --json -``'s output, and the in-process guard's verdict file
-(:mod:`smx_debug.hook.guard_eval`): one object per rule configuration, its status and full reason, then Debugger's
+(:mod:`smx_debug.evaluate.tensor_guard`): one object per rule configuration, its status and full reason, then Debugger's
 own fields (:meth:`~smx_debug.evaluate.result.RuleResult.to_debugger_json`)."""
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - the test environment ha
 
 from smx_debug._lazy import lazy_getattr
 from smx_debug.hook.collection import Collection, CollectionKeys
+from smx_debug.hook.guard import GuardStop
 from smx_debug.hook.hook import Hook, get_hook
 from smx_debug.hook.json_config import HookSettings, parse_hook_config, read_hook_config
 from smx_debug.hook.reduction_config import ReductionConfig
@@ -39,6 +40,7 @@ modes = ModeKeys
 __all__ = [
     "Collection",
     "CollectionKeys",
+    "GuardStop",
     "Hook",
     "HookSettings",
     "MemorySink",

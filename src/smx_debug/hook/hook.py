@@ -24,7 +24,7 @@ import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -41,6 +41,7 @@ from smx_debug.hook.collection import (
     Collection,
     CollectionKeys,
 )
+from smx_debug.hook.guard import VERDICT_FILE, GuardStop, check_guard, resolve_guard_rules, settings_rules
 from smx_debug.hook.json_config import HookSettings, read_hook_config, settings_from_plan
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig
@@ -49,6 +50,10 @@ from smx_debug.rules.definitions import TRAIN_LOSS_MEAN, VAL_LOSS_MEAN, closest
 from smx_debug.tensors.layout import END_OF_JOB
 from smx_debug.tensors.mode_keys import ModeKeys
 from smx_debug.tensors.reductions import reduction_tensor_name
+
+if TYPE_CHECKING:
+    from smx_debug.evaluate.tensor_guard import InProcessGuard
+    from smx_debug.rules.configured import RuleLike
 
 __all__ = ["ACTIVATION_KINDS", "Hook", "get_hook", "module_tensor_base"]
 
@@ -144,6 +149,9 @@ class Hook:
         hook.register_loss(loss_fn)
 
     ``sink`` (keyword only, not in smdebug) replaces the file writer, e.g. with :class:`MemorySink`.
+    ``guard`` (keyword only): ``"warn"`` or ``"stop"`` evaluates the recommended profile's rules (``guard_rules``
+    configure them as a plan does) at each save, in this process; ``stop`` ends a plain training loop with
+    :class:`~smx_debug.hook.GuardStop` (docs/hook.md, "The in-process guard").
     """
 
     def __init__(
@@ -160,6 +168,8 @@ class Hook:
         include_workers: str = "one",
         *,
         sink: TensorSink | None = None,
+        guard: str | None = None,
+        guard_rules: Iterable[RuleLike] | None = None,
         loss_means: bool = False,
     ) -> None:
         if out_dir is None:
@@ -220,6 +230,17 @@ class Hook:
         self._steps_from_events = False  # follow_step_events(): steps start only at start_step()
         self.stop_reason: str | None = None
         """Why the training loop was asked to stop (:meth:`request_stop`), or None."""
+        self.guard = check_guard(guard)
+        """The in-process guard's mode (``warn``, ``stop``) or None."""
+        if guard_rules is not None and self.guard is None:
+            raise ConfigError("guard_rules configures the in-process guard: set guard='warn' or 'stop' too",
+                              field="guard_rules", value=list(guard_rules))
+        self._guard: InProcessGuard | None = None
+        if self.guard is not None:
+            from smx_debug.evaluate.tensor_guard import InProcessGuard  # local: pandas, only with a guard
+
+            self._guard = InProcessGuard(self.guard, resolve_guard_rules(guard_rules or ()),
+                                         verdict_file=VERDICT_FILE)
         # loss_means: each mode's registered losses since its last mean was saved (detached tensors: no device sync
         # and no arithmetic per step; summed at the save step)
         self.loss_means = bool(loss_means)
@@ -268,6 +289,8 @@ class Hook:
             save_all=settings.save_all,
             include_workers=settings.include_workers,
             sink=sink,
+            guard=settings.guard,
+            guard_rules=settings_rules(settings.guard_rules) if settings.guard is not None else None,
             loss_means=settings.loss_means,
         )
         for entry in settings.collections:
@@ -480,6 +503,13 @@ class Hook:
                 sink.close()
         except Exception as exc:
             self._write_failed(exc)
+        if self._guard is not None:
+            try:
+                self._guard.finish()  # the steps written last, the end marker; stop: the verdict file
+            except Exception as exc:  # the guard never breaks the training's end: logged, as a write failure
+                self._write_failed(exc)
+            if self.guard == "stop" and self._guard.fired:
+                self.request_stop(f"in-process guard: {self._guard.reason()}")
 
     # --- the step lifecycle ----------------------------------------------------------------------
 
@@ -491,9 +521,15 @@ class Hook:
             self._begin_step()
 
     def _begin_step(self) -> None:
+        if self._closed and self._guard is not None:
+            return  # the guard stopped the training: a framework may still finish its step
         if not self._prepared:
             self._prepare()
+            if self._guard is not None and self._writes and not self.dry_run:
+                self._sink = self._guard.tee(self._get_sink(), self._worker or "worker_0")
         self._flush()
+        if self._guard is not None and self._guard.pending and self._guard_stopped():
+            return
         self.step += 1
         self.mode_steps[self.mode] = self.mode_steps.get(self.mode, -1) + 1
         if self.mode != ModeKeys.GLOBAL:
@@ -518,6 +554,28 @@ class Hook:
             for name, param in self._params.values():
                 if self._saved_in(name):
                     self._pending[name] = param.detach().clone()
+
+    def _guard_stopped(self) -> bool:
+        """Judge the steps just written. When a rule fires in ``stop`` mode: ask the loop to stop, close the trial
+        (the verdict is written) and raise :class:`GuardStop`; when steps come from a framework's events
+        (:meth:`follow_step_events`: its integration stops it the framework's way on :attr:`stop_reason`),
+        return True instead."""
+        assert self._guard is not None
+        try:
+            fired = self._guard.check()
+        except Exception as exc:  # a rule that cannot judge never breaks the training step: logged once
+            self._write_failed(exc)
+            return False
+        if not fired or self.guard != "stop":
+            return False
+        step = self._guard.last_step
+        self.close()
+        guard = self._guard
+        if not self._steps_from_events:
+            raise GuardStop(f"smx_debug.hook guard stopped the training after step {step}: {guard.reason()}",
+                            step=step, fired=guard.fired, verdict=guard.verdict or {},
+                            verdict_path=guard.verdict_path)
+        return True
 
     def _prepare(self) -> None:
         """First step: resolve the collections to save, the worker, and hook the modules that can match."""
@@ -725,4 +783,3 @@ def get_hook(json_config_path: str | None = None, create_if_not_exists: bool = F
         except NotFoundError:
             return None
     return None
-

@@ -39,6 +39,7 @@ from smx_debug.contracts import (
 )
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.hook.collection import DEFAULT_COLLECTIONS, RULE_COLLECTIONS
+from smx_debug.hook.guard import GUARD_PARAMETERS, parse_guard
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig, SaveConfigMode
 from smx_debug.rules.definitions import LOSS_MEANS_KEY, closest
@@ -71,6 +72,7 @@ _SAVE_ALL_KEYS = frozenset(_SAVE_KEYS) | {p + k for p in _MODE_PREFIXES for k in
 _REDUCTION_KEYS = frozenset({"reductions", "save_raw_tensor", "save_shape"})
 HOOK_KEYS = _SAVE_ALL_KEYS | _REDUCTION_KEYS | {"save_all", "include_regex", "include_workers",
                                                   "export_tensorboard", "tensorboard_dir", "dry_run", LOSS_MEANS_KEY}
+HOOK_KEYS |= GUARD_PARAMETERS  # the in-process guard's (smx_debug.hook.guard)
 COLLECTION_KEYS = _SAVE_ALL_KEYS | _REDUCTION_KEYS | {"include_regex", "save_histogram"}
 _TOP_KEYS = ("LocalPath", "S3OutputPath", "HookParameters", "CollectionConfigurations")
 
@@ -101,6 +103,11 @@ class HookSettings(FrozenModel):
     collections: tuple[CollectionSettings, ...] = ()
     loss_means: StrictBool = False
     """Save the interval means of the losses (``HookParameters.save_loss_means``: a plan's recommended profile)."""
+    guard: Literal["warn", "stop"] | None = None
+    """The in-process guard (``HookParameters.in_process_guard``: a plan's ``in_process_guard``)."""
+    guard_rules: tuple[tuple[StrictStr, StrictStr, dict[StrictStr, Any]], ...] = ()
+    """The guard's rule configurations that are not a recommended rule at its defaults, as ``(configuration name,
+    rule, parameters)`` (``HookParameters.in_process_guard_rules``)."""
 
 
 def config_file_path(json_config_path: str | os.PathLike[str] | None = None,
@@ -240,6 +247,7 @@ def parse_hook_config(data: object, *, source: str = "DebugHookConfig") -> HookS
         include_workers=include_workers,
         dry_run=_bool(hook_params.get("dry_run", False), source, "HookParameters.dry_run"),
         loss_means=_bool(hook_params.get(LOSS_MEANS_KEY, False), source, f"HookParameters.{LOSS_MEANS_KEY}"),
+        **parse_guard(hook_params, source),
         export_tensorboard=_bool(hook_params.get("export_tensorboard", False), source,
                                  "HookParameters.export_tensorboard"),
         tensorboard_dir=str(hook_params["tensorboard_dir"]) if "tensorboard_dir" in hook_params else None,

@@ -12,6 +12,8 @@ from smx_debug.contracts import RuleKind
 from smx_debug.errors import UnknownNameError
 
 __all__ = [
+    "GUARD_KEY",
+    "GUARD_RULES_KEY",
     "LOSS_MEANS_KEY",
     "TRAIN_LOSS_MEAN",
     "VAL_LOSS_MEAN",
@@ -30,6 +32,11 @@ TRAIN_LOSS_MEAN = "train_loss_mean"
 VAL_LOSS_MEAN = "val_loss_mean"
 LOSS_MEANS_KEY = "save_loss_means"
 """The ``HookParameters`` key (value ``True``) a plan with the recommended profile renders so the hook saves them."""
+GUARD_KEY = "in_process_guard"
+"""The ``HookParameters`` key (``warn`` or ``stop``) a plan's ``in_process_guard`` renders (smx_debug.hook.guard)."""
+GUARD_RULES_KEY = "in_process_guard_rules"
+"""The ``HookParameters`` key holding the guard's rule configurations that are not a recommended rule at its
+defaults, as JSON ``[[configuration name, rule, {parameter: value}], ...]`` (absent: the profile at its defaults)."""
 
 ParamType = Literal["int", "float", "bool", "str", "regex"]
 ParamValue = bool | int | float | str
