@@ -6,27 +6,17 @@ other job never, and each asked-for message goes out once (bench/replay_bench.py
 
 from __future__ import annotations
 
-import importlib.util
 import logging
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from bench_support import bench_module
 
 from smx_debug.local import LocalAws
 
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "replay_bench.py"
-
 
 def _bench() -> ModuleType:
-    if "replay_bench" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("replay_bench", BENCH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["replay_bench"] = module  # dataclasses resolve annotations through sys.modules
-        spec.loader.exec_module(module)
-    return sys.modules["replay_bench"]
+    return bench_module("replay_bench")
 
 
 def test_job_cases_cover_every_opt_in_variant_rule_kind_and_status() -> None:

@@ -3,27 +3,17 @@ by smx_debug.hook with a plan's default collections and save interval, judged by
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
+from bench_support import bench_module
 
 pytest.importorskip("torch")
 
-BENCH = Path(__file__).resolve().parents[3] / "bench" / "detection_bench.py"
-
 
 def _bench() -> ModuleType:
-    if "detection_bench" not in sys.modules:
-        spec = importlib.util.spec_from_file_location("detection_bench", BENCH)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["detection_bench"] = module  # dataclasses resolve annotations through sys.modules
-        spec.loader.exec_module(module)
-    return sys.modules["detection_bench"]
+    return bench_module("detection_bench")
 
 
 @pytest.fixture(scope="module")
