@@ -38,7 +38,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
 
         module, function = args.run
-        commands = {"evaluate": evaluate, "fleet": fleet, "plan": plan, "report": report, "rules": rules, "trace": trace}
+        commands = {"evaluate": evaluate, "fleet": fleet, "plan": plan, "report": report, "rules": rules,
+                    "trace": trace}
         try:
             return int(getattr(commands[module], function)(args) or 0)
         except BrokenPipeError:  # `smx-debug ... | head`

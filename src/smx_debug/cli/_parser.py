@@ -27,16 +27,30 @@ from smx_debug.cli._args import (
 from smx_debug.cli._exit import EPILOG
 from smx_debug.cli._output import add_out_option
 from smx_debug.contracts import RULE_KINDS, Env
-from smx_debug.fleet.defaults import (
-    DEFAULT_ENGINE,
-    DEFAULT_IDLE_THRESHOLD,
-    DEFAULT_SINCE,
-    DEFAULT_STACK,
-    DEFAULT_TOP,
-    ENGINES,
-)
+from smx_debug.fleet import defaults as fleet
 
 RULE_FAMILIES = ("debugger", "smx")  # smx_debug.rules.definitions.RuleFamily (not imported: pydantic, a slow --help)
+
+
+# the commands' descriptions in their --help
+_DESCRIPTIONS = {
+    "evaluate": "Evaluate Debugger's built-in profiler rules and the scalar rules (LossNotDecreasing, Overfit, "
+        "Overtraining, StalledTrainingRule) on a job's data, or the tensor rules (VanishingGradient, "
+        "ExplodingTensor, ...) on a trial (a folder or s3:// prefix of a hook's tensors, or a job with a "
+        "DebugHookConfig), in seconds and without rule jobs.",
+    "report": "Evaluate the rules and write one HTML file (no network needed to view it): the verdict first "
+        "(healthy? which rule fired first and when, the stop, the cost), then the rules, timelines per node and "
+        "GPU with onset/trigger/stop marks, why the GPUs dipped, dataloader and framework analysis, steps, usage "
+        "and cost. With several JOB_OR_PATHs, one page compares the runs.",
+    "trace": "Merge a job's system metrics (counter tracks per node and GPU) and framework events (steps, "
+        "dataloader, forward/backward, operators) into one Chrome trace-event JSON file for Perfetto or "
+        "chrome://tracing, with marks for onset, each fired rule's first trigger (rules evaluated as in "
+        "`smx-debug report`) and the stop when known.",
+    "fleet": "Run a named fleet query (`smx-debug fleet list` names them) over the fleet dataset: with "
+        "DuckDB over a folder or s3:// prefix (--root), or with Athena in the deployed stack's workgroup. "
+        "Prints the rows (--output table, text or json), then what the query scanned and, on Athena, its price. "
+        "docs/fleet.md.",
+}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add(subparsers: Any, name: str, run: tuple[str, str] | None = None, **kwargs: Any) -> argparse.ArgumentParser:
     """A command's parser (options spelled out, like the top one's); ``run``: the function that runs it."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(name, allow_abbrev=False, **kwargs)
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, allow_abbrev=False,
+                                                            description=_DESCRIPTIONS.get(name), **kwargs)
     if run is not None:
         parser.set_defaults(run=run)
     return parser
@@ -143,13 +158,8 @@ def _rules(subparsers: Any) -> None:
     show = _add(sub, "show", ("rules", "_show"), help="a rule's parameters, defaults and collections")
     show.add_argument("name", help="rule function or class name, e.g. loss_not_decreasing or LowGPUUtilization")
 
-    evaluate = _add(
-        sub, "evaluate", ("evaluate", "run"), help="evaluate the built-in profiler, scalar and tensor rules locally",
-        description="Evaluate Debugger's built-in profiler rules and the scalar rules (LossNotDecreasing, Overfit, "
-        "Overtraining, StalledTrainingRule) on a job's data, or the tensor rules (VanishingGradient, "
-        "ExplodingTensor, ...) on a trial (a folder or s3:// prefix of a hook's tensors, or a job with a "
-        "DebugHookConfig), in seconds and without rule jobs.",
-    )
+    evaluate = _add(sub, "evaluate", ("evaluate", "run"),
+                    help="evaluate the built-in profiler, scalar and tensor rules locally")
     _rule_options(evaluate)
     add_out_option(evaluate, "the results (in the --output format)")
     evaluate.add_argument("--output-dir", metavar="DIR",
@@ -164,13 +174,8 @@ def _rules(subparsers: Any) -> None:
 
 
 def _report(subparsers: Any) -> None:
-    parser = _add(
-        subparsers, "report", ("report", "run"), help="write a self-contained HTML report (several jobs: side by side)",
-        description="Evaluate the rules and write one HTML file (no network needed to view it): the verdict first "
-        "(healthy? which rule fired first and when, the stop, the cost), then the rules, timelines per node and "
-        "GPU with onset/trigger/stop marks, why the GPUs dipped, dataloader and framework analysis, steps, usage "
-        "and cost. With several JOB_OR_PATHs, one page compares the runs.",
-    )
+    parser = _add(subparsers, "report", ("report", "run"),
+                  help="write a self-contained HTML report (several jobs: side by side)")
     _rule_options(parser, many=True)
     parser.add_argument("--out", required=True, metavar="FILE", help="HTML file to write")
     parser.add_argument("--title", help="job name (one job) or page title (several) shown in the report")
@@ -183,36 +188,30 @@ def _report(subparsers: Any) -> None:
 
 
 def _trace(subparsers: Any) -> None:
-    parser = _add(
-        subparsers, "trace", ("trace", "run"),
-        help="write system metrics + framework events as one Chrome/Perfetto trace JSON",
-        description="Merge a job's system metrics (counter tracks per node and GPU) and framework events (steps, "
-        "dataloader, forward/backward, operators) into one Chrome trace-event JSON file for Perfetto or "
-        "chrome://tracing, with marks for onset, each fired rule's first trigger (rules evaluated as in "
-        "`smx-debug report`) and the stop when known.",
-    )
+    parser = _add(subparsers, "trace", ("trace", "run"),
+                  help="write system metrics + framework events as one Chrome/Perfetto trace JSON")
     _rule_options(parser)  # the rules whose first triggers are marked (default: all)
     parser.add_argument("-o", "--out", required=True, metavar="FILE", help="trace JSON file to write")
     _outcome_options(parser)  # --onset, --ledger-table: the marks of the stop and onset
 
 
 def _fleet(subparsers: Any) -> None:
-    parser = _add(
-        subparsers, "fleet", ("fleet", "run"), help="SQL over every job's utilisation and verdicts (DuckDB or Athena)",
-        description="Run a named fleet query (`smx-debug fleet list` names them) over the fleet dataset: with "
-        "DuckDB over a folder or s3:// prefix (--root), or with Athena in the deployed stack's workgroup. "
-        "Prints the rows (--output table, text or json), then what the query scanned and, on Athena, its price. docs/fleet.md.",
-    )
+    parser = _add(subparsers, "fleet", ("fleet", "run"),
+                  help="SQL over every job's utilisation and verdicts (DuckDB or Athena)")
     parser.add_argument("query", help="a named query, or `list`")
     # no defaults here: smx_debug.fleet.execute applies its own (smx_debug.fleet.defaults), which the help says
-    parser.add_argument("--since", help=f"how far back: 30d, 12h, 90m or an ISO date (default {DEFAULT_SINCE.days}d)")
-    parser.add_argument("--engine", metavar="|".join(ENGINES), help=f"the engine (default {DEFAULT_ENGINE})")
+    parser.add_argument("--since",
+                        help=f"how far back: 30d, 12h, 90m or an ISO date (default {fleet.DEFAULT_SINCE.days}d)")
+    parser.add_argument("--engine", metavar="|".join(fleet.ENGINES),
+                        help=f"the engine (default {fleet.DEFAULT_ENGINE})")
     parser.add_argument("--root", metavar="PATH|s3://...", help="the dataset (DuckDB): a folder or s3://bucket/prefix")
-    parser.add_argument("--top", type=int, dest="n", metavar="N", help=f"jobs in top_* queries (default {DEFAULT_TOP})")
+    parser.add_argument("--top", type=int, dest="n", metavar="N",
+                        help=f"jobs in top_* queries (default {fleet.DEFAULT_TOP})")
     parser.add_argument("--idle-threshold", type=float, metavar="PCT",
-                        help=f"a GPU-minute under this mean utilisation is idle (default {DEFAULT_IDLE_THRESHOLD:g})")
+                        help="a GPU-minute under this mean utilisation is idle "
+                        f"(default {fleet.DEFAULT_IDLE_THRESHOLD:g})")
     parser.add_argument("--stack", dest="stack_name",
-                        help=f"the deployed stack (Athena's database and workgroup; default {DEFAULT_STACK})")
+                        help=f"the deployed stack (Athena's database and workgroup; default {fleet.DEFAULT_STACK})")
     parser.add_argument("--database", help="Athena: the Glue database (default: the stack's)")
     parser.add_argument("--workgroup", help="Athena: the workgroup (default: the stack's)")
     add_out_option(parser, "the rows (in the --output format)")

@@ -16,11 +16,7 @@ def _given(collection: Any) -> dict[str, Any]:
 
 def _as_dict(spec: Any) -> dict[str, Any]:
     return {
-        "name": spec.name,
-        "function": spec.function,
-        "kind": spec.kind,
-        "family": spec.family,
-        "description": spec.description,
+        **{field: getattr(spec, field) for field in ("name", "function", "kind", "family", "description")},
         "frameworks": list(spec.frameworks),
         "parameters": [
             {

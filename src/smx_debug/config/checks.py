@@ -42,16 +42,14 @@ def _starvation(plan: PlanView) -> list[str]:
         needed = spec.needed_saved_steps(dict(rule.parameters)) * interval
         where = f"rules[{plan.rules.index(rule)}] ({rule.rule_configuration_name})"
         if plan.expected_steps is not None and needed > plan.expected_steps:
-            out.append(
-                f"{where}: collection {name!r} is saved every {interval} steps and the rule needs "
-                f"{needed} steps of data before it can fire, but expected_steps is {plan.expected_steps}; "
-                f"lower hook.save_interval or the collection's save_interval"
-            )
+            problem = (f" and the rule needs {needed} steps of data before it can fire, but expected_steps is "
+                       f"{plan.expected_steps}; lower hook.save_interval or the collection's save_interval")
         elif plan.expected_steps is None and needed > interval and interval >= DEFAULT_SAVE_INTERVAL:
-            out.append(
-                f"{where}: collection {name!r} is saved every {interval} steps, so the rule cannot fire "
-                f"before step {needed}; lower the save_interval (or set expected_steps to check the run length)"
-            )
+            problem = (f", so the rule cannot fire before step {needed}; lower the save_interval (or set "
+                       "expected_steps to check the run length)")
+        else:
+            continue
+        out.append(f"{where}: collection {name!r} is saved every {interval} steps{problem}")
     return out
 
 

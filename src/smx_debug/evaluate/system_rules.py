@@ -34,6 +34,13 @@ def _join(reasons: list[str], limit: int = 4) -> str:
     return "; ".join(reasons[:limit]) + more
 
 
+def _counted(rule: str, count: int, details: dict[str, Any], datapoints: int, rp: str,
+             trigger_step: int | None, reasons: list[str]) -> RuleResult:
+    """A result whose every violation counts once in both RuleTriggered and Violations (Debugger's counting)."""
+    return RuleResult(rule=rule, rule_triggered=count, violations=count, details=details, datapoints=datapoints,
+                      rule_parameters=rp, trigger_step=trigger_step, message=_join(reasons))
+
+
 def _first_step(hits: np.ndarray) -> int | None:
     idx = np.flatnonzero(hits)
     return int(idx[0]) + 1 if len(idx) else None
@@ -100,16 +107,8 @@ def low_gpu_utilization(data: JobData, params: RuleParams) -> RuleResult:
         reasons.append(f"{s.node}/{s.name} {kind}: p95 {p95[j]:.0f}%, p5 {p5[j]:.0f}%")
     if count:
         details["last_timestamp"] = _scan_start_us(bounds, int(np.flatnonzero(hits)[-1]), interval)
-    return RuleResult(
-        rule="LowGPUUtilization",
-        rule_triggered=count,
-        violations=count,
-        details=details,
-        datapoints=len(series[-1].values),  # Debugger: the count of the GPU it read last
-        rule_parameters=rp,
-        trigger_step=_first_step(hits),
-        message=_join(reasons),
-    )
+    # datapoints, as Debugger: the count of the GPU it read last
+    return _counted("LowGPUUtilization", count, details, len(series[-1].values), rp, _first_step(hits), reasons)
 
 
 def gpu_memory_increase(data: JobData, params: RuleParams) -> RuleResult:
@@ -162,16 +161,8 @@ def gpu_memory_increase(data: JobData, params: RuleParams) -> RuleResult:
                        f"({len(at)} violations)")
     if count:
         details["last_timestamp"] = _scan_start_us(bounds, min(last_scan, len(bounds) - 1), interval)
-    return RuleResult(
-        rule="GPUMemoryIncrease",
-        rule_triggered=count,
-        violations=count,
-        details=details,
-        datapoints=len(series[-1].values),  # Debugger: the count of the GPU it read last
-        rule_parameters=rp,
-        trigger_step=None if first_scan is None else first_scan + 1,
-        message=_join(reasons),
-    )
+    first = None if first_scan is None else first_scan + 1
+    return _counted("GPUMemoryIncrease", count, details, len(series[-1].values), rp, first, reasons)  # datapoints: the GPU read last
 
 
 def batch_size(data: JobData, params: RuleParams) -> RuleResult:
@@ -237,16 +228,7 @@ def batch_size(data: JobData, params: RuleParams) -> RuleResult:
             )
     if count:  # as Debugger: the start (epoch us) of the last scan that found the condition
         details["last_timestamp"] = _scan_start_us(bounds, last_k, params.scan_interval_us)
-    return RuleResult(
-        rule="BatchSize",
-        rule_triggered=count,
-        violations=count,
-        details=details,
-        datapoints=datapoints,
-        rule_parameters=rp,
-        trigger_step=first,
-        message=_join(reasons),
-    )
+    return _counted("BatchSize", count, details, datapoints, rp, first, reasons)
 
 
 # Debugger's histogram: np.histogram(values, bins=np.arange(0, 100, 2)), 49 bins over [0, 98]; values above 98%
@@ -315,16 +297,8 @@ def load_balancing(data: JobData, params: RuleParams) -> RuleResult:
                 ga, gc = group[a].name, group[c].name
                 details[node].setdefault("distances", {}).setdefault(ga, {})[gc] = float(dist[-1])
                 reasons.append(f"{node}: {ga} vs {gc} histogram distance {dist[-1]:.2f}")
-    return RuleResult(
-        rule="LoadBalancing",
-        rule_triggered=count,
-        violations=count,
-        details=details,
-        datapoints=len(series[-1].values),  # Debugger: the count of the GPU it read last
-        rule_parameters=rp,
-        trigger_step=_first_step(hits),
-        message=_join(reasons),
-    )
+    # datapoints, as Debugger: the count of the GPU it read last
+    return _counted("LoadBalancing", count, details, len(series[-1].values), rp, _first_step(hits), reasons)
 
 
 def _bottleneck(

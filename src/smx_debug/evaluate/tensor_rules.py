@@ -440,10 +440,8 @@ class PoorWeightInitialization(TensorRule):
             for step, worker, v in zip(stat.steps, stat.workers, stat.values, strict=True):
                 if int(step) in window and worker == stat.workers[0]:
                     per_step.setdefault(int(step), []).append(float(v))
-        for step in sorted(per_step):
+        for step in sorted(step for step, layers in per_step.items() if len(layers) >= 2):  # a ratio: two layers
             vs = np.asarray(per_step[step])
-            if len(vs) < 2:
-                continue
             lo, hi = float(vs.min()), float(vs.max())
             ratio = hi / lo if lo > 0 else np.inf
             state.tally.add_one(f"activation inputs ({len(vs)} layers)", step, ratio, bool(ratio > thr),
