@@ -44,6 +44,25 @@ class Context:
         return max(0, int((self.ends - self.clock.now) * 1000))
 
 
+class Crash(BaseException):
+    """A process death (Lambda timeout, out of memory): no ``except Exception`` runs after it, not even the release
+    of a ledger claim."""
+
+
+class CrashAfterClaim:
+    """Mixed into a ledger class (``class CrashingLedger(CrashAfterClaim, Ledger)``): its next ``crashes`` claims
+    that succeed end in a :class:`Crash` before the action, the claim left behind."""
+
+    crashes = 1
+
+    def claim_or_holder(self, pk: str, record: Any) -> dict[str, str] | None:
+        holder: dict[str, str] | None = super().claim_or_holder(pk, record)  # type: ignore[misc]
+        if holder is None and self.crashes:
+            self.crashes -= 1
+            raise Crash(pk)
+        return holder
+
+
 class Slow:
     """Every call of the wrapped client takes ``answer`` seconds of ``clock`` (its model, exceptions and
     paginators pass through)."""

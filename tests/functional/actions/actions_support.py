@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from smx_debug import local
+from smx_debug.actions import Ledger, Runtime, Settings
 from smx_debug.contracts import HANDLER_TAG, handler_entry
 from smx_debug.local import LocalAws
 from smx_debug.local.server import LOCAL_ACCOUNT_ID
@@ -33,6 +34,23 @@ class Stack:
             "SMX_ACCOUNT": LOCAL_ACCOUNT_ID,
             **extra,
         }
+
+    def runtime(self, ledger: Ledger, **settings: Any) -> Runtime:
+        """The action handlers' runtime on this stack: ``ledger``, and Settings with the stack's table, topic and
+        region, the local account and actor ``test``, and ``settings``."""
+        return Runtime(settings=Settings(ledger_table=self.table, topic_arn=self.topic_arn, region=self.aws.region,
+                                         account=LOCAL_ACCOUNT_ID, actor="test", **settings),
+                       clients=lambda s: client(self.aws, s), ledger=ledger)
+
+    def state_machine(self) -> str:
+        """A one-state Step Functions machine (``smx-retrain``) for the retrain action to start; its ARN."""
+        role = client(self.aws, "iam").create_role(
+            RoleName="smx-sfn", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
+        )["Role"]["Arn"]
+        definition = {"StartAt": "Init", "States": {"Init": {"Type": "Pass", "End": True}}}
+        return str(client(self.aws, "stepfunctions").create_state_machine(
+            name="smx-retrain", definition=json.dumps(definition), roleArn=role
+        )["stateMachineArn"])
 
     def messages(self) -> list[dict[str, Any]]:
         """Every SNS notification that reached the queue (SQS bodies are the SNS envelopes)."""

@@ -8,66 +8,22 @@ redelivers again later); one after the lease takes the claim over and acts, once
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
 from actions_support import LAMBDAS, Stack, client, create_job
+from lambda_support import Clock, Crash, CrashAfterClaim
 
 from smx_debug import local
-from smx_debug.actions import ClaimInProgressError, Ledger, Runtime, Settings, handle_stop_training
+from smx_debug.actions import ClaimInProgressError, Ledger, handle_stop_training
 from smx_debug.contracts import retrain_execution_name
-from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
 RULE = "ExplodingTensor"
 LEASE = 90.0
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 2_000_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Crash(BaseException):
-    """A process death: no ``except Exception`` runs, the claim stays behind."""
-
-
-class CrashingLedger(Ledger):
-    def __init__(self, *args: Any, crashes: int, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.crashes = crashes
-
-    def claim_or_holder(self, pk: str, record: Mapping[str, object]) -> dict[str, str] | None:
-        holder = super().claim_or_holder(pk, record)
-        if holder is None and self.crashes:
-            self.crashes -= 1
-            raise Crash(pk)
-        return holder
-
-
-def _runtime(stack: Stack, ledger: Ledger, machine: str | None = None) -> Runtime:
-    settings = Settings(
-        ledger_table=stack.table,
-        topic_arn=stack.topic_arn,
-        region=stack.aws.region,
-        account=LOCAL_ACCOUNT_ID,
-        state_machine_arn=machine,
-        actor="test",
-    )
-    return Runtime(settings=settings, clients=lambda s: client(stack.aws, s), ledger=ledger)
-
-
-def _machine(stack: Stack) -> str:
-    role = client(stack.aws, "iam").create_role(
-        RoleName="smx-sfn", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
-    )["Role"]["Arn"]
-    definition = {"StartAt": "Init", "States": {"Init": {"Type": "Pass", "End": True}}}
-    return client(stack.aws, "stepfunctions").create_state_machine(
-        name="smx-retrain", definition=json.dumps(definition), roleArn=role
-    )["stateMachineArn"]
+class CrashingLedger(CrashAfterClaim, Ledger):
+    """The DynamoDB ledger whose first claim dies before the action."""
 
 
 def _executions(stack: Stack, machine: str) -> list[str]:
@@ -77,32 +33,32 @@ def _executions(stack: Stack, machine: str) -> list[str]:
 
 @pytest.mark.parametrize("token", ["stop", "retrain"])
 def test_crash_between_claim_and_action_then_redelivery_before_and_after_the_lease(stack: Stack, token: str) -> None:
-    aws, clock = stack.aws, Clock()
+    aws, clock = stack.aws, Clock(2_000_000_000.0)
     job = f"guard-crash-{token}"
-    machine = _machine(stack) if token == "retrain" else None
+    machine = stack.state_machine() if token == "retrain" else None
     create_job(aws, job, {"smx-debug:managed": "true", f"smx-debug:on:{RULE}": token}, rules=(RULE,))
     local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=30)])
     event = local.state_change_event(aws, job)
     ddb = client(aws, "dynamodb")
-    crashing = CrashingLedger(ddb, stack.table, clock, lease_seconds=LEASE, crashes=1)
+    crashing = CrashingLedger(ddb, stack.table, clock, lease_seconds=LEASE)
 
     with pytest.raises(Crash):
-        handle_stop_training(event, _runtime(stack, crashing, machine))
+        handle_stop_training(event, stack.runtime(crashing, state_machine_arn=machine))
     key = {"pk": {"S": f"{job}#{token}"}}
     claimed = ddb.get_item(TableName=stack.table, Key=key, ConsistentRead=True)["Item"]
     assert claimed["state"] == {"S": "claimed"}
 
     clock.now += 60  # Lambda's first retry: the lease is live
     with pytest.raises(ClaimInProgressError):
-        handle_stop_training(event, _runtime(stack, crashing, machine))
+        handle_stop_training(event, stack.runtime(crashing, state_machine_arn=machine))
     assert ddb.get_item(TableName=stack.table, Key=key, ConsistentRead=True)["Item"] == claimed  # no second claim
     assert local.stop_calls(aws, job) == 0
     assert machine is None or _executions(stack, machine) == []
 
     clock.now += 120  # the second retry: the lease ran out, the claim is taken over
-    result = handle_stop_training(event, _runtime(stack, crashing, machine))
+    result = handle_stop_training(event, stack.runtime(crashing, state_machine_arn=machine))
     assert result[token]["outcome"] == ("stopped" if token == "stop" else "started")
-    again = handle_stop_training(event, _runtime(stack, crashing, machine))
+    again = handle_stop_training(event, stack.runtime(crashing, state_machine_arn=machine))
     assert again[token].get("duplicate") is True or again[token].get("skipped") == "job status is Stopping"
     assert local.stop_calls(aws, job) == (1 if token == "stop" else 0)
     if machine is not None:
@@ -117,11 +73,11 @@ def test_retrain_rule_starts_one_execution_with_the_jobs_own_request_and_duplica
 ) -> None:
     aws = stack.aws
     job = "guard-retrain-e2e"
-    machine = _machine(stack)
+    machine = stack.state_machine()
     create_job(aws, job, {"smx-debug:managed": "true", f"smx-debug:on:{RULE}": "retrain"}, rules=(RULE,))
     local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=64)])
     event = local.state_change_event(aws, job)
-    runtime = _runtime(stack, Ledger(client(aws, "dynamodb"), stack.table), machine)
+    runtime = stack.runtime(Ledger(client(aws, "dynamodb"), stack.table), state_machine_arn=machine)
     results = [handle_stop_training(event, runtime)["retrain"] for _ in range(3)]
     assert [r.get("outcome") or r.get("skipped") for r in results] == ["started"] + ["already handled (ledger)"] * 2
     (name,) = _executions(stack, machine)
@@ -148,7 +104,7 @@ def test_retrain_action_end_to_end_launches_the_next_run_and_notifies_at_the_end
     """The state machine's steps driven by hand on the execution's real input (moto cannot run Lambda tasks)."""
     aws = stack.aws
     job = "guard-retrain-loop"
-    machine = _machine(stack)
+    machine = stack.state_machine()
     local.create_training_job(
         aws, job, {"smx-debug:managed": "true", f"smx-debug:on:{RULE}": "stop retrain"},
         HyperParameters={"warmup_learning_rate": "0.1", "learning_rate": "0.1", "wandb_api_key": "s3cr3t"},
@@ -156,7 +112,7 @@ def test_retrain_action_end_to_end_launches_the_next_run_and_notifies_at_the_end
     local.set_training_job_status(aws, job, "InProgress")
     local.set_rule_statuses(aws, job, debug=[local.rule_status(RULE, "IssuesFound", step=80)])
     event = local.state_change_event(aws, job)
-    runtime = _runtime(stack, Ledger(client(aws, "dynamodb"), stack.table), machine)
+    runtime = stack.runtime(Ledger(client(aws, "dynamodb"), stack.table), state_machine_arn=machine)
     assert handle_stop_training(event, runtime)["retrain"]["outcome"] == "started"
     assert handle_stop_training(event, runtime)["retrain"]["duplicate"] is True  # nothing more started
     assert local.stop_calls(aws, job) == 1

@@ -14,48 +14,27 @@ from typing import Any
 import pytest
 from actions_support import Stack, client, create_job
 
-from smx_debug.actions import Ledger, Runtime, Settings, handle_retrain, handle_stop_training
+from smx_debug.actions import Ledger, Runtime, handle_retrain, handle_stop_training
 from smx_debug.contracts import MANAGED_TAG, RULE_TAG_PREFIX, retrain_execution_name, stop_key
 from smx_debug.local import (
-    LOCAL_ACCOUNT_ID,
     rule_status,
     set_rule_statuses,
     set_training_job_status,
     state_change_event,
     stop_calls,
 )
-from smx_debug.tags import tags_as_dict
+from smx_debug.tags import ActionSpec, tags_as_dict
 
 RULE = "ExplodingTensor"
 
 
-def _machine(stack: Stack) -> str:
-    role = client(stack.aws, "iam").create_role(
-        RoleName="smx-sfn", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []})
-    )["Role"]["Arn"]
-    definition = {"StartAt": "Init", "States": {"Init": {"Type": "Pass", "End": True}}}
-    return str(
-        client(stack.aws, "stepfunctions").create_state_machine(
-            name="smx-retrain", definition=json.dumps(definition), roleArn=role
-        )["stateMachineArn"]
-    )
-
-
 def _runtime(stack: Stack, machine: str, default_actions: tuple[str, ...] = ()) -> Runtime:
-    from smx_debug.tags import ActionSpec
-
-    settings = Settings(
+    return stack.runtime(
+        Ledger(client(stack.aws, "dynamodb"), stack.table, lease_seconds=90),
         watch_prefixes=(),  # watched by the opt-in tag only: the next run must carry it
         default_actions=tuple(ActionSpec(a) for a in default_actions),
-        ledger_table=stack.table,
-        topic_arn=stack.topic_arn,
-        region=stack.aws.region,
-        account=LOCAL_ACCOUNT_ID,
         state_machine_arn=machine,
-        actor="test",
     )
-    ledger = Ledger(client(stack.aws, "dynamodb"), stack.table, lease_seconds=90)
-    return Runtime(settings=settings, clients=lambda s: client(stack.aws, s), ledger=ledger)
 
 
 def _fire(stack: Stack, job: str) -> dict[str, Any]:
@@ -77,7 +56,7 @@ def _step(runtime: Runtime, step: str, state: dict[str, Any]) -> dict[str, Any]:
 def test_a_run_the_workflow_launched_is_owned_by_that_execution(
     stack: Stack, rule_tokens: str, default_actions: tuple[str, ...]
 ) -> None:
-    machine = _machine(stack)
+    machine = stack.state_machine()
     runtime = _runtime(stack, machine, default_actions)
     sfn, sagemaker = client(stack.aws, "stepfunctions"), client(stack.aws, "sagemaker")
     flagged = "resnet-explodes"

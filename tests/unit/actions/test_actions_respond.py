@@ -19,6 +19,7 @@ from actions_fakes import (
     settings,
 )
 from botocore.exceptions import ClientError
+from lambda_support import Clock, Crash, CrashAfterClaim
 
 from smx_debug.actions import (
     ClaimInProgressError,
@@ -289,35 +290,14 @@ def test_retrain_without_state_machine_fails_loudly_naming_the_variable() -> Non
 # --- crash between claim and action: the lease ------------------------------------------------------
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-class Crash(BaseException):
-    """A process death (Lambda timeout, OOM): nothing runs after it, not even the release of the claim."""
-
-
-class CrashAfterClaim(MemoryLedger):
-    def __init__(self, clock: Clock, lease_seconds: float) -> None:
-        super().__init__(clock, lease_seconds=lease_seconds)
-        self.crash_next = True
-
-    def claim_or_holder(self, pk: str, record: Any) -> dict[str, str] | None:
-        holder = super().claim_or_holder(pk, record)
-        if holder is None and self.crash_next:
-            self.crash_next = False
-            raise Crash(pk)
-        return holder
+class CrashingMemoryLedger(CrashAfterClaim, MemoryLedger):
+    """The in-memory ledger whose first claim dies before the action."""
 
 
 @pytest.mark.parametrize(("token", "key", "done"), [("stop", f"{JOB}#stop", "stopped"), ("retrain", f"{JOB}#retrain", "started")])
 def test_crash_after_claim_blocks_until_the_lease_expires_then_acts_once(token: str, key: str, done: str) -> None:
-    clock = Clock()
-    ledger = CrashAfterClaim(clock, lease_seconds=90)
+    clock = Clock(1_000_000.0)
+    ledger = CrashingMemoryLedger(clock, lease_seconds=90)
     sagemaker = FakeSageMaker(tags={"smx-debug:managed": "true", "smx-debug:on:VanishingGradient": token})
     states = FakeStates()
     runtime = fake_runtime(ledger=ledger, sagemaker=sagemaker, stepfunctions=states)
