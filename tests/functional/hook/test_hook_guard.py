@@ -108,3 +108,32 @@ def test_guard_warn_exploding_run_logs_each_rule_once_and_finishes(tmp_path: Pat
     assert hook is not None and hook.stop_reason is None
     last_save = max(range(0, RUNS.STEPS, RUNS.SAVE_INTERVAL))
     assert max(create_trial(str(trial_dir)).steps(mode=smd.modes.TRAIN)) == last_save
+
+
+def test_guard_stop_with_steps_from_framework_events_raises_nothing_and_sets_stop_reason(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As the Hugging Face and Lightning integrations drive it (follow_step_events, start_step on each batch): no
+    exception into the framework's loop; the trial is closed, the verdict written and ``stop_reason`` set, which the
+    integration turns into the framework's own stop; the steps the loop still runs save nothing."""
+    import smx_debug.hook as smd
+    from smx_debug.hook.guard import VERDICT_FILE
+    from smx_debug.tensors import create_trial
+
+    register = smd.Hook.register_module
+
+    def driven_by_events(hook: smd.Hook, module: Any) -> None:  # what an integration's batch callback does
+        register(hook, module)
+        hook.follow_step_events()
+        module.register_forward_pre_hook(lambda _module, _inputs: hook.start_step())
+
+    monkeypatch.setattr(smd.Hook, "register_module", driven_by_events)
+    trial_dir = tmp_path / "trial"
+    RUNS._run(_plan(tmp_path, "stop"), trial_dir, lr_factor=100.0)  # runs every step: nothing raised
+    hook = smd.get_hook()
+    assert hook is not None and hook.stop_reason is not None and "in-process guard" in hook.stop_reason
+    assert hook.write_failures == 0  # the steps after the stop wrote nothing to the closed trial
+    trial = create_trial(str(trial_dir))
+    assert trial.loaded_all_steps
+    stopped_at = max(trial.steps())
+    assert RUNS._global(RUNS.ONSET) < stopped_at <= RUNS._global(RUNS.ONSET + RUNS.SAVE_INTERVAL)
+    assert (trial_dir / VERDICT_FILE).exists()
