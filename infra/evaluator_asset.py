@@ -1,7 +1,7 @@
 """The evaluator's Lambda code, built without Docker: a small code directory plus a dependency layer of wheels.
 
 The evaluation needs numpy, pandas, pydantic, (for Debugger profiler output, read by the one reader in
-``smx_debug.reports``) pyarrow and (for the tensor rules, read by ``smx_debug.tensors``) protobuf and
+``smx_debug.data``) pyarrow and (for the tensor rules, read by ``smx_debug.tensors``) protobuf and
 google-crc32c, none of which the Lambda Python runtime has. We fetch the Lambda platform's
 manylinux wheels from PyPI with ``pip download --only-binary=:all: --platform ... --python-version ...`` at the
 versions pinned in ``constraints.txt``, unpack them into a layer (``python/`` at its root, as Lambda expects),

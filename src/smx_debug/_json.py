@@ -12,8 +12,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["JsonTooDeepError", "loads"]
-
 
 class JsonTooDeepError(json.JSONDecodeError):
     """Raised when a JSON document is nested deeper than the decoder may recurse."""

@@ -10,23 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = [
-    "AccessDeniedError",
-    "AwsError",
-    "ConfigError",
-    "DataError",
-    "JobNotFoundError",
-    "NoDataYetError",
-    "NotFoundError",
-    "RegionError",
-    "SmxDebugError",
-    "TensorUnavailableError",
-    "UnknownDtypeError",
-    "UnknownNameError",
-    "translate_client_error",
-]
-
-
 
 class SmxDebugError(Exception):
     """Raised for every error smx-debug reports on purpose; the root of the family."""

@@ -17,8 +17,6 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-__all__ = ["instance_row", "instance_table", "vcpus_from_size"]
-
 _PATH = Path(__file__).resolve().parent / "htmlreport" / "instances.json"
 _SIZE = re.compile(r"^(?:(\d+)?xlarge|large|medium)$")
 

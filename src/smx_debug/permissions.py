@@ -1,7 +1,7 @@
 """The IAM policy a notebook user needs: generated from the AWS calls our Python API makes.
 
 :data:`NOTEBOOK_CALLS` lists the AWS operations of the notebook path (launch through the SDK v2 ``Estimator``,
-``reports.wait_for_rules`` / ``rule_summary`` / ``rule_summary_many``, ``system_metrics``,
+``data.wait_for_rules`` / ``rule_summary`` / ``rule_summary_many``, ``system_metrics``,
 ``framework_metrics``, local rule evaluation from S3 and from CloudWatch). It is not written by hand from
 memory: ``tests/functional/firsthour/test_permissions.py`` runs that path on the local AWS with every call
 recorded and fails when the list and the calls differ. :func:`iam_actions` maps operations to IAM actions
@@ -17,8 +17,6 @@ import json
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
-
-__all__ = ["NOTEBOOK_CALLS", "iam_actions", "notebook_policy"]
 
 # (service signing name, operation) the notebook path calls. STS GetCallerIdentity, which the SDK may call
 # (depending on its caches), needs no permission and is left out.

@@ -16,18 +16,6 @@ from typing import Final, Literal
 
 from smx_debug.errors import ConfigError
 
-__all__ = [
-    "DEFAULT_EVALUATOR_PRICES",
-    "INSTANCE_METRICS_PER_HOST",
-    "EvaluatorCost",
-    "EvaluatorPrices",
-    "RequestCost",
-    "cost_per_job_hour",
-    "evaluator_cost",
-    "request_cost",
-    "training_cost",
-]
-
 Architecture = Literal["x86_64", "arm64"]
 
 

@@ -13,8 +13,6 @@ import logging
 import warnings
 from collections.abc import Iterator
 
-__all__ = ["NOISY_LOGGERS", "quiet_dependencies"]
-
 # logger -> the level below which its records are hidden by default
 NOISY_LOGGERS: dict[str, int] = {
     "sagemaker": logging.WARNING,

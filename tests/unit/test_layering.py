@@ -23,7 +23,7 @@ FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"data"}),
     frozenset({"tensors"}),
     frozenset({"analysis", "evaluate", "hook"}),
-    frozenset({"reports", "htmlreport", "watch", "fleet", "integrations"}),
+    frozenset({"htmlreport", "watch", "fleet", "integrations"}),
     frozenset({"simulate"}),
     frozenset({"cli", "local"}),
     frozenset({"__init__", "__main__"}),  # the package's face and `python -m smx_debug`

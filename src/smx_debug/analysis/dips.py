@@ -16,8 +16,6 @@ import pandas as pd
 from smx_debug.data.frames import JobData, ns
 from smx_debug.errors import ConfigError
 
-__all__ = ["CAUSE_COLUMNS", "DIP_COLUMNS", "classify_event", "dip_causes", "gpu_dips"]
-
 DIP_COLUMNS = [
     "node", "start", "end", "duration_s", "gpu_util_mean", "baseline", "gpu_seconds_lost", "step", "mode",
     "cause", "cause_event", "cause_share",
@@ -92,7 +90,7 @@ def gpu_dips(
 
     Args:
         data: the job's frames (system metrics; steps bound the training loop when present).
-        events: framework events (:func:`smx_debug.reports.framework_metrics`); None or empty leaves the
+        events: framework events (:func:`smx_debug.data.framework_metrics`); None or empty leaves the
             cause as "no framework trace".
         threshold: fraction of the node's busy level below which a sample is a dip.
         min_duration_s: drop shorter dips.

@@ -8,9 +8,6 @@ import pandas as pd
 from smx_debug.analysis.dips import classify_event
 from smx_debug.data.frames import ns
 
-__all__ = ["LOADING_COLUMNS", "OPERATOR_COLUMNS", "SHARE_COLUMNS", "dataloader_share", "slow_loading_steps",
-           "slowest_operators", "step_loading"]
-
 SHARE_COLUMNS = ["node", "steps", "training_s", "dataloader_s", "compute_s", "dataloader_percent"]
 LOADING_COLUMNS = ["node", "step", "step_s", "dataloader_s", "compute_s"]
 OPERATOR_COLUMNS = ["name", "category", "count", "total_s", "mean_ms", "max_ms", "share_percent"]

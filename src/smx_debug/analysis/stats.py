@@ -9,16 +9,6 @@ import pandas as pd
 
 from smx_debug.errors import ConfigError
 
-__all__ = [
-    "DEFAULT_STDDEV",
-    "PERCENTILES",
-    "step_outliers",
-    "step_statistics",
-    "training_phases",
-    "unit_of",
-    "utilization_stats",
-]
-
 PERCENTILES = (0.5, 0.9, 0.95, 0.99)
 # smdebug_rulesconfig's StepOutlier default: a step is an outlier above mean + 3 standard deviations.
 DEFAULT_STDDEV = 3.0
@@ -116,7 +106,7 @@ def step_statistics(
     An outlier is a step with duration > mean + ``stddev`` * std of its group, std being the population standard
     deviation (numpy's, as StepOutlier's code). These are the whole job's statistics; StepOutlier judges the steps
     seen so far at each scan, and a burst of slow steps it fired on can be within the whole job's spread: the
-    rule's own view is :func:`smx_debug.evaluate.step_rules.step_outlier_scans` (``reports.step_outlier_scans``).
+    rule's own view is :func:`smx_debug.evaluate.step_rules.step_outlier_scans` (``analysis.step_outlier_scans``).
     """
     _check_stddev(stddev)
     _need(steps, [*by, "duration"], "steps")

@@ -22,8 +22,6 @@ import pandas as pd
 from smx_debug.analysis.dips import classify_event
 from smx_debug.data.frames import JobData, Series, ns
 
-__all__ = ["COUNTERS", "TraceMark", "chrome_trace", "write_chrome_trace"]
-
 # counter track -> (dimensions, scale, per device?)
 COUNTERS: dict[str, tuple[tuple[str, ...], float, bool]] = {
     "GPU utilization (%)": (("GPUUtilization",), 1.0, True),
@@ -139,7 +137,7 @@ def chrome_trace(
 
     Args:
         data: system metrics (counter tracks) and steps (used when ``events`` is None).
-        events: framework events (:func:`smx_debug.reports.framework_metrics`); steps-only when None.
+        events: framework events (:func:`smx_debug.data.framework_metrics`); steps-only when None.
         marks: global instant events (onset, first trigger, stop).
     """
     t0 = _origin(data, events, marks)

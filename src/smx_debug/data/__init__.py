@@ -1,7 +1,49 @@
-"""The data layer: every reader of what Debugger, SageMaker and CloudWatch write, and the frames
-(schemas) they fill. Its face for people is :mod:`smx_debug.reports`; nothing is exported here.
+"""The data layer: every reader of what Debugger, SageMaker and CloudWatch write, and the frames they fill.
+
+Each question is one call that returns a DataFrame: :func:`rule_summary` (which rules fired, when, why),
+:func:`system_metrics` (how busy were the GPUs and CPUs), :func:`framework_metrics` and :func:`step_durations`
+(where did the time go), :func:`profiler_report` (the ProfilerReport rule's output). ``job_or_path`` is a
+training job name, an ``s3://`` URI or a local folder. Statistics of these frames are :mod:`smx_debug.analysis`'s.
+
+Names load lazily: a Lambda that imports one reader of this package (CloudWatch, job errors) does not load
+pandas' readers of profiler output.
 """
 
 from __future__ import annotations
 
-__all__: list[str] = []
+from typing import TYPE_CHECKING
+
+from smx_debug._lazy import lazy_getattr
+
+__all__ = [
+    "SystemMetricsReader",
+    "framework_metrics",
+    "profiler_report",
+    "rule_summary",
+    "rule_summary_many",
+    "step_durations",
+    "system_metrics",
+    "system_metrics_wide",
+    "wait_for_rules",
+]
+
+_LAZY = {
+    "SystemMetricsReader": "smx_debug.data.system",
+    "framework_metrics": "smx_debug.data.framework_trace",
+    "profiler_report": "smx_debug.data.profiler_output",
+    "rule_summary": "smx_debug.data.rule_statuses",
+    "rule_summary_many": "smx_debug.data.rule_statuses",
+    "step_durations": "smx_debug.data.framework_trace",
+    "system_metrics": "smx_debug.data.system",
+    "system_metrics_wide": "smx_debug.data.system",
+    "wait_for_rules": "smx_debug.data.rule_statuses",
+}
+
+if TYPE_CHECKING:
+    from smx_debug.data.framework_trace import framework_metrics, step_durations
+    from smx_debug.data.profiler_output import profiler_report
+    from smx_debug.data.rule_statuses import rule_summary, rule_summary_many, wait_for_rules
+    from smx_debug.data.system import SystemMetricsReader, system_metrics, system_metrics_wide
+
+
+__getattr__ = lazy_getattr(__name__, _LAZY)

@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any, TextIO
 
 import pandas as pd
+from tqdm import tqdm
 
 from smx_debug.errors import ConfigError
 
@@ -50,8 +51,6 @@ def progress_bar(label: str, total: int, *, enabled: bool | None = None, file: T
     captured stderr), and only once the read has taken a second (tqdm's ``delay``): short reads print nothing.
     ``enabled=True``: shown from the start, wherever the stream goes, and left on screen at the end.
     """
-    from tqdm import tqdm
-
     forced = enabled is True
     return tqdm(total=total, desc=label, unit=unit, delay=0.0 if forced else 1.0, leave=forced,
                 file=file if file is not None else sys.stderr,

@@ -22,11 +22,6 @@ from botocore.exceptions import ClientError
 from smx_debug.data.frames import empty_scalars, empty_system
 from smx_debug.errors import AwsError, translate_client_error
 
-__all__ = [
-    "INSTANCE_METRICS", "MAX_QUERIES", "NAMESPACE", "instance_metrics", "metric_data_results", "training_metric",
-    "training_metrics",
-]
-
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 MAX_QUERIES = 500  # GetMetricData takes at most 500 queries per call
 # CloudWatch metric -> (Debugger type, name, dimension, the devices it sums over) in the system frame. CPU and GPU

@@ -11,20 +11,6 @@ import pandas as pd
 
 from smx_debug.errors import DataError
 
-__all__ = [
-    "DATALOADER_COLUMNS",
-    "SCALAR_COLUMNS",
-    "STEP_COLUMNS",
-    "SYSTEM_COLUMNS",
-    "JobData",
-    "Series",
-    "empty_dataloader",
-    "empty_scalars",
-    "empty_steps",
-    "empty_system",
-    "series_frame",
-]
-
 SYSTEM_COLUMNS = ("timestamp", "node", "type", "name", "dimension", "value")
 STEP_COLUMNS = ("node", "rank", "mode", "step", "start", "end", "duration")
 SCALAR_COLUMNS = ("metric", "mode", "step", "timestamp", "value")

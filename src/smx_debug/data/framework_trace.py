@@ -26,18 +26,6 @@ from smx_debug.data.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_sou
 from smx_debug.data.system import TIMESTAMP_RANGE_S
 from smx_debug.errors import ConfigError, NotFoundError
 
-__all__ = [
-    "EVENT_COLUMNS",
-    "STEP_COLUMNS",
-    "TRACE_KINDS",
-    "TraceFile",
-    "framework_metrics",
-    "list_trace_files",
-    "parse_trace",
-    "step_durations",
-    "trace_file",
-]
-
 TRACE_KINDS = ("pythontimeline", "model_timeline", "horovod_timeline")
 EVENT_COLUMNS = ["node", "pid", "kind", "process", "name", "phase", "start", "end", "duration", "step", "args"]
 STEP_COLUMNS = ["node", "rank", "mode", "step", "start", "end", "duration"]

@@ -16,8 +16,6 @@ from smx_debug.data.sources import default_sagemaker, describe_job, open_source
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.instances import instance_row
 
-__all__ = ["JobInfo", "Source", "load_job"]
-
 Source = Literal["auto", "debugger", "cloudwatch"]
 
 

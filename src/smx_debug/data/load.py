@@ -1,9 +1,9 @@
 """Profiler output (a folder, one file, or any reports ``Source`` such as an S3 prefix) into :class:`JobData`.
 
-There is one reader per format and it lives in :mod:`smx_debug.reports`: system metrics through
-:class:`~smx_debug.reports.SystemMetricsReader` / :func:`~smx_debug.data.system.parse_system_file`, steps through
-:func:`~smx_debug.reports.framework_metrics` / :func:`~smx_debug.data.framework_trace.parse_trace` and
-:func:`~smx_debug.reports.step_durations`. This module only decides which files go where and gathers
+There is one reader per format and it lives in :mod:`smx_debug.data`: system metrics through
+:class:`~smx_debug.data.SystemMetricsReader` / :func:`~smx_debug.data.system.parse_system_file`, steps through
+:func:`~smx_debug.data.framework_metrics` / :func:`~smx_debug.data.framework_trace.parse_trace` and
+:func:`~smx_debug.data.step_durations`. This module only decides which files go where and gathers
 what the readers skipped into a :class:`LoadReport`.
 """
 
@@ -27,8 +27,6 @@ from smx_debug.data.metrics_file import read_scalars
 from smx_debug.data.sources import ObjectInfo, Source, open_source
 from smx_debug.data.system import SystemMetricsReader, list_system_files, parse_system_file, system_frame
 from smx_debug.errors import NotFoundError
-
-__all__ = ["LoadReport", "load_path", "load_source"]
 
 
 @dataclass

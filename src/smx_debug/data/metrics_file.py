@@ -16,8 +16,6 @@ from smx_debug import _json as bounded_json
 from smx_debug.data.frames import empty_scalars
 from smx_debug.data.system import TIMESTAMP_RANGE_S
 
-__all__ = ["read_scalars"]
-
 _MODES = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")
 
 

@@ -17,8 +17,6 @@ from smx_debug.data.cloudwatch import INSTANCE_METRICS, training_metric
 from smx_debug.data.frames import empty_scalars, empty_system
 from smx_debug.instances import instance_row, vcpus_from_size
 
-__all__ = ["DEVICE_RULES", "device_counts", "job_devices", "scalar_frame", "system_frame"]
-
 # Rules whose thresholds are per device: they need the instance type's vCPU and GPU counts.
 DEVICE_RULES = frozenset({"CPUBottleneck", "LowGPUUtilization", "GPUMemoryIncrease"})
 

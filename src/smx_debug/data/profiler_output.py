@@ -19,8 +19,6 @@ from smx_debug import _json as bounded_json
 from smx_debug.data.sources import Source, open_source
 from smx_debug.errors import NotFoundError
 
-__all__ = ["REPORT_COLUMNS", "ProfilerReport", "parse_rule_parameters", "profiler_report"]
-
 REPORT_COLUMNS = ["rule", "triggered", "violations", "datapoints", "details", "parameters"]
 _JSON_RE = re.compile(r"(?:^|/)(ProfilerReport[^/]*/)?(?:profiler-output/)?profiler-reports/([^/]+)\.json$")
 _HTML_RE = re.compile(r"(?:^|/)(ProfilerReport[^/]*/)?(?:profiler-output/)?profiler-report\.html$")

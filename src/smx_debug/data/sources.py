@@ -23,20 +23,6 @@ from botocore.exceptions import ClientError, NoRegionError
 from smx_debug.contracts import HOOK_OUTPUT_ENV, PROFILER_OUTPUT, hook_trial_uri
 from smx_debug.errors import ConfigError, NotFoundError, RegionError, translate_client_error
 
-__all__ = [
-    "DEFAULT_WORKERS",
-    "JobPaths",
-    "LocalSource",
-    "ObjectInfo",
-    "S3Source",
-    "Source",
-    "default_sagemaker",
-    "describe_job",
-    "job_paths",
-    "open_source",
-    "split_s3_uri",
-]
-
 DEFAULT_WORKERS = 16
 _MIN_BYTES_IN_FLIGHT = 8 << 20
 T = TypeVar("T")

@@ -41,19 +41,6 @@ from smx_debug.data._util import TimeLike, is_utf8, progress_bar, to_epoch_ns
 from smx_debug.data.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 from smx_debug.errors import ConfigError, NoDataYetError, NotFoundError
 
-__all__ = [
-    "SKIP_REASONS",
-    "SYSTEM_COLUMNS",
-    "TIMESTAMP_RANGE_S",
-    "SystemFile",
-    "SystemMetricsReader",
-    "list_system_files",
-    "parse_system_file",
-    "system_frame",
-    "system_metrics",
-    "system_metrics_wide",
-]
-
 SYSTEM_COLUMNS = ["timestamp", "node", "type", "name", "dimension", "value"]
 
 # Plausible epoch seconds for a record: 2000-01-01 <= t < 2100-01-01. Anything else is skipped and counted;

@@ -2,7 +2,7 @@
 
 The rules read pandas frames (docs/CONTRACTS.md) bundled in :class:`JobData` and return
 :class:`RuleResult` objects that serialise to Debugger's ``profiler-reports/<Rule>.json`` shape. The readers
-that fill the frames are :mod:`smx_debug.data`'s (their face is :mod:`smx_debug.reports`); rule names,
+that fill the frames are :mod:`smx_debug.data`'s (statistics of them are :mod:`smx_debug.analysis`'s); rule names,
 defaults and parameter checks are :mod:`smx_debug.rules.params`'.
 """
 

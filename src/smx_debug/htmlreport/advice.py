@@ -8,7 +8,5 @@ from typing import Final
 
 from smx_debug.rules.registry import rule_defs
 
-__all__ = ["ADVICE", "DESCRIPTION"]
-
 DESCRIPTION: Final[Mapping[str, str]] = {d.name: d.description for d in rule_defs() if d.description}
 ADVICE: Final[Mapping[str, str]] = {d.name: d.advice for d in rule_defs() if d.advice}

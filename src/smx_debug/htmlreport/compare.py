@@ -11,10 +11,8 @@ import numpy as np
 
 from smx_debug.htmlreport.fmt import count, duration, money, percent
 from smx_debug.htmlreport.model import ReportInput, ReportModel, build_model
-from smx_debug.htmlreport.render import CSS, _header, _rules
+from smx_debug.htmlreport.render import CSS, rules_section, verdict_header
 from smx_debug.htmlreport.svg import line_chart
-
-__all__ = ["render_comparison", "write_comparison"]
 
 
 def _gpu_line(m: ReportModel) -> tuple[np.ndarray, np.ndarray]:
@@ -59,8 +57,8 @@ def render_comparison(inputs: Sequence[ReportInput], *, title: str = "Runs compa
                     + "</div>")
     for i, m in enumerate(models):
         body.append(f"<details data-job='{i}'><summary>{escape(m.facts.job_name)}: {escape(m.verdict.headline)}"
-                    f"</summary>{_header(m).replace('data-count=', 'data-job-count=')}"
-                    f"{_rules(m).replace('data-count=', 'data-job-count=')}</details>")
+                    f"</summary>{verdict_header(m).replace('data-count=', 'data-job-count=')}"
+                    f"{rules_section(m).replace('data-count=', 'data-job-count=')}</details>")
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>{escape(title)}</title><style>{CSS}</style></head><body>" + "".join(body) + "</body></html>")
 

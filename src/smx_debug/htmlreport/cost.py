@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -15,17 +16,6 @@ from smx_debug.pricing import training_cost
 
 if TYPE_CHECKING:
     from smx_debug.data.frames import JobData
-
-__all__ = [
-    "CostEstimate",
-    "InstanceSpec",
-    "RightSizing",
-    "estimate_cost",
-    "estimate_job_cost",
-    "instance_spec",
-    "price_table",
-    "right_size",
-]
 
 # GPUs of the suggestion are sized so the observed p95 load would fill them to this fraction.
 TARGET_GPU_UTILIZATION = 0.8
@@ -83,8 +73,6 @@ def instance_spec(instance_type: str) -> InstanceSpec:
     key = instance_type if instance_type.startswith("ml.") else f"ml.{instance_type}"
     row = price_table()["instances"].get(key)
     if row is None:
-        import difflib
-
         names = list(price_table()["instances"])
         close = difflib.get_close_matches(key, names, n=1)
         hint = f"; did you mean {close[0]!r}?" if close else "; pass --price"

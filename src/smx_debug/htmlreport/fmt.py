@@ -6,8 +6,6 @@ import math
 from datetime import UTC, datetime
 from html import escape
 
-__all__ = ["count", "duration", "money", "number", "percent", "rate_mb", "utc"]
-
 
 def number(value: float, digits: int = 1) -> str:
     """``1,234.5``; integers without decimals; never ``1e+06``; ``-`` for NaN/None."""

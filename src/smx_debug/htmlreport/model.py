@@ -23,9 +23,6 @@ from smx_debug.htmlreport.cost import CostEstimate
 from smx_debug.htmlreport.fmt import duration, money, utc
 from smx_debug.htmlreport.outcome import JobOutcome
 
-__all__ = ["JobFacts", "Mark", "ReportInput", "ReportModel", "RuleRow", "StepRow", "TensorInput", "TensorRow",
-           "Timelines", "UsageRow", "Verdict", "build_model"]
-
 _SCALAR_RULES = {"LossNotDecreasing", "Overfit", "Overtraining", "StalledTrainingRule"}
 
 

@@ -24,8 +24,6 @@ from smx_debug.contracts import (
     stop_key,
 )
 
-__all__ = ["JobOutcome", "fetch_outcome", "outcome_from_describe", "outcome_from_ledger_item"]
-
 
 @dataclass(frozen=True)
 class JobOutcome:

@@ -21,8 +21,6 @@ from smx_debug.htmlreport.fmt import count, duration, money, number, percent, ra
 from smx_debug.htmlreport.model import DeviceSeries, ReportInput, ReportModel, Series, build_model
 from smx_debug.htmlreport.svg import line_chart, threshold_chart
 
-__all__ = ["CSS", "ReportInput", "render_model", "render_report", "write_report"]
-
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1180px;color:#222;padding:0 16px}
 h1{font-size:24px;margin-bottom:4px}h2{font-size:18px;border-bottom:2px solid #1f77b4;padding-bottom:4px;margin-top:32px}
@@ -45,7 +43,7 @@ _BINS = 240
 
 
 # ------------------------------------------------------------------------------------------- header
-def _header(m: ReportModel) -> str:
+def verdict_header(m: ReportModel) -> str:
     v = m.verdict
     cls = {True: "healthy", False: "unhealthy", None: "unknown"}[v.healthy]
     out = [f"<section id='verdict' class='verdict {cls}'><p class='headline'>{escape(v.headline)}</p>"]
@@ -93,7 +91,7 @@ def _param(v: object) -> str:
     return escape(str(v))
 
 
-def _rules(m: ReportModel) -> str:
+def rules_section(m: ReportModel) -> str:
     out = ["<h2 id='rules'>Rules</h2><p class='muted'>Evaluated locally with Debugger's definitions; each row is one "
            "rule configuration. <b>Why</b> and <b>what to do</b> are filled only for rules that fired.</p>",
            "<table><tr><th>Configuration</th><th>Rule</th><th>Status</th><th>Triggered (scans)</th><th>Violations</th>"
@@ -416,7 +414,7 @@ def render_model(m: ReportModel) -> str:
     body = [
         f"<h1>{escape(m.facts.job_name)}</h1>",
         f"<p class='muted'>smx-debug report, generated {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}. {nav}</p>",
-        _header(m), _rules(m), _tensors(m), _timelines(m), _dips(m), _loop(m), _steps(m), _usage(m), _cost(m),
+        verdict_header(m), rules_section(m), _tensors(m), _timelines(m), _dips(m), _loop(m), _steps(m), _usage(m), _cost(m),
     ]
     if m.facts.skipped:
         items = "".join(f"<li>{escape(k)}: {v:,}</li>" for k, v in m.facts.skipped.items())

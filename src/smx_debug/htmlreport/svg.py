@@ -7,8 +7,6 @@ from html import escape
 
 import numpy as np
 
-__all__ = ["MARK_COLORS", "PALETTE", "downsample", "line_chart", "threshold_chart"]
-
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
 _FONT = 'font-family="system-ui,sans-serif" font-size="11"'
 

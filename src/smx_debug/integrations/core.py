@@ -30,8 +30,6 @@ from smx_debug.hook.hook import SCALAR_PREFIX, Hook, get_hook
 from smx_debug.hook.save_config import SaveConfig
 from smx_debug.tensors.mode_keys import ModeKeys
 
-__all__ = ["DEFAULT_COLLECTIONS", "LOSS_TENSOR", "HookDriver", "resolve_hook"]
-
 log = logging.getLogger("smx_debug.integrations")
 
 LOSS_TENSOR = "loss"
@@ -93,7 +91,7 @@ def resolve_hook(hook: Hook | None = None, *, plan: Any = None, out_dir: str | o
 
 
 def _load_plan(plan: Any) -> Any:
-    from smx_debug.config.plan import DebugPlan
+    from smx_debug.config.plan import DebugPlan  # local: a plan (PyYAML) only when one is passed
 
     if isinstance(plan, DebugPlan):
         return plan

@@ -13,11 +13,11 @@ import zlib
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from smx_debug.actions.verdict_log import ACTION_EVENT, TRIGGER_EVENT
 from smx_debug.contracts import (
     FLEET_TEAM_TAG,
     ISSUES_FOUND,
@@ -29,11 +29,7 @@ from smx_debug.contracts import (
     PROFILER_OUTPUT,
     SOURCE_EVALUATOR,
 )
-
-__all__ = ["FleetJob", "FleetSimulation", "FleetSpec"]
-
-if TYPE_CHECKING:
-    from smx_debug.fleet import Verdict
+from smx_debug.fleet.append import Verdict
 
 _INSTANCES = (("ml.p3.8xlarge", 4, 32), ("ml.g5.12xlarge", 4, 48), ("ml.p3.2xlarge", 1, 8))
 _TEAMS = ("vision", "speech", "ranking")
@@ -113,8 +109,6 @@ class FleetSimulation:
     def verdicts(self) -> list[Verdict]:
         """The verdict log the fleet's evaluator would have written: a LowGPUUtilization trigger per idle job and
         a stop action for the stopped ones."""
-        from smx_debug.fleet import ACTION_EVENT, TRIGGER_EVENT, Verdict
-
         rows = []
         for job in self.jobs:
             common = {"job": job.name, "rule": "LowGPU", "rule_type": "LowGPUUtilization", "source": SOURCE_EVALUATOR}

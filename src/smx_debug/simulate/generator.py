@@ -32,8 +32,6 @@ from botocore.config import Config
 
 from smx_debug.simulate.spec import SimulationSpec
 
-__all__ = ["Simulation", "WriteResult"]
-
 _IO_DIMS = (
     ("io", "nvme0n1", "IOPS"),
     ("io", "nvme0n1", "ReadThroughputInBytesPerSecond"),

@@ -7,8 +7,6 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["SCENARIOS", "ScenarioKind", "SimulationSpec"]
-
 ScenarioKind = Literal[
     "healthy", "cpu_bottleneck", "io_bottleneck", "low_gpu_utilization", "gpu_memory_increase", "step_outlier",
     "fluctuating_gpu", "load_imbalance", "gpu_memory_jump", "dataloader_stall",

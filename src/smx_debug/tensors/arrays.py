@@ -24,8 +24,6 @@ from smx_debug.tensors.fastdecode import scalar_values
 from smx_debug.tensors.frame import Batch, decode_values, read_batches
 from smx_debug.tensors.mode_keys import ModeKeys
 
-__all__ = ["MODE_NAMES", "TensorValues", "TrialArrays", "empty_reductions", "read_arrays"]
-
 MODE_NAMES: Final = tuple(m.name for m in ModeKeys)  # TRAIN, EVAL, PREDICT, GLOBAL: ModeKeys 1..4 in order
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, TypeVar
 
 import numpy as np
+from botocore.exceptions import ClientError
 
 from smx_debug import _json
 from smx_debug.data.sources import LocalSource, ObjectInfo, S3Source, Source
@@ -29,19 +30,6 @@ from smx_debug.tensors.collections_file import Collection, CollectionsFile
 from smx_debug.tensors.mode_keys import ModeKeys
 from smx_debug.tensors.reductions import parse_reduction_name
 from smx_debug.tensors.tfrecord import split_records
-
-__all__ = [
-    "BAD_ENTRY",
-    "DAMAGED_COLLECTIONS",
-    "DAMAGED_INDEX",
-    "DAMAGED_RECORD",
-    "MISSING_EVENT_FILE",
-    "UNKNOWN_DTYPE",
-    "WRONG_TENSOR",
-    "Catalog",
-    "EventFile",
-    "read_range",
-]
 
 DAMAGED_INDEX: Final = "index files that are not an index (their event file is scanned instead)"
 MISSING_EVENT_FILE: Final = "index entries whose event file never appeared"
@@ -223,8 +211,6 @@ def read_range(source: Source, key: str, start: int, length: int) -> bytes:
             fh.seek(start)
             return fh.read(length)
     if isinstance(source, S3Source) and length > 0:
-        from botocore.exceptions import ClientError  # botocore only when reading S3
-
         try:
             resp = source.s3.get_object(Bucket=source.bucket, Key=source.prefix + key,
                                         Range=f"bytes={start}-{start + length - 1}")

@@ -18,8 +18,6 @@ from smx_debug.tensors import proto
 from smx_debug.tensors.dtypes import dtype_code, tensor_value
 from smx_debug.tensors.mode_keys import ModeKeys
 
-__all__ = ["DecodedValue", "decode_event", "encode_event"]
-
 
 def encode_event(name: str, value: np.ndarray, *, step: int, mode: ModeKeys, mode_step: int,
                  wall_time: float) -> bytes:

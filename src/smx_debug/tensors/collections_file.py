@@ -27,8 +27,6 @@ from smx_debug.config._base import FrozenModel, NonNegativeInt, PositiveInt, Reg
 from smx_debug.errors import ConfigError, DataError
 from smx_debug.tensors.reductions import NORMS, REDUCTIONS
 
-__all__ = ["Collection", "CollectionsFile", "ReductionConfig", "SaveConfig", "SaveConfigMode"]
-
 _MODES = ("TRAIN", "EVAL", "PREDICT", "GLOBAL")
 
 

@@ -20,19 +20,6 @@ import numpy as np
 
 from smx_debug.errors import ConfigError, DataError, UnknownDtypeError
 
-__all__ = [
-    "DT_BFLOAT16",
-    "DT_HALF",
-    "DT_INVALID",
-    "DT_STRING",
-    "MAX_NDIM",
-    "NUMPY_DTYPES",
-    "RawTensor",
-    "as_array",
-    "dtype_code",
-    "tensor_value",
-]
-
 DT_INVALID: Final = 0
 DT_STRING: Final = 7
 DT_BFLOAT16: Final = 14

@@ -17,8 +17,6 @@ import numpy as np
 
 from smx_debug.tensors.dtypes import NUMPY_DTYPES
 
-__all__ = ["MAX_DIMS", "Walk", "scalar_values", "walk"]
-
 MAX_DIMS: Final = 8
 _I64 = np.int64
 

@@ -34,8 +34,6 @@ from smx_debug.tensors.mode_keys import ModeKeys
 from smx_debug.tensors.reductions import compute_reduction
 from smx_debug.tensors.tfrecord import BAD_CHECKSUM, SMDEBUG_FOOTER, header_ok, masked_crc32c
 
-__all__ = ["NON_SCALAR", "TENSOR_COLUMNS", "Batch", "decode_one", "decode_values", "read_batches", "tensor_frame"]
-
 TENSOR_COLUMNS: Final = ["step", "mode", "mode_step", "worker", "tensor", "reduction", "value"]
 NON_SCALAR: Final = "complex or string scalars (not a real number)"
 # A batch's buffer and its per-record work arrays stay small beside the frame they feed (peak memory).

@@ -16,25 +16,6 @@ from typing import Final, NamedTuple
 
 from smx_debug.errors import ConfigError
 
-__all__ = [
-    "COLLECTIONS_DIR",
-    "END_OF_JOB",
-    "EVENTS_DIR",
-    "INDEX_DIR",
-    "INDEX_STEPS_PER_DIR",
-    "TEMP_SUFFIX",
-    "FileKey",
-    "check_worker",
-    "collections_key",
-    "event_key",
-    "event_prefix",
-    "index_key",
-    "index_prefix",
-    "parse_collections_key",
-    "parse_event_key",
-    "parse_index_key",
-]
-
 EVENTS_DIR: Final = "events"
 INDEX_DIR: Final = "index"
 COLLECTIONS_DIR: Final = "collections/000000000"

@@ -6,8 +6,6 @@ from enum import IntEnum
 
 from smx_debug.errors import ConfigError
 
-__all__ = ["ModeKeys", "modes", "parse_mode"]
-
 
 class ModeKeys(IntEnum):
     """The mode of a saved step: the value is what the event files and index files carry."""

@@ -16,18 +16,6 @@ from typing import Any, Final
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
-__all__ = [
-    "MODE_PLUGIN",
-    "MODE_STEP_PLUGIN",
-    "Event",
-    "PluginData",
-    "Summary",
-    "SummaryMetadata",
-    "SummaryValue",
-    "TensorProto",
-    "TensorShapeProto",
-]
-
 MODE_STEP_PLUGIN: Final = "mode_step"
 MODE_PLUGIN: Final = "mode"
 

@@ -14,16 +14,6 @@ import numpy as np
 
 from smx_debug.errors import ConfigError
 
-__all__ = [
-    "NORMS",
-    "REDUCTIONS",
-    "REDUCTIONS_PREFIX",
-    "ReductionName",
-    "compute_reduction",
-    "parse_reduction_name",
-    "reduction_tensor_name",
-]
-
 REDUCTIONS_PREFIX: Final = "smdebug/reductions/"
 # smdebug's ALLOWED_REDUCTIONS and ALLOWED_NORMS, in its order.
 REDUCTIONS: Final = ("min", "max", "mean", "std", "variance", "sum", "prod")

@@ -18,18 +18,6 @@ from typing import Final
 import google_crc32c
 import numpy as np
 
-__all__ = [
-    "BAD_CHECKSUM",
-    "BAD_HEADER",
-    "SMDEBUG_FOOTER",
-    "TRUNCATED",
-    "Records",
-    "frame",
-    "header_ok",
-    "masked_crc32c",
-    "split_records",
-]
-
 _MASK_DELTA: Final = 0xA282EAD8
 _HEADER = struct.Struct("<QI")
 _U32 = struct.Struct("<I")

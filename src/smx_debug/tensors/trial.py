@@ -27,17 +27,16 @@ from smx_debug.errors import (
     TensorUnavailableError,
     UnknownNameError,
 )
+from smx_debug.tensors.arrays import plan_files, read_arrays
 from smx_debug.tensors.catalog import Catalog, EventFile
 from smx_debug.tensors.collections_file import Collection
 from smx_debug.tensors.frame import tensor_frame
 from smx_debug.tensors.mode_keys import ModeKeys, parse_mode
-from smx_debug.tensors.reductions import NORMS, REDUCTIONS, compute_reduction
+from smx_debug.tensors.reductions import NORMS, REDUCTIONS, compute_reduction, reduction_tensor_name
 from smx_debug.tensors.values import RecordReader
 
 if TYPE_CHECKING:
     from smx_debug.tensors.arrays import TrialArrays
-
-__all__ = ["Tensor", "Trial", "create_trial"]
 
 _GLOBAL = ModeKeys.GLOBAL
 _FRAME_REDUCTIONS = frozenset({*REDUCTIONS, *NORMS} | {f"abs_{r}" for r in (*REDUCTIONS, *NORMS)})
@@ -419,8 +418,6 @@ class Trial:
             got.values["gradient/fc1.weight"].block.shape   # (saved records, 120, 84)
             got.wall_times                                  # {500: 1732537200.1, ...}
         """
-        from smx_debug.tensors.arrays import plan_files, read_arrays
-
         self.refresh()
         plan = plan_files(self._catalog, set(names) & self._known, start_step, end_step)
         return read_arrays(self._catalog, plan, verify=self.verify_checksums)
@@ -591,8 +588,6 @@ class Tensor:
         Raises:
             ConfigError: for an unknown reduction; TensorUnavailableError when neither is saved.
         """
-        from smx_debug.tensors.reductions import reduction_tensor_name
-
         rname = reduction_tensor_name(self.name, reduction_name, abs=abs)
         found = self._find(step_num, mode, worker, rname)
         if found is not None:

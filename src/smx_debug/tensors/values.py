@@ -26,8 +26,6 @@ from smx_debug.tensors.catalog import Catalog, EventFile
 from smx_debug.tensors.dtypes import NUMPY_DTYPES
 from smx_debug.tensors.frame import Batch, decode_one, read_batches
 
-__all__ = ["RecordReader"]
-
 SMALL: Final = 1024  # records up to this size are read along with the asked tensor's
 AHEAD_RECORDS: Final = 8192  # a miss reads ahead at most this many records...
 AHEAD_BYTES: Final = 4 << 20  # ...or bytes of records (at least the asked one)

@@ -19,11 +19,9 @@ from smx_debug.tensors import layout
 from smx_debug.tensors.codec import encode_event
 from smx_debug.tensors.collections_file import Collection, CollectionsFile
 from smx_debug.tensors.dtypes import as_array
+from smx_debug.tensors.file_sink import Sink, open_sink
 from smx_debug.tensors.mode_keys import ModeKeys, parse_mode
-from smx_debug.tensors.sink import Sink, open_sink
 from smx_debug.tensors.tfrecord import frame
-
-__all__ = ["TrialWriter"]
 
 
 def _non_negative(value: object, field: str) -> int:

@@ -18,8 +18,8 @@ import pytest
 
 from smx_debug.analysis.trace_export import TraceMark, chrome_trace
 from smx_debug.cli import main
+from smx_debug.data.framework_trace import framework_metrics
 from smx_debug.evaluate import load_path
-from smx_debug.reports import framework_metrics
 from smx_debug.simulate import Simulation, SimulationSpec
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 from botocore.stub import Stubber
 
-from smx_debug.data.framework_trace import framework_metrics
+from smx_debug.data.framework_trace import framework_metrics, step_durations
+from smx_debug.data.profiler_output import profiler_report
+from smx_debug.data.system import SystemMetricsReader, system_metrics
 from smx_debug.errors import NotFoundError
 from smx_debug.local import LocalAws
-from smx_debug.reports import SystemMetricsReader, profiler_report, step_durations, system_metrics
 from smx_debug.simulate import Simulation, SimulationSpec
 
 BUCKET = "smx-reports"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from smx_debug import DebugPlan, SmxDebugWarning, reports
+from smx_debug import DebugPlan, SmxDebugWarning, data
 from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws, execution_role
 from smx_debug.local.sdk import sagemaker_session
 from smx_debug.simulate import Simulation, SimulationSpec
@@ -63,7 +63,7 @@ def test_local_clients_pool_fits_the_readers(local_aws: LocalAws, tmp_path: Path
     Simulation(SimulationSpec(duration_s=600.0, nodes=4, cpus=2, gpus=1, seed=2)).write_s3("prof", "j/profiler-output",
                                                                                            s3_client=s3)
     with caplog.at_level(logging.WARNING, logger="urllib3"):
-        frame = reports.system_metrics("s3://prof/j/profiler-output", s3_client=s3, progress=False, workers=16)
+        frame = data.system_metrics("s3://prof/j/profiler-output", s3_client=s3, progress=False, workers=16)
     assert len(frame) > 0
     assert not [r for r in caplog.records if "Connection pool is full" in r.getMessage()]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pandas as pd
 
 from smx_debug import fleet
-from smx_debug.reports import system_metrics
+from smx_debug.data.system import system_metrics
 from smx_debug.simulate.fleet import FleetSimulation, FleetSpec
 
 SPEC = FleetSpec(jobs=20, nodes=2, minutes=30, interval_s=10.0, cpus=2)

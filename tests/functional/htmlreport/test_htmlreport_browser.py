@@ -23,11 +23,11 @@ import pytest
 
 from smx_debug.cli import main
 from smx_debug.contracts import stop_key
+from smx_debug.data.framework_trace import framework_metrics
 from smx_debug.data.jobs import load_job
 from smx_debug.evaluate import evaluate
 from smx_debug.htmlreport import JobOutcome, ReportInput, write_report
 from smx_debug.htmlreport.outcome import outcome_from_ledger_item
-from smx_debug.reports import framework_metrics
 from smx_debug.simulate import Simulation, SimulationSpec
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -6,17 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smx_debug.analysis.dips import classify_event
+from smx_debug.analysis.dips import classify_event, dip_causes, gpu_dips
+from smx_debug.analysis.loop import dataloader_share, slow_loading_steps, slowest_operators
+from smx_debug.data.framework_trace import framework_metrics
 from smx_debug.errors import ConfigError
 from smx_debug.evaluate import load_path
-from smx_debug.reports import (
-    dataloader_share,
-    dip_causes,
-    framework_metrics,
-    gpu_dips,
-    slow_loading_steps,
-    slowest_operators,
-)
 from smx_debug.simulate import Simulation, SimulationSpec
 
 SPEC = SimulationSpec(scenario="dataloader_stall", duration_s=600.0, onset_s=120.0, nodes=2, cpus=4, gpus=2,

@@ -6,9 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from smx_debug.analysis.stats import DEFAULT_STDDEV
+from smx_debug.analysis.stats import (
+    DEFAULT_STDDEV,
+    step_outliers,
+    step_statistics,
+    training_phases,
+    utilization_stats,
+)
 from smx_debug.errors import ConfigError
-from smx_debug.reports import step_outliers, step_statistics, training_phases, utilization_stats
 
 
 def _system(seed: int = 1) -> pd.DataFrame:

@@ -9,10 +9,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from smx_debug.data.framework_trace import parse_trace, trace_file
+from smx_debug.data.framework_trace import (
+    EVENT_COLUMNS,
+    STEP_COLUMNS,
+    framework_metrics,
+    parse_trace,
+    step_durations,
+    trace_file,
+)
 from smx_debug.data.sources import ObjectInfo
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.reports import EVENT_COLUMNS, STEP_COLUMNS, framework_metrics, step_durations
 from smx_debug.simulate import Simulation, SimulationSpec
 
 RES = Path("fixtures/awslabs+sagemaker-debugger/tests/profiler/resources")

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from smx_debug.data.profiler_output import parse_rule_parameters
+from smx_debug.data.profiler_output import REPORT_COLUMNS, parse_rule_parameters, profiler_report
 from smx_debug.errors import NotFoundError
-from smx_debug.reports import REPORT_COLUMNS, profiler_report
 
 MIT = Path("fixtures/f3bolarinwa+AWS-Sagemaker---deep_learning_model_tuning_and_deployment/ProfilerReport")
 

@@ -18,14 +18,14 @@ from botocore.stub import Stubber
 
 from smx_debug.contracts import details_step as parse_step
 from smx_debug.contracts import rule_logs_url_from_arn
-from smx_debug.errors import AwsError, ConfigError, NotFoundError
-from smx_debug.reports import (
+from smx_debug.data.rule_statuses import (
     RULE_COLUMNS,
     RuleSummary,
     rule_summary,
     rule_summary_many,
     wait_for_rules,
 )
+from smx_debug.errors import AwsError, ConfigError, NotFoundError
 
 ACK = Path("fixtures/aws-controllers-k8s+sagemaker-controller/pkg/resource/training_job/testdata/sdkapi/describe")
 ARN = "arn:aws:sagemaker:us-west-2:072677473360:processing-job/smdebugger-demo-mnist-tens-vanishinggradient-1db16b4d"

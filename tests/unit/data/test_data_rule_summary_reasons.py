@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from smx_debug.contracts import condition_met_details
+from smx_debug.data.rule_statuses import rule_summary
 from smx_debug.evaluate import RuleResult
-from smx_debug.reports import rule_summary
 
 DESC = {
     "TrainingJobName": "j",

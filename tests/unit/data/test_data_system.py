@@ -11,9 +11,15 @@ import pandas as pd
 import pytest
 
 from smx_debug.data.sources import LocalSource
-from smx_debug.data.system import _parse_fast, parse_system_file
+from smx_debug.data.system import (
+    SYSTEM_COLUMNS,
+    SystemMetricsReader,
+    _parse_fast,
+    parse_system_file,
+    system_metrics,
+    system_metrics_wide,
+)
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.reports import SYSTEM_COLUMNS, SystemMetricsReader, system_metrics, system_metrics_wide
 from smx_debug.simulate import Simulation, SimulationSpec
 
 RES = Path("fixtures/awslabs+sagemaker-debugger/tests/profiler/resources")

@@ -26,8 +26,8 @@ import pandas as pd
 import pytest
 
 from smx_debug.data.frames import series_frame
+from smx_debug.data.system import system_metrics
 from smx_debug.evaluate import JobData, LoadReport, evaluate, load_path
-from smx_debug.reports import system_metrics
 from smx_debug.rules.params import PROFILER_RULES
 
 REPORTS = Path("f3bolarinwa+AWS-Sagemaker---deep_learning_model_tuning_and_deployment/ProfilerReport/"

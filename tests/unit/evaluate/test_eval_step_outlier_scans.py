@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from smx_debug.analysis.stats import step_statistics
 from smx_debug.evaluate import JobData, evaluate_rule
 from smx_debug.evaluate.step_rules import step_outlier_scans
-from smx_debug.reports import step_statistics
 
 # 400 steps of 0.25 s (0-100 s), then 420 of 1 s (100-520 s). Scan 2 ends at 120 s: 400 fast + 19 slow steps
 # had ended; mean 0.284 s, std 0.156 s, limit 0.752 s: 19 outliers > 10, the rule fires. From scan 3 on the slow

@@ -181,8 +181,8 @@ def test_line_chart_marks_outside_the_range_are_dropped():
 
 
 def test_report_dip_table_ranks_the_injected_dataloader_stall_first(tmp_path):
+    from smx_debug.data.framework_trace import framework_metrics
     from smx_debug.evaluate import load_path
-    from smx_debug.reports import framework_metrics
     from smx_debug.simulate import Simulation, SimulationSpec
 
     spec = SimulationSpec(scenario="dataloader_stall", duration_s=600.0, onset_s=120.0, cpus=4, gpus=2)

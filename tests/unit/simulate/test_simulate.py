@@ -11,8 +11,9 @@ import numpy as np
 import pydantic
 import pytest
 
-from smx_debug.data.framework_trace import framework_metrics
-from smx_debug.reports import step_durations, step_outliers, system_metrics
+from smx_debug.analysis.stats import step_outliers
+from smx_debug.data.framework_trace import framework_metrics, step_durations
+from smx_debug.data.system import system_metrics
 from smx_debug.simulate import SCENARIOS, Simulation, SimulationSpec
 
 
@@ -130,7 +131,7 @@ def test_simulation_spec_onset_and_scenarios() -> None:
 
 
 def test_simulation_dataloader_stall_steps_lengthen_steps_and_idle_the_gpus(tmp_path) -> None:
-    from smx_debug.reports import framework_metrics
+    from smx_debug.data.framework_trace import framework_metrics
 
     spec = _spec(scenario="dataloader_stall", duration_s=600.0, onset_s=120.0, stall_every=40, stall_s=1.5)
     sim = Simulation(spec)

@@ -122,7 +122,7 @@ def test_writer_imports_neither_pandas_nor_the_reader() -> None:
     import sys
 
     code = ("import sys; from smx_debug.tensors import TrialWriter, RawTensor, reduction_tensor_name, modes; "
-            "print(sorted(m for m in ('pandas', 'pyarrow', 'smx_debug.tensors.trial', 'smx_debug.reports', "
+            "print(sorted(m for m in ('pandas', 'pyarrow', 'smx_debug.tensors.trial', 'smx_debug.data.system', "
             "'boto3') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

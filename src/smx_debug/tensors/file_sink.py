@@ -7,12 +7,11 @@ import os
 from pathlib import Path
 from typing import Any, Protocol
 
+from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from smx_debug.errors import ConfigError, translate_client_error
 from smx_debug.tensors.layout import TEMP_SUFFIX
-
-__all__ = ["LocalSink", "S3Sink", "Sink", "open_sink"]
 
 
 class Sink(Protocol):
@@ -55,8 +54,7 @@ class S3Sink:
         self.bucket = bucket
         self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
         if s3_client is None:
-            import boto3
-            from botocore.config import Config
+            import boto3  # local: a hook writing to disk never loads boto3
 
             s3_client = boto3.client("s3", config=Config(retries={"mode": "standard"}))
         self.s3 = s3_client

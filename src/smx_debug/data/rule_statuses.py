@@ -9,10 +9,11 @@ import warnings
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
+from smx_debug._lazy import lazy_module
 from smx_debug.contracts import (
     ISSUES_FOUND,
     RULE_FIELDS,
@@ -25,14 +26,12 @@ from smx_debug.data._util import TimeLike, to_epoch_ns
 from smx_debug.data.sources import default_sagemaker, describe_job
 from smx_debug.errors import AwsError, ConfigError
 
-__all__ = [
-    "RULE_COLUMNS",
-    "SETTLED_STATUSES",
-    "RuleSummary",
-    "rule_summary",
-    "rule_summary_many",
-    "wait_for_rules",
-]
+if TYPE_CHECKING:
+    import tqdm.auto as tqdm_auto
+    import tqdm.notebook as tqdm_notebook
+else:  # imported when a wait shows its bar, under the warnings filter there (tqdm.auto announces its notebook mode)
+    tqdm_auto = lazy_module("tqdm.auto")
+    tqdm_notebook = lazy_module("tqdm.notebook")
 
 RULE_COLUMNS = [
     "job_name", "rule", "kind", "status", "step", "details", "last_modified", "rule_job_arn", "logs_url",
@@ -237,16 +236,15 @@ class _Progress:
         with warnings.catch_warnings():
             # tqdm.auto announces its notebook mode (TqdmExperimentalWarning); that mode is what we want here.
             warnings.simplefilter("ignore")
-            from tqdm.auto import tqdm
-            from tqdm.notebook import tqdm as notebook_tqdm
-
-            widget = _in_jupyter() and issubclass(tqdm, notebook_tqdm)  # not the text bar tqdm falls back to
+            bar_type = tqdm_auto.tqdm
+            # not the text bar tqdm falls back to
+            widget = _in_jupyter() and issubclass(bar_type, tqdm_notebook.tqdm)
             extra: dict[str, Any] = {"display": False} if widget else {}
-            self.bar = tqdm(total=total, desc=job_name, unit="rule", file=sys.stderr, leave=True,
+            self.bar = bar_type(total=total, desc=job_name, unit="rule", file=sys.stderr, leave=True,
                             dynamic_ncols=True, **extra)
         self.handle: Any = None
         if widget:
-            from IPython.display import display
+            from IPython.display import display  # local: IPython is there only in Jupyter (not a dependency)
 
             self.handle = display(self.bar.container, display_id=True)  # type: ignore[no-untyped-call]
 
