@@ -8,24 +8,18 @@ the window that remains (a redelivery after the lease acts again) is documented 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 from actions_fakes import SAMPLE, FakeCloudWatch, FakeSageMaker, FakeSns, fake_runtime, settings
 from botocore.exceptions import EndpointConnectionError, ReadTimeoutError
+from lambda_support import Clock
 
 from smx_debug.actions import MemoryLedger, handle_notify, handle_rule_metrics
 from smx_debug.actions.once import ClaimInProgressError
 
 WATCHED = {"smx-debug:managed": "true", "smx-debug:on:VanishingGradient": "notify"}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_795_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _lost(endpoint: str) -> ReadTimeoutError:
@@ -71,26 +65,20 @@ def _runtime(clock: Clock, **clients: Any) -> Any:
     return fake_runtime(settings(), ledger, sagemaker=FakeSageMaker(tags=WATCHED), **clients)
 
 
-def test_metric_whose_answer_was_lost_is_not_put_again_by_the_immediate_redelivery() -> None:
-    clock, cloudwatch = Clock(), LostAnswerCloudWatch()
-    runtime = _runtime(clock, cloudwatch=cloudwatch)
+@pytest.mark.parametrize(("service", "fake", "handle", "sent"), [
+    pytest.param("cloudwatch", LostAnswerCloudWatch, handle_rule_metrics, "data", id="metric-not-put-again"),
+    pytest.param("sns", LostAnswerSns, handle_notify, "published", id="message-not-published-again"),
+])
+def test_action_whose_answer_was_lost_is_not_done_again_by_the_immediate_redelivery(
+        service: str, fake: type[Any], handle: Callable[..., Any], sent: str) -> None:
+    clock, aws = Clock(), fake()
+    runtime = _runtime(clock, **{service: aws})
     with pytest.raises(ReadTimeoutError):
-        handle_rule_metrics(SAMPLE, runtime)
+        handle(SAMPLE, runtime)
     clock.now += 60  # Lambda's first retry, a minute later: the claim is still held
     with pytest.raises(ClaimInProgressError):
-        handle_rule_metrics(SAMPLE, runtime)
-    assert len(cloudwatch.data) == 1
-
-
-def test_message_whose_answer_was_lost_is_not_published_again_by_the_immediate_redelivery() -> None:
-    clock, sns = Clock(), LostAnswerSns()
-    runtime = _runtime(clock, sns=sns)
-    with pytest.raises(ReadTimeoutError):
-        handle_notify(SAMPLE, runtime)
-    clock.now += 60
-    with pytest.raises(ClaimInProgressError):
-        handle_notify(SAMPLE, runtime)
-    assert len(sns.published) == 1
+        handle(SAMPLE, runtime)
+    assert len(getattr(aws, sent)) == 1
 
 
 def test_lost_answer_after_the_lease_a_redelivery_acts_again_the_documented_window() -> None:
