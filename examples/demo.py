@@ -225,8 +225,8 @@ def run(*, minutes: int, onset_min: float, speed: float, out: Path, verbose: boo
 def _run(aws: LocalAws, tmp: str, timeline: Timeline, *, minutes: int, onset_min: float, speed: float,
          out: Path) -> int:
     from smx_debug.cli import main as cli_main
+    from smx_debug.data import SystemMetricsReader, framework_metrics, rule_summary, step_durations
     from smx_debug.evaluate import LiveEvaluator
-    from smx_debug.reports import SystemMetricsReader, framework_metrics, rule_summary, step_durations
     from smx_debug.simulate import Simulation, SimulationSpec
 
     local.install(aws)

@@ -17,7 +17,7 @@ from typing import Any
 import boto3
 import pytest
 
-from smx_debug import DebugPlan, SmxDebugWarning, local, reports
+from smx_debug import DebugPlan, SmxDebugWarning, data, local
 from smx_debug.data.jobs import load_job
 from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws, execution_role, iam
 from smx_debug.local.playback import JobPlayback
@@ -60,10 +60,10 @@ def test_permissions_notebook_calls_are_exactly_what_the_code_calls_and_the_poli
         estimator.fit(wait=False)
         job = estimator.latest_training_job.name
         JobPlayback(local_aws, job, plan, scenario="cpu_bottleneck", minutes=8, onset_min=2, speed=1e6).run()
-        reports.wait_for_rules(job, poll_s=1, progress=False)
-        reports.rule_summary_many(job[:10])
-        reports.system_metrics(job, progress=False)
-        reports.framework_metrics(job, progress=False)
+        data.wait_for_rules(job, poll_s=1, progress=False)
+        data.rule_summary_many(job[:10])
+        data.system_metrics(job, progress=False)
+        data.framework_metrics(job, progress=False)
         load_job(job, source="debugger")
         load_job(job, source="cloudwatch")
     assert calls - {("sts", "GetCallerIdentity")} == NOTEBOOK_CALLS  # STS: allowed to everyone

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 from local_support import client
 
 from smx_debug.contracts import is_watched
+from smx_debug.data.system import system_metrics
 from smx_debug.local import LocalAws, training_jobs
 from smx_debug.local.other_team import PREFIX, start_other_team
-from smx_debug.reports import system_metrics
 
 T0 = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
 
