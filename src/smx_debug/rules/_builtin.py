@@ -32,6 +32,20 @@ def _pos(name: str, default: int, description: str) -> P:
     return P(name, "int", default, description, gt=0)
 
 
+_PATIENCE = _pos("patience", 1000, "datapoints to skip before the first evaluation")
+
+
+def _bottleneck(busy: P) -> tuple[P, ...]:
+    """CPUBottleneck's and IOBottleneck's parameters: ``busy`` is the one that says when the CPU or I/O is busy."""
+    return (
+        _pct("threshold", 50, "percentage of time in bottleneck that fires"),
+        _pct("gpu_threshold", 10, "GPU utilization below which the GPU counts as underused"),
+        busy,
+        _PATIENCE,
+        _SCAN,
+    )
+
+
 _DEBUGGER = (
     RuleSpec(
         "VanishingGradient", "vanishing_gradient", "debugger",
@@ -263,7 +277,7 @@ _PROFILER = (
             _pct("cpu_threshold_p95", 70, "95th percentile of CPU utilization"),
             _pct("gpu_threshold_p95", 70, "95th percentile of GPU utilization"),
             _pct("gpu_memory_threshold_p95", 70, "95th percentile of GPU memory utilization"),
-            _pos("patience", 1000, "datapoints to skip before the first evaluation"),
+            _PATIENCE,
             _pos("window", 500, "window size for the quantiles"),
             _SCAN,
         ),
@@ -271,13 +285,7 @@ _PROFILER = (
     RuleSpec(
         "CPUBottleneck", "CPUBottleneck", "profiler",
         "GPUs are underused because of CPU bottlenecks.",
-        (
-            _pct("threshold", 50, "percentage of time in bottleneck that fires"),
-            _pct("gpu_threshold", 10, "GPU utilization below which the GPU counts as underused"),
-            _pct("cpu_threshold", 90, "CPU utilization above which the CPU counts as busy"),
-            _pos("patience", 1000, "datapoints to skip before the first evaluation"),
-            _SCAN,
-        ),
+        _bottleneck(_pct("cpu_threshold", 90, "CPU utilization above which the CPU counts as busy")),
     ),
     RuleSpec(
         "Dataloader", "Dataloader", "profiler",
@@ -293,7 +301,7 @@ _PROFILER = (
         "GPU memory use grows steadily.",
         (
             P("increase", "float", 5, "absolute increase of the moving average in percent", gt=0),
-            _pos("patience", 1000, "datapoints to skip before the first evaluation"),
+            _PATIENCE,
             _pos("window", 10, "window size of the moving average"),
             _SCAN,
         ),
@@ -301,20 +309,14 @@ _PROFILER = (
     RuleSpec(
         "IOBottleneck", "IOBottleneck", "profiler",
         "GPUs are underused because of I/O bottlenecks.",
-        (
-            _pct("threshold", 50, "percentage of time in bottleneck that fires"),
-            _pct("gpu_threshold", 10, "GPU utilization below which the GPU counts as underused"),
-            _pct("io_threshold", 50, "I/O wait above which I/O counts as busy"),
-            _pos("patience", 1000, "datapoints to skip before the first evaluation"),
-            _SCAN,
-        ),
+        _bottleneck(_pct("io_threshold", 50, "I/O wait above which I/O counts as busy")),
     ),
     RuleSpec(
         "LoadBalancing", "LoadBalancing", "profiler",
         "Work is unevenly balanced across GPUs.",
         (
             _pct("threshold", 0.5, "largest allowed distance between GPU utilization histograms"),
-            _pos("patience", 1000, "datapoints to skip before the first evaluation"),
+            _PATIENCE,
             _SCAN,
         ),
     ),
@@ -325,7 +327,7 @@ _PROFILER = (
             _pct("threshold_p95", 70, "95th percentile below which the GPU counts as underused"),
             _pct("threshold_p5", 10, "5th percentile below which utilization fluctuates"),
             _pos("window", 500, "datapoints for the quantiles"),
-            _pos("patience", 1000, "datapoints to skip before the first evaluation"),
+            _PATIENCE,
             _SCAN,
         ),
     ),
