@@ -37,17 +37,18 @@ class _Step:
     reductions: list[tuple[str, str, float]]  # (tensor, reduction, value)
 
 
-def _held(name: str, value: Any) -> tuple[str, str, float] | np.ndarray | None:
-    """A written value as the reader returns it: a (tensor, reduction, value) row, a raw array, or None (a
-    reduction that is not one real number: the reader skips it)."""
+def _held(name: str, value: Any) -> tuple[str, tuple[str, str, float] | np.ndarray | None]:
+    """The tensor a written value belongs to (a reduction's: the tensor it reduces), and the value as the reader
+    returns it: a (tensor, reduction, value) row, a raw array, or None (a reduction that is not one real number:
+    the reader skips its value but knows the tensor's name)."""
     array = as_array(value, name=name)
     parsed = parse_reduction_name(name)
     if parsed is None:
-        return array
+        return name, array
     if array.size == 1 and array.dtype.kind in "fiub":
         kind = ("abs_" if parsed.abs else "") + parsed.reduction
-        return parsed.tensor, kind, float(array.reshape(-1)[0])
-    return None
+        return parsed.tensor, (parsed.tensor, kind, float(array.reshape(-1)[0]))
+    return parsed.tensor, None
 
 
 class MemoryTrial:
@@ -74,13 +75,12 @@ class MemoryTrial:
         raw: dict[str, np.ndarray] = {}
         rows: list[tuple[str, str, float]] = []
         for name, value in tensors.items():
-            held = _held(name, value)
+            tensor, held = _held(name, value)
+            self._names.add(tensor)
             if isinstance(held, tuple):
                 rows.append(held)
-                self._names.add(held[0])
             elif held is not None:
                 raw[name] = held
-                self._names.add(name)
         stamp = time.time() if wall_time is None else float(wall_time)
         self._steps.append(_Step(int(step), ModeKeys(mode).name, int(mode_step), stamp, raw, rows))
 
