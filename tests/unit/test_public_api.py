@@ -36,7 +36,7 @@ PUBLIC = {
         "training_phases", "utilization_stats",
     ],
     "smx_debug.evaluate": [
-        "ConfiguredRule", "JobData", "LiveEvaluator", "LoadReport", "RuleResult", "RuleStatus", "Transition",
+        "ConfiguredRule", "JobData", "LiveEvaluator", "LoadReport", "RuleResult", "Transition",
         "configured_rule", "evaluate", "evaluate_rule", "load_path",
     ],
     "smx_debug.htmlreport": [

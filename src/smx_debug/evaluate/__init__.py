@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from smx_debug.data.frames import JobData
 from smx_debug.data.load import LoadReport, load_path
-from smx_debug.evaluate.live import LiveEvaluator, RuleStatus, Transition
+from smx_debug.evaluate.live import LiveEvaluator, Transition
 from smx_debug.evaluate.registry import evaluate, evaluate_rule
 from smx_debug.evaluate.result import RuleResult
 from smx_debug.rules.configured import ConfiguredRule, configured_rule
@@ -21,7 +21,6 @@ __all__ = [
     "LiveEvaluator",
     "LoadReport",
     "RuleResult",
-    "RuleStatus",
     "Transition",
     "configured_rule",
     "evaluate",

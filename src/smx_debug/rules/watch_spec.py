@@ -55,22 +55,19 @@ class WatchedRule:
         if problem is not None:
             raise ConfigError(
                 f"watch spec: rule configuration name {self.name!r} {problem}",
-                field="rules[].name",
-                value=self.name,
+                field="rules[].name", value=self.name,
             )
         if self.rule not in EVALUATOR_RULES:
             raise ConfigError(
                 f"watch spec: rule {self.rule!r} (configuration {self.name!r}) cannot be evaluated without "
                 f"Debugger; the evaluator evaluates {', '.join(EVALUATOR_RULES)}",
-                field="rules[].rule",
-                value=self.rule,
+                field="rules[].rule", value=self.rule,
             )
         for key, value in self.parameters.items():
             if not isinstance(key, str) or not isinstance(value, bool | int | float | str):
                 raise ConfigError(
                     f"watch spec: parameter {key!r} of {self.name!r} must be a bool, number or string, got {value!r}",
-                    field=f"rules[{self.name}].parameters.{key}",
-                    value=value,
+                    field=f"rules[{self.name}].parameters.{key}", value=value,
                 )
 
     @property
