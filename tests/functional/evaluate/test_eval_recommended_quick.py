@@ -11,6 +11,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from hook_support import mlp, scale_lr, sgd_step, teacher_task  # noqa: E402
+
 ONSET, STEPS, SAVE_INTERVAL = 150, 300, 50
 
 
@@ -18,15 +20,8 @@ def _run(out_dir: Path, *, lr_factor: float) -> list[float]:
     import smx_debug.hook as smd
     from smx_debug.hook.save_config import SaveConfig
 
-    torch.set_num_threads(1)
-    torch.manual_seed(0)
-    g = torch.Generator().manual_seed(0)
-    teacher = torch.randn(16, 4, generator=g)
-    x = torch.randn(4096, 16, generator=g)
-    y = (x @ teacher).argmax(1)
-    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.ReLU(),
-                                torch.nn.Linear(32, 4))
-    loss_fn = torch.nn.CrossEntropyLoss()
+    g, _, x, y = teacher_task(4096)
+    model, loss_fn = mlp(), torch.nn.CrossEntropyLoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     hook = smd.Hook(out_dir=str(out_dir), save_config=SaveConfig(save_interval=SAVE_INTERVAL),
                     include_collections=["weights", "gradients", "losses"])
@@ -35,14 +30,8 @@ def _run(out_dir: Path, *, lr_factor: float) -> list[float]:
     losses = []
     for step in range(STEPS):
         if step == ONSET:
-            for group in opt.param_groups:
-                group["lr"] *= lr_factor
-        idx = torch.randint(0, len(x), (64,), generator=g)
-        loss = loss_fn(model(x[idx]), y[idx])
-        losses.append(float(loss.detach()))
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
+            scale_lr(opt, lr_factor)
+        losses.append(float(sgd_step(model, loss_fn, opt, x, y, g).detach()))
     hook.close()
     return losses
 
