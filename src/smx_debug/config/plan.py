@@ -24,7 +24,13 @@ from smx_debug.config.warnings import SmxDebugWarning
 from smx_debug.contracts import EVALUATOR_TAG, RULE_KINDS
 from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
 from smx_debug.rules.configured import ConfiguredRule, checked_rule
-from smx_debug.rules.definitions import GUARD_KEY, GUARD_RULES_KEY, CollectionRequirement
+from smx_debug.rules.definitions import (
+    GUARD_KEY,
+    GUARD_RULES_KEY,
+    GUARD_RULES_PARTS,
+    HOOK_PARAMETER_VALUE_MAX,
+    CollectionRequirement,
+)
 from smx_debug.rules.images import RULE_IMAGE_ACCOUNTS
 from smx_debug.rules.params import (
     PROFILER_RULES,
@@ -160,6 +166,11 @@ class DebugPlan(FrozenModel):
                 {"subpath": "in_process_guard", "bad_value": repr(self.in_process_guard),
                  "profile": self.resolved_profile},
             )
+        try:
+            self.in_process_guard_parameters()
+        except ConfigError as exc:
+            raise PydanticCustomError("smx_field", "{msg}", {
+                "subpath": "in_process_guard", "bad_value": repr(self.in_process_guard), "msg": str(exc)}) from None
         if self.profiler.disable and self.profiler_rules:
             raise PydanticCustomError(
                 "smx_field",
@@ -176,7 +187,11 @@ class DebugPlan(FrozenModel):
 
     def in_process_guard_parameters(self) -> dict[str, str]:
         """The ``HookParameters`` of :attr:`in_process_guard` (none without it): the mode, and, as JSON, the
-        plan's tensor rule configurations other than a recommended rule at its defaults (the hook adds those)."""
+        plan's tensor rule configurations other than a recommended rule at its defaults (the hook adds those), in
+        values of at most 256 characters (``in_process_guard_rules``, then ``_1`` ... ``_7``).
+
+        Raises:
+            ConfigError: when those configurations need more than eight values."""
         if self.in_process_guard is None:
             return {}
         tensor = [r for r in self.rules if r.spec.name in TENSOR_RULES]
@@ -186,8 +201,15 @@ class DebugPlan(FrozenModel):
                if r.parameters or r.rule_configuration_name != r.spec.name or r.spec.name not in profile
                or classes.count(r.spec.name) > 1]
         out: dict[str, str] = {GUARD_KEY: self.in_process_guard}
-        if own:
-            out[GUARD_RULES_KEY] = json.dumps(own, separators=(",", ":"))
+        text = json.dumps(own, separators=(",", ":")) if own else ""
+        parts = [text[i:i + HOOK_PARAMETER_VALUE_MAX] for i in range(0, len(text), HOOK_PARAMETER_VALUE_MAX)]
+        if len(parts) > GUARD_RULES_PARTS:
+            raise ConfigError(f"in_process_guard: the plan's tensor rule configurations take {len(text)} characters "
+                              f"as HookParameters, more than {GUARD_RULES_PARTS} values of "
+                              f"{HOOK_PARAMETER_VALUE_MAX} hold; configure fewer rules or parameters",
+                              field="in_process_guard", value=len(text))
+        for i, part in enumerate(parts):
+            out[GUARD_RULES_KEY if i == 0 else f"{GUARD_RULES_KEY}_{i}"] = part
         return out
 
     def _check_guard(self) -> None:

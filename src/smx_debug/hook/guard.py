@@ -15,11 +15,12 @@ from typing import Any
 from smx_debug import _json as bounded_json
 from smx_debug.errors import ConfigError, UnknownNameError
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configured_rule
-from smx_debug.rules.definitions import GUARD_KEY, GUARD_RULES_KEY
+from smx_debug.rules.definitions import GUARD_KEY, GUARD_RULES_KEY, GUARD_RULES_PARTS
 from smx_debug.rules.registry import profile_rules
 
 GUARD_MODES = ("warn", "stop")
-GUARD_PARAMETERS = frozenset({GUARD_KEY, GUARD_RULES_KEY})
+_RULES_PART_KEYS = (GUARD_RULES_KEY, *(f"{GUARD_RULES_KEY}_{i}" for i in range(1, GUARD_RULES_PARTS)))
+GUARD_PARAMETERS = frozenset({GUARD_KEY, *_RULES_PART_KEYS})
 """The guard's ``HookParameters`` keys (a plan renders them: ``DebugPlan.in_process_guard``)."""
 VERDICT_FILE = "smx-guard-verdict.json"
 """The verdict a ``stop`` writes, at the trial's root (``<out_dir>/smx-guard-verdict.json``, also on S3)."""
@@ -78,15 +79,21 @@ def parse_guard(hook_params: Mapping[str, Any], source: str) -> dict[str, Any]:
         mode = check_guard(hook_params.get(GUARD_KEY), field=field)
     except ConfigError as exc:
         raise ConfigError(f"{source}: {exc}", field=field, value=exc.value) from None
-    raw = hook_params.get(GUARD_RULES_KEY)
-    if raw is None:
+    given = [key for key in _RULES_PART_KEYS if key in hook_params]
+    if not given:
         return {"guard": mode, "guard_rules": ()}
     field = f"HookParameters.{GUARD_RULES_KEY}"
+    if given != list(_RULES_PART_KEYS[:len(given)]):  # a part missing before a later one: another JSON joined
+        gap = next(k for k in _RULES_PART_KEYS if k not in hook_params)
+        raise ConfigError(f"{source}: HookParameters.{gap} is not set but a later part of {GUARD_RULES_KEY} is (a "
+                          f"plan splits the guard's rules across {GUARD_RULES_KEY}, {GUARD_RULES_KEY}_1, ...: set "
+                          "every part it rendered)", field=f"HookParameters.{gap}", value=None)
+    raw = "".join(str(hook_params[key]) for key in given)
     if mode is None:
         raise ConfigError(f"{source}: {field} configures the in-process guard, but HookParameters.{GUARD_KEY} is "
                           "not set", field=field, value=raw)
     try:
-        entries = bounded_json.loads(raw) if isinstance(raw, str) else raw
+        entries = bounded_json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{source}: {field}: invalid JSON ({exc.msg})", field=field, value=raw) from None
     if not isinstance(entries, list) or not all(

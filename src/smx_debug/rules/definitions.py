@@ -14,6 +14,8 @@ from smx_debug.errors import UnknownNameError
 __all__ = [
     "GUARD_KEY",
     "GUARD_RULES_KEY",
+    "GUARD_RULES_PARTS",
+    "HOOK_PARAMETER_VALUE_MAX",
     "LOSS_MEANS_KEY",
     "TRAIN_LOSS_MEAN",
     "VAL_LOSS_MEAN",
@@ -36,7 +38,11 @@ GUARD_KEY = "in_process_guard"
 """The ``HookParameters`` key (``warn`` or ``stop``) a plan's ``in_process_guard`` renders (smx_debug.hook.guard)."""
 GUARD_RULES_KEY = "in_process_guard_rules"
 """The ``HookParameters`` key holding the guard's rule configurations that are not a recommended rule at its
-defaults, as JSON ``[[configuration name, rule, {parameter: value}], ...]`` (absent: the profile at its defaults)."""
+defaults, as JSON ``[[configuration name, rule, {parameter: value}], ...]`` (absent: the profile at its defaults),
+continued in ``in_process_guard_rules_1`` ... ``_7`` when longer than a ``HookParameters`` value."""
+GUARD_RULES_PARTS = 8
+HOOK_PARAMETER_VALUE_MAX = 256
+"""SageMaker's limit on one ``HookParameters`` value (``ConfigValue``: 0-256 characters)."""
 
 ParamType = Literal["int", "float", "bool", "str", "regex"]
 ParamValue = bool | int | float | str

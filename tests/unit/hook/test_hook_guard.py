@@ -116,3 +116,28 @@ def test_hook_parameters_bad_guard_is_refused_naming_the_field(params: dict[str,
         parse_hook_config({"HookParameters": params}, source="hook.json")
     assert info.value.field == field
     assert str(info.value).startswith("hook.json: ")
+
+
+def test_plan_in_process_guard_rules_longer_than_a_hook_parameter_continue_in_numbered_keys(tmp_path: Path) -> None:
+    rules = [{"name": "SmxWeightGrowth", "configuration_name": f"Growth-{i}-{'x' * 40}", "parameters": {"factor": i}}
+             for i in range(2, 12)]
+    plan = DebugPlan.from_dict({**BASE, "in_process_guard": "stop", "rules": rules})
+    params = debug_hook_config(plan)["HookParameters"]
+    parts = [k for k in params if k.startswith("in_process_guard_rules")]
+    assert len(parts) > 1 and all(len(params[k]) <= 256 for k in parts)  # SageMaker's ConfigValue limit
+    configs, _ = plan.tensor_rules()
+    hook = Hook.from_plan(plan, tmp_path / "run")
+    assert _configs(hook) == {c.name: (c.rule, dict(c.parameters)) for c in configs}
+    # a part missing before a later one is refused, naming it
+    del params["in_process_guard_rules_1"]
+    with pytest.raises(ConfigError, match="in_process_guard_rules_1 is not set") as info:
+        parse_hook_config({"HookParameters": params}, source="hook.json")
+    assert info.value.field == "HookParameters.in_process_guard_rules_1"
+
+
+def test_plan_in_process_guard_rules_beyond_eight_hook_parameters_are_refused() -> None:
+    rules = [{"name": "SmxWeightGrowth", "configuration_name": f"Growth-{i}-{'x' * 200}", "parameters": {"factor": i}}
+             for i in range(2, 14)]
+    with pytest.raises(ConfigError, match="more than 8 values of 256") as info:
+        DebugPlan.from_dict({**BASE, "in_process_guard": "stop", "rules": rules})
+    assert info.value.field == "in_process_guard"
