@@ -13,6 +13,7 @@ import boto3
 import pandas as pd
 import pytest
 from botocore.stub import Stubber
+from sagemaker_answers import describe_training_job
 
 from smx_debug.data.framework_trace import framework_metrics, step_durations
 from smx_debug.data.profiler_output import profiler_report
@@ -50,18 +51,10 @@ def s3(local_aws: LocalAws) -> Any:
 
 
 def _describe(job: str, profiler_path: str) -> dict[str, Any]:
-    return {
-        "TrainingJobName": job,
-        "TrainingJobArn": f"arn:aws:sagemaker:us-west-2:123456789012:training-job/{job}",
-        "TrainingJobStatus": "Completed",
-        "SecondaryStatus": "Completed",
-        "ModelArtifacts": {"S3ModelArtifacts": ""},
-        "AlgorithmSpecification": {"TrainingInputMode": "File", "TrainingImage": "img"},
-        "ResourceConfig": {"InstanceType": "ml.p3.8xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30},
-        "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
-        "CreationTime": pd.Timestamp("2026-01-01T00:00:00Z").to_pydatetime(),
-        "ProfilerConfig": {"S3OutputPath": profiler_path},
-    }
+    return describe_training_job(
+        job, ResourceConfig={"InstanceType": "ml.p3.8xlarge", "InstanceCount": 2, "VolumeSizeInGB": 30},
+        CreationTime=pd.Timestamp("2026-01-01T00:00:00Z").to_pydatetime(), ProfilerConfig={"S3OutputPath": profiler_path},
+    )
 
 
 def test_system_metrics_from_s3_equals_local_copy(s3: Any, tmp_path: Path) -> None:

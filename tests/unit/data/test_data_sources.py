@@ -9,23 +9,15 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from sagemaker_answers import describe_training_job
 
 from smx_debug.data.sources import LocalSource, S3Source, _bounded_map, job_paths, open_source, split_s3_uri
 from smx_debug.errors import ConfigError, NotFoundError
 
-DESC = {
-    "TrainingJobName": "job-1",
-    "TrainingJobArn": "arn:aws:sagemaker:us-west-2:123456789012:training-job/job-1",
-    "TrainingJobStatus": "InProgress",
-    "SecondaryStatus": "Training",
-    "ModelArtifacts": {"S3ModelArtifacts": ""},
-    "AlgorithmSpecification": {"TrainingInputMode": "File", "TrainingImage": "img"},
-    "ResourceConfig": {"InstanceType": "ml.p3.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
-    "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
-    "CreationTime": "2026-01-01T00:00:00Z",
-    "ProfilerConfig": {"S3OutputPath": "s3://bucket/profiler/"},
-    "DebugHookConfig": {"S3OutputPath": "s3://bucket/debug"},
-}
+DESC = describe_training_job(
+    "job-1", TrainingJobStatus="InProgress", SecondaryStatus="Training",
+    ProfilerConfig={"S3OutputPath": "s3://bucket/profiler/"}, DebugHookConfig={"S3OutputPath": "s3://bucket/debug"},
+)
 
 
 def _sm(desc: dict[str, Any]) -> tuple[Any, Stubber]:
