@@ -34,27 +34,18 @@ from smx_debug.tensors import create_trial
 _LAST_SECOND = 253_402_300_799  # 9999-12-31T23:59:59Z, the last time datetime (and the report) can show
 
 
-def parse_time(text: str, option: str) -> int:
-    """An ISO-8601 time (UTC when no offset is given) or epoch seconds from 1970 to 9999, as epoch ns."""
-    def bad(why: str) -> ConfigError:
-        return ConfigError(f"{option} {why}, got {text!r}", field=option, value=text)
-
+def _iso_seconds(text: str) -> float:
+    """An ISO-8601 time (UTC when no offset is given) as epoch seconds; a ConfigError naming --onset if not."""
     try:
-        seconds = float(text)
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        try:
-            when = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            raise bad("must be an ISO-8601 time or epoch seconds") from None
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=UTC)
-        try:
-            seconds = when.timestamp()
-        except (OverflowError, ValueError):
-            raise bad("is outside the years 1970-9999") from None
-    if not math.isfinite(seconds) or not 0 <= seconds <= _LAST_SECOND:
-        raise bad("must be a time from 1970 to 9999 (epoch seconds 0 to 253402300799)")
-    return int(seconds * 1e9)
+        raise ConfigError(f"--onset must be an ISO-8601 time or epoch seconds, got {text!r}", field="--onset",
+                          value=text) from None
+    try:
+        return (when if when.tzinfo is not None else when.replace(tzinfo=UTC)).timestamp()
+    except (OverflowError, ValueError):
+        raise ConfigError(f"--onset is outside the years 1970-9999, got {text!r}", field="--onset",
+                          value=text) from None
 
 
 def load_framework_events(job_or_path: str, args: argparse.Namespace) -> Any:
@@ -66,8 +57,19 @@ def load_framework_events(job_or_path: str, args: argparse.Namespace) -> Any:
 
 
 def onset_of(args: argparse.Namespace) -> int | None:
-    """``--onset`` as epoch ns (None when not given); checked before any work, so a typo costs no evaluation."""
-    return parse_time(args.onset, "--onset") if args.onset else None
+    """``--onset`` (an ISO-8601 time, UTC when no offset is given, or epoch seconds from 1970 to 9999) as epoch
+    ns, None when not given; checked before any work, so a typo costs no evaluation."""
+    text: str | None = args.onset
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = _iso_seconds(text)
+    if not math.isfinite(seconds) or not 0 <= seconds <= _LAST_SECOND:
+        raise ConfigError(f"--onset must be a time from 1970 to 9999 (epoch seconds 0 to 253402300799), got "
+                          f"{text!r}", field="--onset", value=text)
+    return int(seconds * 1e9)
 
 
 def load_outcome(info: Any, args: argparse.Namespace, onset: int | None) -> Any:

@@ -9,7 +9,7 @@ sources and where we chose between sources: docs/rules.md, "Tensor rules".
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
@@ -387,6 +387,20 @@ class _InitState:
     best: dict[str, tuple[float, int]] = field(default_factory=dict)  # loss -> (best value, saved steps since)
 
 
+def _window_values(found: Iterable[Any], window: set[int], keep: Callable[[Any], bool] = lambda v: True
+                   ) -> dict[int, list[Any]]:
+    """The values saved at ``window``'s steps, by step: each tensor's (``found``: its series, None for a tensor
+    not in the batch) first worker's, those ``keep`` accepts."""
+    per_step: dict[int, list[Any]] = {}
+    for series in found:
+        if series is None or not len(series.steps):
+            continue
+        for step, worker, v in zip(series.steps, series.workers, series.values, strict=True):
+            if int(step) in window and worker == series.workers[0] and keep(v):
+                per_step.setdefault(int(step), []).append(v)
+    return per_step
+
+
 class PoorWeightInitialization(TensorRule):
     """Over the first ``steps`` saved TRAIN steps, any of: the largest / smallest variance of the activation
     inputs across layers is above ``threshold``; the 5th-95th percentile range of all gradients is below
@@ -432,16 +446,9 @@ class PoorWeightInitialization(TensorRule):
     def _variances(state: _InitState, batch: TensorBatch, params: RuleParams, names: list[str],
                    window: set[int]) -> None:
         thr = params.threshold
-        per_step: dict[int, list[float]] = {}
-        for name in names:
-            stat = batch.reduction(name, "variance")
-            if stat is None:
-                continue
-            for step, worker, v in zip(stat.steps, stat.workers, stat.values, strict=True):
-                if int(step) in window and worker == stat.workers[0]:
-                    per_step.setdefault(int(step), []).append(float(v))
+        per_step = _window_values((batch.reduction(name, "variance") for name in names), window)
         for step in sorted(step for step, layers in per_step.items() if len(layers) >= 2):  # a ratio: two layers
-            vs = np.asarray(per_step[step])
+            vs = np.asarray(per_step[step], np.float64)
             lo, hi = float(vs.min()), float(vs.max())
             ratio = hi / lo if lo > 0 else np.inf
             state.tally.add_one(f"activation inputs ({len(vs)} layers)", step, ratio, bool(ratio > thr),
@@ -452,17 +459,10 @@ class PoorWeightInitialization(TensorRule):
     def _gradients(state: _InitState, batch: TensorBatch, params: RuleParams, names: list[str],
                    window: set[int]) -> None:
         rng = params.distribution_range
-        per_step: dict[int, list[np.ndarray]] = {}
-        for name in names:
-            s = batch.arrays.get(name)
-            if s is None:
-                continue
-            first = s.workers[0] if len(s) else None
-            for step, worker, v in zip(s.steps, s.workers, s.values, strict=True):
-                if int(step) in window and worker == first and v.dtype.kind in "fiub":
-                    per_step.setdefault(int(step), []).append(np.asarray(v, np.float64).ravel())
+        per_step = _window_values((batch.arrays.get(name) for name in names), window,
+                                  keep=lambda v: v.dtype.kind in "fiub")
         for step in sorted(per_step):
-            values = np.concatenate(per_step[step])
+            values = np.concatenate([np.asarray(v, np.float64).ravel() for v in per_step[step]])
             values = values[np.isfinite(values)]
             if not len(values):
                 continue
