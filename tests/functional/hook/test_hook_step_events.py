@@ -34,11 +34,17 @@ def _run(model: EncoderStyle, hook: smd.Hook, steps: int, *, events: bool) -> No
     hook.close()
 
 
-def test_hook_start_step_module_never_called_saves_each_event(tmp_path: Path) -> None:
+def _hooked(out_dir: Path) -> tuple[EncoderStyle, smd.Hook]:
+    """An EncoderStyle model registered with a hook saving its weights and gradients every 2 steps."""
     model = EncoderStyle()
-    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=2),
+    hook = smd.Hook(out_dir=str(out_dir), save_config=smd.SaveConfig(save_interval=2),
                     include_collections=["weights", "gradients"])
     hook.register_module(model)
+    return model, hook
+
+
+def test_hook_start_step_module_never_called_saves_each_event(tmp_path: Path) -> None:
+    model, hook = _hooked(tmp_path / "t")
     _run(model, hook, 6, events=True)
     trial = smd.create_trial(str(tmp_path / "t"))
     assert trial.tensor("gradient/EncoderStyle_encoder.0.weight").steps() == [0, 2, 4]
@@ -46,10 +52,7 @@ def test_hook_start_step_module_never_called_saves_each_event(tmp_path: Path) ->
 
 def test_hook_module_never_called_without_events_saves_nothing(tmp_path: Path) -> None:
     # what the integrations fix: the registered module's forward never runs, so no step starts
-    model = EncoderStyle()
-    hook = smd.Hook(out_dir=str(tmp_path / "t"), save_config=smd.SaveConfig(save_interval=2),
-                    include_collections=["weights", "gradients"])
-    hook.register_module(model)
+    model, hook = _hooked(tmp_path / "t")
     _run(model, hook, 6, events=False)
     assert hook.step == -1 and not (tmp_path / "t").exists()
 
