@@ -22,16 +22,12 @@ __all__ = [
     "utilization_stats",
 ]
 
-_LAZY = {
-    "chrome_trace": "smx_debug.analysis.trace_export",
-    "dip_causes": "smx_debug.analysis.dips",
-    "gpu_dips": "smx_debug.analysis.dips",
-    "step_outlier_scans": "smx_debug.evaluate.step_rules",
-    "step_outliers": "smx_debug.analysis.stats",
-    "step_statistics": "smx_debug.analysis.stats",
-    "training_phases": "smx_debug.analysis.stats",
-    "utilization_stats": "smx_debug.analysis.stats",
-}
+_LAZY = {name: module for module, names in {
+    "smx_debug.analysis.dips": ("dip_causes", "gpu_dips"),
+    "smx_debug.analysis.stats": ("step_outliers", "step_statistics", "training_phases", "utilization_stats"),
+    "smx_debug.analysis.trace_export": ("chrome_trace",),
+    "smx_debug.evaluate.step_rules": ("step_outlier_scans",),
+}.items() for name in names}
 
 if TYPE_CHECKING:
     from smx_debug.analysis.dips import dip_causes, gpu_dips

@@ -27,17 +27,12 @@ __all__ = [
     "wait_for_rules",
 ]
 
-_LAZY = {
-    "SystemMetricsReader": "smx_debug.data.system",
-    "framework_metrics": "smx_debug.data.framework_trace",
-    "profiler_report": "smx_debug.data.profiler_output",
-    "rule_summary": "smx_debug.data.rule_statuses",
-    "rule_summary_many": "smx_debug.data.rule_statuses",
-    "step_durations": "smx_debug.data.framework_trace",
-    "system_metrics": "smx_debug.data.system",
-    "system_metrics_wide": "smx_debug.data.system",
-    "wait_for_rules": "smx_debug.data.rule_statuses",
-}
+_LAZY = {name: f"smx_debug.data.{module}" for module, names in {
+    "framework_trace": ("framework_metrics", "step_durations"),
+    "profiler_output": ("profiler_report",),
+    "rule_statuses": ("rule_summary", "rule_summary_many", "wait_for_rules"),
+    "system": ("SystemMetricsReader", "system_metrics", "system_metrics_wide"),
+}.items() for name in names}
 
 if TYPE_CHECKING:
     from smx_debug.data.framework_trace import framework_metrics, step_durations

@@ -21,14 +21,19 @@ import numpy as np
 import pandas as pd
 
 from smx_debug import _json as bounded_json
+from smx_debug.data import frames
 from smx_debug.data._util import TimeLike, is_utf8, progress_bar, to_epoch_ns
 from smx_debug.data.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 from smx_debug.data.system import TIMESTAMP_RANGE_S
 from smx_debug.errors import ConfigError, NotFoundError
 
 TRACE_KINDS = ("pythontimeline", "model_timeline", "horovod_timeline")
-EVENT_COLUMNS = ["node", "pid", "kind", "process", "name", "phase", "start", "end", "duration", "step", "args"]
-STEP_COLUMNS = ["node", "rank", "mode", "step", "start", "end", "duration"]
+# the events frame's columns and their dtypes (an empty frame has them too)
+_EVENT_DTYPES = {"node": "str", "pid": "int64", "kind": "str", "process": "str", "name": "str", "phase": "str",
+                 "start": "datetime64[ns, UTC]", "end": "datetime64[ns, UTC]", "duration": "float64", "step": "Int64",
+                 "args": "object"}
+EVENT_COLUMNS = list(_EVENT_DTYPES)
+STEP_COLUMNS = list(frames.STEP_COLUMNS)
 _FILE_RE = re.compile(r"(?:^|/)(\d{13,19})_(.+)_(pythontimeline|model_timeline|horovod_timeline)\.json$")
 _PID_NODE = re.compile(r"^(\d+)-(.+)$")
 
@@ -179,21 +184,7 @@ def parse_trace(data: bytes, *, node: str = "", pid: int = -1, kind: str = "") -
 
 
 def _empty_events() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "node": pd.Series([], dtype="str"),
-            "pid": pd.Series([], dtype="int64"),
-            "kind": pd.Series([], dtype="str"),
-            "process": pd.Series([], dtype="str"),
-            "name": pd.Series([], dtype="str"),
-            "phase": pd.Series([], dtype="str"),
-            "start": pd.Series([], dtype="datetime64[ns, UTC]"),
-            "end": pd.Series([], dtype="datetime64[ns, UTC]"),
-            "duration": pd.Series([], dtype="float64"),
-            "step": pd.Series([], dtype="Int64"),
-            "args": pd.Series([], dtype="object"),
-        }
-    )
+    return pd.DataFrame({name: pd.Series([], dtype=dtype) for name, dtype in _EVENT_DTYPES.items()})
 
 
 def list_trace_files(source: Source) -> list[TraceFile]:
@@ -301,17 +292,7 @@ def step_durations(events: pd.DataFrame) -> pd.DataFrame:
     steps = events[(events["phase"] == "X") & events["name"].astype(str).str.startswith("Step:")
                    & events["step"].notna()]
     if steps.empty:
-        return pd.DataFrame(
-            {
-                "node": pd.Series([], dtype="str"),
-                "rank": pd.Series([], dtype="int64"),
-                "mode": pd.Series([], dtype="str"),
-                "step": pd.Series([], dtype="int64"),
-                "start": pd.Series([], dtype="datetime64[ns, UTC]"),
-                "end": pd.Series([], dtype="datetime64[ns, UTC]"),
-                "duration": pd.Series([], dtype="float64"),
-            }
-        )
+        return frames.empty_steps()
     writers = sorted({(n, p) for n, p in zip(steps["node"], steps["pid"], strict=True)},
                      key=lambda w: (_natural(str(w[0])), w[1]))
     rank_of = {w: i for i, w in enumerate(writers)}

@@ -31,7 +31,7 @@ class JobInfo:
 
 
 def _debugger_data(job_or_uri: str, sagemaker_client: Any, s3_client: Any, report: LoadReport | None) -> JobData:
-    """System metrics and steps from Debugger's profiler output in S3, through the reports package's readers."""
+    """System metrics and steps from Debugger's profiler output in S3, through this package's readers."""
     return load_source(open_source(job_or_uri, sagemaker_client=sagemaker_client, s3_client=s3_client), report)
 
 

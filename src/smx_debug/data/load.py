@@ -25,7 +25,7 @@ from smx_debug.data.framework_trace import (
 )
 from smx_debug.data.metrics_file import read_scalars
 from smx_debug.data.sources import ObjectInfo, Source, open_source
-from smx_debug.data.system import SystemMetricsReader, list_system_files, parse_system_file, system_frame
+from smx_debug.data.system import SystemMetricsReader, list_system_files, parse_system_file, tables_frame
 from smx_debug.errors import NotFoundError
 
 
@@ -92,7 +92,7 @@ def _load_file(path: Path, report: LoadReport) -> JobData:
     head = _first_line(path)
     if b'"Dimension"' in head and b'"NodeId"' in head:
         table, skips = parse_system_file(path.read_bytes())
-        frame = system_frame([table], {path.name: skips}, source=str(path), files=1)
+        frame = tables_frame([table], {path.name: skips}, source=str(path), files=1)
         for reason, n in skips.items():
             report.skip(f"{reason} (system metrics)", n)
         return JobData(system=frame if len(frame) else empty_system())

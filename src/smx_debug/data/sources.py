@@ -50,7 +50,7 @@ class ObjectInfo:
 
 
 class Source(Protocol):
-    """A readable tree of profiler output."""
+    """A readable tree of profiler output (:class:`LocalSource` and :class:`S3Source` share its ``map``)."""
 
     @property
     def uri(self) -> str:
@@ -77,7 +77,11 @@ class Source(Protocol):
 
         ``sizes`` (bytes per key, as listed) lets the reads in flight be bounded by bytes as well as by count.
         """
-        ...
+        return _bounded_map(self.read, keys, fn, self.read_workers(workers), sizes)
+
+    def read_workers(self, workers: int) -> int:
+        """How many of ``workers`` threads read at once (all of them, unless the source says fewer)."""
+        return workers
 
 
 class _ByteBudget:
@@ -162,7 +166,7 @@ def _bounded_map(
                 fut.cancel()
 
 
-class LocalSource:
+class LocalSource(Source):
     """A directory on disk."""
 
     def __init__(self, root: str | os.PathLike[str]) -> None:
@@ -192,19 +196,12 @@ class LocalSource:
     def read(self, key: str) -> bytes:
         return (self.root / key).read_bytes()
 
-    def map(
-        self,
-        keys: Iterable[str],
-        fn: Callable[[str, bytes], T],
-        *,
-        workers: int = DEFAULT_WORKERS,
-        sizes: Mapping[str, int] | None = None,
-    ) -> Iterator[tuple[str, T]]:
+    def read_workers(self, workers: int) -> int:
         # Disk reads are cheap; two threads per core keep parsing busy without oversubscribing.
-        return _bounded_map(self.read, keys, fn, min(workers, 2 * (os.cpu_count() or 1)), sizes)
+        return min(workers, 2 * (os.cpu_count() or 1))
 
 
-class S3Source:
+class S3Source(Source):
     """A prefix in an S3 bucket, read through an injected boto3 client."""
 
     def __init__(self, bucket: str, prefix: str, *, s3_client: Any = None) -> None:
@@ -244,16 +241,6 @@ class S3Source:
             return data
         except ClientError as exc:
             raise _translate(exc, "GetObject", f"s3://{self.bucket}/{self.prefix}{key}") from exc
-
-    def map(
-        self,
-        keys: Iterable[str],
-        fn: Callable[[str, bytes], T],
-        *,
-        workers: int = DEFAULT_WORKERS,
-        sizes: Mapping[str, int] | None = None,
-    ) -> Iterator[tuple[str, T]]:
-        return _bounded_map(self.read, keys, fn, workers, sizes)
 
 
 def _translate(exc: ClientError, operation: str, where: str) -> Exception:

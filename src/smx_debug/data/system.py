@@ -681,11 +681,11 @@ class SystemMetricsReader:
         per_line = sum(self._parts[k].per_line for k in keys)
         if release:
             self._parts = {}
-        return system_frame(tables, skipped, source=self.source.uri, files=len(keys), start_ns=self.start_ns,
+        return tables_frame(tables, skipped, source=self.source.uri, files=len(keys), start_ns=self.start_ns,
                             end_ns=self.end_ns, release=release, per_line=per_line)
 
 
-def system_frame(
+def tables_frame(
     tables: list[pa.Table],
     skipped: dict[str, dict[str, int]],
     *,

@@ -200,3 +200,30 @@ def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     return float(value)  # NaN and infinities too: a diverging loss is what the rules look for
+
+
+class DrivingCallback:
+    """What every framework's ``SmxDebugCallback`` takes and holds: the hook it drives, through a :class:`HookDriver`.
+
+    Args:
+        hook: a hook of your own (``smd.Hook(...)``); nothing else may be given with it.
+        plan: a :class:`~smx_debug.DebugPlan` (or a plan file) whose hook settings to use, with ``out_dir``.
+        out_dir: where the trial is written (a directory or ``s3://`` prefix); alone, weights, gradients and
+            losses are saved every ``save_interval`` steps.
+        save_interval: with ``out_dir`` alone.
+
+    Without arguments, the job's settings on SageMaker (``smd.get_hook(create_if_not_exists=True)``).
+    """
+
+    def __init__(self, hook: Hook | None = None, *, plan: Any = None, out_dir: str | os.PathLike[str] | None = None,
+                 save_interval: int | None = None) -> None:
+        self.driver = HookDriver(resolve_hook(hook, plan=plan, out_dir=out_dir, save_interval=save_interval))
+        self._init_framework_state()
+
+    def _init_framework_state(self) -> None:
+        """The framework's own state of a run, set when the callback is made (none here)."""
+
+    @property
+    def hook(self) -> Hook | None:
+        """The hook this callback drives (None on a SageMaker job without hook settings)."""
+        return self.driver.hook

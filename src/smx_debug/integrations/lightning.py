@@ -25,44 +25,25 @@ lightning is imported here only; it is not a dependency of smx-debug.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
 from lightning.pytorch.callbacks import Callback  # type: ignore[import-not-found, unused-ignore]
 
-from smx_debug.hook.hook import Hook
-from smx_debug.integrations.core import HookDriver, resolve_hook
+from smx_debug.integrations.core import DrivingCallback
 from smx_debug.tensors.mode_keys import ModeKeys
 
 __all__ = ["SmxDebugCallback"]
 
 
-class SmxDebugCallback(Callback):  # type: ignore[misc, unused-ignore]
-    """Watch a ``lightning.Trainer`` run with smx-debug's hook.
+class SmxDebugCallback(DrivingCallback, Callback):  # type: ignore[misc, unused-ignore]
+    """Watch a ``lightning.Trainer`` run with smx-debug's hook (arguments: :class:`DrivingCallback`'s)."""
 
-    Args:
-        hook: a hook of your own (``smd.Hook(...)``); nothing else may be given with it.
-        plan: a :class:`~smx_debug.DebugPlan` (or a plan file) whose hook settings to use, with ``out_dir``.
-        out_dir: where the trial is written (a directory or ``s3://`` prefix); alone, weights, gradients and
-            losses are saved every ``save_interval`` steps.
-        save_interval: with ``out_dir`` alone.
-
-    Without arguments, the job's settings on SageMaker (``smd.get_hook(create_if_not_exists=True)``).
-    """
-
-    def __init__(self, hook: Hook | None = None, *, plan: Any = None, out_dir: str | os.PathLike[str] | None = None,
-                 save_interval: int | None = None) -> None:
-        self.driver = HookDriver(resolve_hook(hook, plan=plan, out_dir=out_dir, save_interval=save_interval))
+    def _init_framework_state(self) -> None:
         self._before: dict[str, float] = {}  # the logged losses when the epoch started
         self._val_before: dict[str, float] = {}  # ... when the validation started
         self._eval_names: set[str] = set()  # names logged by validation
         self._held: dict[str, float] = {}  # training values to save at the next training step
-
-    @property
-    def hook(self) -> Hook | None:
-        """The hook this callback drives (None on a SageMaker job without hook settings)."""
-        return self.driver.hook
 
     # --- registration and the end ---------------------------------------------------------------------
 

@@ -27,27 +27,12 @@ DT_HALF: Final = 19
 MAX_NDIM: Final = 64  # numpy's limit (NPY_MAXDIMS)
 
 # DataType number -> numpy dtype (little-endian, as the bytes are written). Quantized types read as their storage.
-NUMPY_DTYPES: Final[dict[int, np.dtype[Any]]] = {
-    1: np.dtype("<f4"),    # DT_FLOAT
-    2: np.dtype("<f8"),    # DT_DOUBLE
-    3: np.dtype("<i4"),    # DT_INT32
-    4: np.dtype("u1"),     # DT_UINT8
-    5: np.dtype("<i2"),    # DT_INT16
-    6: np.dtype("i1"),     # DT_INT8 (smdebug reads it as uint8)
-    8: np.dtype("<c8"),    # DT_COMPLEX64
-    9: np.dtype("<i8"),    # DT_INT64
-    10: np.dtype("?"),     # DT_BOOL
-    11: np.dtype("i1"),    # DT_QINT8
-    12: np.dtype("u1"),    # DT_QUINT8
-    13: np.dtype("<i4"),   # DT_QINT32
-    15: np.dtype("<i2"),   # DT_QINT16
-    16: np.dtype("<u2"),   # DT_QUINT16
-    17: np.dtype("<u2"),   # DT_UINT16
-    18: np.dtype("<c16"),  # DT_COMPLEX128
-    19: np.dtype("<f2"),   # DT_HALF
-    22: np.dtype("<u4"),   # DT_UINT32
-    23: np.dtype("<u8"),   # DT_UINT64
-}
+NUMPY_DTYPES: Final[dict[int, np.dtype[Any]]] = {code: np.dtype(spec) for code, spec in {
+    1: "<f4", 2: "<f8", 3: "<i4", 4: "u1", 5: "<i2", 6: "i1",  # FLOAT DOUBLE INT32 UINT8 INT16 INT8 (smdebug: uint8)
+    8: "<c8", 9: "<i8", 10: "?", 11: "i1", 12: "u1", 13: "<i4",  # COMPLEX64 INT64 BOOL QINT8 QUINT8 QINT32
+    15: "<i2", 16: "<u2", 17: "<u2", 18: "<c16", 19: "<f2",  # QINT16 QUINT16 UINT16 COMPLEX128 HALF
+    22: "<u4", 23: "<u8",  # UINT32 UINT64
+}.items()}
 # numpy kind+size -> the DataType we write (the first of the table for each numpy type).
 _WRITE_CODES: Final[dict[str, int]] = {
     "f4": 1, "f8": 2, "i4": 3, "u1": 4, "i2": 5, "i1": 6, "c8": 8, "i8": 9, "b1": 10, "u2": 17, "c16": 18,

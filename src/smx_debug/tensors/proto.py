@@ -12,6 +12,7 @@ declares ``string``, same wire format), so odd bytes never fail a parse. Decodin
 
 from __future__ import annotations
 
+import re
 from typing import Any, Final
 
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -20,62 +21,40 @@ MODE_STEP_PLUGIN: Final = "mode_step"
 MODE_PLUGIN: Final = "mode"
 
 _F = descriptor_pb2.FieldDescriptorProto
-_OPT, _REP = _F.LABEL_OPTIONAL, _F.LABEL_REPEATED
 _PACKAGE = "smx_debug.tfevent"
 
 
-def _message(name: str, *fields: tuple[str, int, int, int, str]) -> descriptor_pb2.DescriptorProto:
-    msg = descriptor_pb2.DescriptorProto(name=name)
-    for fname, number, label, ftype, type_name in fields:
-        f = msg.field.add(name=fname, number=number, label=label, type=ftype)
-        if type_name:
-            f.type_name = f".{_PACKAGE}.{type_name}"
-    return msg
+# The messages in .proto syntax (proto3; ``repeated`` marks a list). TensorProto.dtype is TensorFlow's DataType
+# enum, kept as its number.
+_SCHEMA = """
+Event { double wall_time = 1; int64 step = 2; string file_version = 3; bytes graph_def = 4; Summary summary = 5; }
+Summary { repeated SummaryValue value = 1; }
+SummaryValue { string tag = 1; float simple_value = 2; string node_name = 7; TensorProto tensor = 8;
+               SummaryMetadata metadata = 9; }
+SummaryMetadata { repeated PluginData plugin_data = 1; }
+PluginData { string plugin_name = 1; bytes content = 2; }
+TensorProto { int32 dtype = 1; TensorShapeProto tensor_shape = 2; int32 version_number = 3; bytes tensor_content = 4;
+              repeated float float_val = 5; repeated double double_val = 6; repeated int32 int_val = 7;
+              repeated bytes string_val = 8; repeated float scomplex_val = 9; repeated int64 int64_val = 10;
+              repeated bool bool_val = 11; repeated double dcomplex_val = 12; repeated int32 half_val = 13;
+              repeated uint32 uint32_val = 16; repeated uint64 uint64_val = 17; }
+TensorShapeProto { repeated TensorShapeDim dim = 2; bool unknown_rank = 3; }
+TensorShapeDim { int64 size = 1; string name = 2; }
+"""
+_MESSAGE = re.compile(r"(\w+)\s*\{([^}]*)\}")
+_FIELD = re.compile(r"(repeated\s+)?(\w+)\s+(\w+)\s*=\s*(\d+)")
 
 
 def _file() -> descriptor_pb2.FileDescriptorProto:
     fd = descriptor_pb2.FileDescriptorProto(name="smx_debug/tfevent.proto", package=_PACKAGE, syntax="proto3")
-    fd.message_type.extend([
-        _message("Event",
-                 ("wall_time", 1, _OPT, _F.TYPE_DOUBLE, ""),
-                 ("step", 2, _OPT, _F.TYPE_INT64, ""),
-                 ("file_version", 3, _OPT, _F.TYPE_STRING, ""),
-                 ("graph_def", 4, _OPT, _F.TYPE_BYTES, ""),
-                 ("summary", 5, _OPT, _F.TYPE_MESSAGE, "Summary")),
-        _message("Summary", ("value", 1, _REP, _F.TYPE_MESSAGE, "SummaryValue")),
-        _message("SummaryValue",
-                 ("tag", 1, _OPT, _F.TYPE_STRING, ""),
-                 ("simple_value", 2, _OPT, _F.TYPE_FLOAT, ""),
-                 ("node_name", 7, _OPT, _F.TYPE_STRING, ""),
-                 ("tensor", 8, _OPT, _F.TYPE_MESSAGE, "TensorProto"),
-                 ("metadata", 9, _OPT, _F.TYPE_MESSAGE, "SummaryMetadata")),
-        _message("SummaryMetadata", ("plugin_data", 1, _REP, _F.TYPE_MESSAGE, "PluginData")),
-        _message("PluginData",
-                 ("plugin_name", 1, _OPT, _F.TYPE_STRING, ""),
-                 ("content", 2, _OPT, _F.TYPE_BYTES, "")),
-        _message("TensorProto",
-                 ("dtype", 1, _OPT, _F.TYPE_INT32, ""),  # TensorFlow's DataType enum, kept as its number
-                 ("tensor_shape", 2, _OPT, _F.TYPE_MESSAGE, "TensorShapeProto"),
-                 ("version_number", 3, _OPT, _F.TYPE_INT32, ""),
-                 ("tensor_content", 4, _OPT, _F.TYPE_BYTES, ""),
-                 ("float_val", 5, _REP, _F.TYPE_FLOAT, ""),
-                 ("double_val", 6, _REP, _F.TYPE_DOUBLE, ""),
-                 ("int_val", 7, _REP, _F.TYPE_INT32, ""),
-                 ("string_val", 8, _REP, _F.TYPE_BYTES, ""),
-                 ("scomplex_val", 9, _REP, _F.TYPE_FLOAT, ""),
-                 ("int64_val", 10, _REP, _F.TYPE_INT64, ""),
-                 ("bool_val", 11, _REP, _F.TYPE_BOOL, ""),
-                 ("dcomplex_val", 12, _REP, _F.TYPE_DOUBLE, ""),
-                 ("half_val", 13, _REP, _F.TYPE_INT32, ""),
-                 ("uint32_val", 16, _REP, _F.TYPE_UINT32, ""),
-                 ("uint64_val", 17, _REP, _F.TYPE_UINT64, "")),
-        _message("TensorShapeProto",
-                 ("dim", 2, _REP, _F.TYPE_MESSAGE, "TensorShapeDim"),
-                 ("unknown_rank", 3, _OPT, _F.TYPE_BOOL, "")),
-        _message("TensorShapeDim",
-                 ("size", 1, _OPT, _F.TYPE_INT64, ""),
-                 ("name", 2, _OPT, _F.TYPE_STRING, "")),
-    ])
+    for name, body in _MESSAGE.findall(_SCHEMA):
+        msg = fd.message_type.add(name=name)
+        for repeated, ftype, fname, number in _FIELD.findall(body):
+            label = _F.LABEL_REPEATED if repeated else _F.LABEL_OPTIONAL
+            scalar = getattr(_F, f"TYPE_{ftype.upper()}", None)
+            f = msg.field.add(name=fname, number=int(number), label=label, type=scalar or _F.TYPE_MESSAGE)
+            if scalar is None:
+                f.type_name = f".{_PACKAGE}.{ftype}"
     return fd
 
 

@@ -96,15 +96,20 @@ class RecordReader:
             for chunk, rows in self._slots.get(files[i], ()):  # usually one
                 row = rows[p]
                 if row >= 0:
-                    if chunk.serial != self._last:  # least recently used out first
-                        self._chunks.move_to_end(chunk.serial)
-                        self._last = chunk.serial
-                    block = chunk.block[row]
-                    if block is not None:
-                        got: np.ndarray = block[chunk.index[row]].copy()
-                        return got
-                    return self._cut(chunk, row)
+                    return self._take(chunk, row, moved=chunk.serial != self._last)
             return self._miss(files, positions, i)
+
+    def _take(self, chunk: _Chunk, row: int, *, moved: bool) -> np.ndarray:
+        """Row ``row`` of a kept chunk; ``moved``: the chunk becomes the most recently used (least recently used
+        out first)."""
+        if moved:
+            self._chunks.move_to_end(chunk.serial)
+            self._last = chunk.serial
+        block = chunk.block[row]
+        if block is not None:
+            got: np.ndarray = block[chunk.index[row]].copy()
+            return got
+        return self._cut(chunk, row)
 
     def _miss(self, files: Sequence[EventFile], positions: Sequence[int], i: int) -> np.ndarray:
         """Record ``i`` is not kept: read it and what follows (unless it is known to be unreadable)."""
@@ -119,13 +124,7 @@ class RecordReader:
             why = self._bad.get((f, p), "the record could not be read")
             raise DataError(f"tensor {name!r} at step {f.step} of worker {f.worker!r} "
                             f"({f.key}@{int(f.starts[p])}): {why}")
-        self._chunks.move_to_end(chunk.serial)
-        self._last = chunk.serial
-        block = chunk.block[row]
-        if block is not None:
-            got: np.ndarray = block[chunk.index[row]].copy()
-            return got
-        return self._cut(chunk, row)
+        return self._take(chunk, row, moved=True)
 
     def _cut(self, chunk: _Chunk, row: int) -> np.ndarray:
         code = int(chunk.code[row])
