@@ -13,8 +13,8 @@ from pydantic import Field, StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
 from smx_debug import _json as bounded_json
-from smx_debug.config._base import FrozenModel, PositiveInt, S3Uri
 from smx_debug.config._limits import check_size, load_yaml
+from smx_debug.config.base import FrozenModel, PositiveInt, S3Uri
 from smx_debug.config.checks import DEFAULT_SAVE_INTERVAL, plan_warnings
 from smx_debug.config.estimator import estimator_kwargs
 from smx_debug.config.models import CollectionConfig, HookConfig, ProfilerSettings, RuleConfig
@@ -412,7 +412,8 @@ class DebugPlan(FrozenModel):
         that collection's regex and the plan sets another (CheckInputImages' ``regex`` -> ``input_image``);
         then, for every other regex parameter with a value (SaturatedActivation's default ``tensor_regex``, a
         ``tensor_regex`` the plan sets), a collection of that regex named ``<rule function>_<parameter>``
-        (``saturated_activation_tensor_regex``) at the default save interval: listing a rule is enough.
+        (``saturated_activation_tensor_regex``) at the default save interval: listing a rule is enough. A rule of
+        our own gets its own collections only (its other regexes filter what it reads: ``skip_regex``).
         """
         spec = rule.spec
         regexes = [p for p in spec.parameters if p.type == "regex"]
@@ -426,7 +427,8 @@ class DebugPlan(FrozenModel):
             out.append(req)
         for param in regexes:
             value = rule.parameters.get(param.name, param.default)
-            if param.name not in bound and value is not None:
+            # a rule of our own names every collection it reads; its other regexes filter (skip_regex, weight_regex)
+            if param.name not in bound and value is not None and spec.family != "smx":
                 out.append(CollectionRequirement(f"{spec.function}_{param.name}", include_regex=str(value),
                                                  save_interval=DEFAULT_SAVE_INTERVAL))
         return tuple(out)

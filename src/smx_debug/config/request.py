@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from smx_debug.config.actions import ACTION_JSON_MAX_LEN, render_action_json
 from smx_debug.config.models import FrameworkProfiling, MetricRange, RuleConfig, encode_value
 from smx_debug.errors import ConfigError
-from smx_debug.rules.definitions import LOSS_MEANS_KEY
+from smx_debug.rules.definitions import LOSS_MEANS_KEY, SUMMARIES_KEY
 from smx_debug.rules.images import rule_evaluator_image
 
 if TYPE_CHECKING:
@@ -125,6 +125,8 @@ def debug_hook_config(plan: PlanView) -> dict[str, Any]:
     hook_params = plan.hook.hook_parameters()
     if plan.resolved_profile == "recommended":  # the loss rules read the interval means of the losses
         hook_params.setdefault(LOSS_MEANS_KEY, encode_value(True))
+        hook_params.setdefault(SUMMARIES_KEY, encode_value(True))  # and the own rules' statistics, not tensors
+    hook_params.update(plan.in_process_guard_parameters())
     if hook_params:
         hook["HookParameters"] = hook_params
     collections = []
@@ -139,18 +141,6 @@ def debug_hook_config(plan: PlanView) -> dict[str, Any]:
     return hook
 
 
-def _rule_configurations(rules: tuple[RuleConfig, ...], image: str, job_name: str | None) -> list[dict[str, Any]]:
-    """``DebugRuleConfigurations`` or ``ProfilerRuleConfigurations``: one entry per rule configuration."""
-    return [
-        {
-            "RuleConfigurationName": r.rule_configuration_name,
-            "RuleEvaluatorImage": image,
-            "RuleParameters": rule_parameters(r, job_name=job_name),
-        }
-        for r in rules
-    ]
-
-
 def request_dict(plan: PlanView, *, job_name: str | None) -> dict[str, Any]:
     """All debugger-related CreateTrainingJob fields of ``plan``."""
     image = rule_evaluator_image(plan.region)
@@ -160,7 +150,14 @@ def request_dict(plan: PlanView, *, job_name: str | None) -> dict[str, Any]:
         out["DebugHookConfig"] = debug_hook_config(plan)
 
     if plan.debugger_rules:
-        out["DebugRuleConfigurations"] = _rule_configurations(plan.debugger_rules, image, job_name)
+        out["DebugRuleConfigurations"] = [
+            {
+                "RuleConfigurationName": r.rule_configuration_name,
+                "RuleEvaluatorImage": image,
+                "RuleParameters": rule_parameters(r, job_name=job_name),
+            }
+            for r in plan.debugger_rules
+        ]
 
     if plan.tensorboard_output_path is not None:
         out["TensorBoardOutputConfig"] = {"S3OutputPath": plan.tensorboard_output_path}
@@ -176,8 +173,13 @@ def request_dict(plan: PlanView, *, job_name: str | None) -> dict[str, Any]:
             config["ProfilingParameters"] = profiling_parameters(prof.framework)
         out["ProfilerConfig"] = config
     if plan.profiler_rules:
-        out["ProfilerRuleConfigurations"] = _rule_configurations(plan.profiler_rules, image, job_name)
+        out["ProfilerRuleConfigurations"] = [
+            {
+                "RuleConfigurationName": r.rule_configuration_name,
+                "RuleEvaluatorImage": image,
+                "RuleParameters": rule_parameters(r, job_name=job_name),
+            }
+            for r in plan.profiler_rules
+        ]
     out["Tags"] = plan.tags_list()
     return out
-
-

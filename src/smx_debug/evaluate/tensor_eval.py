@@ -25,6 +25,7 @@ from smx_debug.evaluate.tensor_rules import Collections, TensorRule
 from smx_debug.evaluate.tensor_state import Snapshot, dump
 from smx_debug.evaluate.tensor_verdict import Selection, Tally, select_tensors
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure
+from smx_debug.rules.definitions import parse_summary_name
 from smx_debug.rules.params import TENSOR_RULES
 from smx_debug.rules.registry import RuleDef, rule_defs
 from smx_debug.tensors import create_trial
@@ -46,7 +47,23 @@ class OwnTensorRule(TensorRule):
 
     def select(self, params: Any, names: Sequence[str], collections: Collections) -> Selection:
         own = getattr(self.impl, "select", None)
-        return own(params, names, collections) if own else select_tensors(params, names, collections)
+        if own:
+            chosen: Selection = own(params, names, collections)
+            return chosen
+        # a named summary tensor (smx/summaries/<statistic>/<tensor>) is selected when its tensor is, by its
+        # tensor's name and collections; the selection names both (the tensor's raw values may be absent)
+        summaries: dict[str, list[str]] = {}
+        for name in names:
+            parsed = parse_summary_name(name)
+            if parsed is not None:
+                summaries.setdefault(parsed[0], []).append(name)
+        if not summaries:
+            return select_tensors(params, names, collections)
+        shown = [n for n in names if parse_summary_name(n) is None]
+        known = set(shown)
+        shown += [t for t in summaries if t not in known]
+        sel = select_tensors(params, shown, collections)
+        return Selection(sel.names + tuple(s for t in sel.names for s in summaries.get(t, ())), sel.hint)
 
     def start(self, params: Any) -> Any:
         own = getattr(self.impl, "start", None)

@@ -46,6 +46,8 @@ from smx_debug.hook.json_config import HookSettings, read_hook_config, settings_
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig
 from smx_debug.hook.sink import TensorSink
+from smx_debug.hook.summaries import compute as compute_statistics
+from smx_debug.hook.summaries import record_name, statistics_by_collection, to_host
 from smx_debug.rules.definitions import TRAIN_LOSS_MEAN, VAL_LOSS_MEAN, closest
 from smx_debug.tensors.layout import END_OF_JOB
 from smx_debug.tensors.mode_keys import ModeKeys
@@ -69,6 +71,15 @@ ACTIVATION_KINDS: tuple[tuple[type[nn.Module], str], ...] = (
     (nn.ReLU, "relu"), (nn.ReLU6, "relu"), (nn.Tanh, "tanh"), (nn.Sigmoid, "sigmoid"),
 )
 _NO_GRADIENT_MODES = (ModeKeys.EVAL, ModeKeys.PREDICT)
+# summaries: the labels and predictions of every training step since the last save, for ClassImbalance (its default
+# regexes .*labels and .*predictions, its 500-sample minimum; the training data's classes: EVAL and PREDICT steps
+# save their own step's values, as smdebug): what save_tensor puts in these collections, else the registered
+# classification loss's targets and argmax of its scores under these names; per tensor and save, the latest steps'
+# values that hold at least this many samples (bounded: older steps are dropped as newer ones come)
+LOSS_LABELS, LOSS_PREDICTIONS = "labels", "predictions"
+LABEL_COLLECTIONS = (LOSS_LABELS, LOSS_PREDICTIONS)
+LABEL_MODES = (ModeKeys.TRAIN, ModeKeys.GLOBAL)
+INTERVAL_LABELS = 512
 
 
 def module_tensor_base(name: str, module: nn.Module) -> str:
@@ -171,6 +182,7 @@ class Hook:
         guard: str | None = None,
         guard_rules: Iterable[RuleLike] | None = None,
         loss_means: bool = False,
+        summaries: bool = False,
     ) -> None:
         if out_dir is None:
             raise ConfigError("out_dir is required: the directory or s3:// prefix the hook writes the trial to",
@@ -246,6 +258,10 @@ class Hook:
         self.loss_means = bool(loss_means)
         self._losses: dict[ModeKeys, list[torch.Tensor]] = {}
         self._loss_handles: list[Any] = []
+        # summaries: per-layer statistics instead of the rules' collections' whole tensors, and each mode's labels
+        # and predictions since its last save (save_tensor's, else the registered classification loss's inputs)
+        self.summaries = bool(summaries)
+        self._interval_labels: dict[ModeKeys, dict[str, tuple[list[Any], str]]] = {}
         # registration
         self._modules: list[tuple[nn.Module, nn.Module]] = []  # (where the step pre-hook is, the model)
         self._module_names: dict[int, str] = {}  # id(module) -> tensor-name base
@@ -292,6 +308,7 @@ class Hook:
             guard=settings.guard,
             guard_rules=settings_rules(settings.guard_rules) if settings.guard is not None else None,
             loss_means=settings.loss_means,
+            summaries=settings.summaries,
         )
         for entry in settings.collections:
             coll = hook.get_collection(entry.name)
@@ -400,15 +417,62 @@ class Hook:
         self._named.append((base, loss_module))
         if self._prepared:
             self._hook_modules([(base, loss_module)])
-        if self.loss_means:
+        if self.loss_means or self.summaries:
             self._loss_handles.append(loss_module.register_forward_hook(self._add_loss))
 
     # --- interval means of the losses (loss_means) -------------------------------------------------
 
     def _add_loss(self, module: nn.Module, inputs: Any, outputs: Any) -> None:
-        if isinstance(outputs, torch.Tensor) and outputs.numel():
+        if self.loss_means and isinstance(outputs, torch.Tensor) and outputs.numel():
             mode = ModeKeys.TRAIN if self.mode == ModeKeys.GLOBAL else self.mode
             self._losses.setdefault(mode, []).append(outputs.detach())
+        if self.summaries and self._writes and self.mode in LABEL_MODES:
+            self._add_loss_labels(inputs)
+
+    # --- labels and predictions of every step between saves (summaries) ------------------------------
+
+    def _add_loss_labels(self, inputs: Any) -> None:
+        """A classification loss's targets (``labels``) and its inputs' argmax (``predictions``), as smdebug names
+        a loss module's inputs 1 and 0: integer class ids of shape (N,) against scores of shape (N, C)."""
+        if not (isinstance(inputs, tuple) and len(inputs) >= 2):
+            return
+        scores, targets = inputs[0], inputs[1]
+        if not (isinstance(scores, torch.Tensor) and isinstance(targets, torch.Tensor)) or targets.is_floating_point() \
+                or targets.dim() != 1 or scores.dim() != 2 or scores.shape[0] != targets.shape[0]:
+            return
+        self._keep_labels(LOSS_LABELS, targets.detach(), LOSS_LABELS, source="loss")
+        self._keep_labels(LOSS_PREDICTIONS, scores.detach().argmax(-1), LOSS_PREDICTIONS, source="loss")
+
+    def _keep_labels(self, name: str, value: Any, coll: str, *, source: str) -> None:
+        """Keep ``value`` (this step's, on its device) for the mode's next save: the latest steps' values that hold at
+        least :data:`INTERVAL_LABELS` samples (the newest ones ClassImbalance judges, from a model as trained as
+        the save's)."""
+        kept = self._interval_labels.setdefault(self.mode, {}).setdefault(f"{source}:{name}", ([], coll))[0]
+        kept.append(value)
+        sizes = [int(v.shape[0]) if v.ndim else 1 for v in kept]
+        total = sum(sizes)
+        drop = 0
+        while drop < len(kept) - 1 and total - sizes[drop] >= INTERVAL_LABELS:
+            total -= sizes[drop]
+            drop += 1
+        del kept[:drop]
+
+    def _interval_label_arrays(self, mode: ModeKeys) -> dict[str, tuple[np.ndarray, str]]:
+        """The mode's kept labels and predictions, concatenated, by tensor name (what save_tensor gave wins over the
+        loss's inputs), and forget them."""
+        kept = self._interval_labels.pop(mode, {})
+        custom = any(key.startswith("custom:") for key in kept)
+        out: dict[str, tuple[np.ndarray, str]] = {}
+        for key, (values, coll) in kept.items():
+            source, _, name = key.partition(":")
+            if source == "loss" and custom:  # the script saves its own: the loss's would count them twice
+                continue
+            arrays = [_to_numpy(v) if isinstance(v, torch.Tensor) else np.asarray(v) for v in values]
+            try:
+                out[name] = (np.concatenate([a.reshape(-1) if a.ndim <= 1 else a for a in arrays]), coll)
+            except ValueError:  # shapes that do not stack: the step's own value only
+                out[name] = (arrays[-1], coll)
+        return out
 
     def _save_loss_mean(self, mode: ModeKeys, name: str) -> None:
         """Save ``scalar/<name>``: the mean of ``mode``'s losses since the last one saved (none: nothing)."""
@@ -473,6 +537,8 @@ class Hook:
         for coll in names:
             self.get_collection(coll).add_tensor_name(tensor_name)
             self._custom[tensor_name] = (value, coll)
+            if self.summaries and self._writes and coll in LABEL_COLLECTIONS and self.mode in LABEL_MODES:
+                self._keep_labels(tensor_name, value, coll, source="custom")
 
     def record_tensor_value(self, tensor_name: str, tensor_value: torch.Tensor) -> None:
         """Save a tensor computed outside a module (``F.mse_loss(...)``) as ``<tensor_name>_output_0``."""
@@ -698,15 +764,25 @@ class Hook:
                     self._write_tensor(name, value, [coll], arrays)
                 else:
                     arrays[name] = value
+            if self.summaries and self._step_key is not None:
+                for name, (array, coll_name) in self._interval_label_arrays(self._step_key[1]).items():
+                    self.get_collection(coll_name).add_tensor_name(name)
+                    arrays[name] = array
         return arrays
 
     def _write_tensor(self, name: str, tensor: torch.Tensor, colls: list[Collection],
                       arrays: dict[str, np.ndarray]) -> None:
+        """The tensor's records: its reductions, its summary statistics (summaries) and its values. With summaries,
+        a collection the statistics stand for keeps whole tensors only when its own reduction_config asks
+        (save_raw_tensor), not by the hook-wide default."""
+        summarised = statistics_by_collection() if self.summaries else {}
+        stats = tuple(dict.fromkeys(s for c in colls for s in summarised.get(c.name, ())))
         raw = False
         done: set[tuple[str, bool]] = set()
         for coll in colls:
             config = coll.reduction_config or self.reduction_config
-            if coll.name in SCALAR_COLLECTIONS or config.save_raw_tensor:
+            if coll.name in SCALAR_COLLECTIONS or (config.save_raw_tensor and not (
+                    coll.name in summarised and config is self.reduction_config)):
                 raw = True
             if coll.name in SCALAR_COLLECTIONS or tensor.numel() == 0:
                 continue
@@ -716,6 +792,9 @@ class Hook:
                 done.add((reduction, absolute))
                 arrays[reduction_tensor_name(name, reduction, abs=absolute)] = _to_numpy(
                     _reduce(tensor, reduction, absolute))
+        if stats:
+            for stat, value in to_host(tensor, compute_statistics(tensor, stats)).items():
+                arrays[record_name(name, stat)] = value
         if raw and tensor.numel() > 0:
             arrays[name] = _to_numpy(tensor)
 
@@ -783,3 +862,4 @@ def get_hook(json_config_path: str | None = None, create_if_not_exists: bool = F
         except NotFoundError:
             return None
     return None
+

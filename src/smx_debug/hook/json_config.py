@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import StrictBool, StrictStr
 
 from smx_debug import _json as bounded_json
-from smx_debug.config._base import FrozenModel
+from smx_debug.config.base import FrozenModel
 from smx_debug.contracts import (
     HOOK_CONFIG_ENV,
     HOOK_OUTPUT_ENV,
@@ -42,7 +42,7 @@ from smx_debug.hook.collection import DEFAULT_COLLECTIONS, RULE_COLLECTIONS
 from smx_debug.hook.guard import GUARD_PARAMETERS, parse_guard
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig, SaveConfigMode
-from smx_debug.rules.definitions import LOSS_MEANS_KEY, closest
+from smx_debug.rules.definitions import LOSS_MEANS_KEY, SUMMARIES_KEY, closest
 from smx_debug.tensors.mode_keys import ModeKeys
 
 if TYPE_CHECKING:
@@ -71,7 +71,8 @@ _MODE_PREFIXES = {"train.": ModeKeys.TRAIN, "eval.": ModeKeys.EVAL, "predict.": 
 _SAVE_ALL_KEYS = frozenset(_SAVE_KEYS) | {p + k for p in _MODE_PREFIXES for k in _SAVE_KEYS}
 _REDUCTION_KEYS = frozenset({"reductions", "save_raw_tensor", "save_shape"})
 HOOK_KEYS = _SAVE_ALL_KEYS | _REDUCTION_KEYS | {"save_all", "include_regex", "include_workers",
-                                                  "export_tensorboard", "tensorboard_dir", "dry_run", LOSS_MEANS_KEY}
+                                                  "export_tensorboard", "tensorboard_dir", "dry_run", LOSS_MEANS_KEY,
+                                                  SUMMARIES_KEY}
 HOOK_KEYS |= GUARD_PARAMETERS  # the in-process guard's (smx_debug.hook.guard)
 COLLECTION_KEYS = _SAVE_ALL_KEYS | _REDUCTION_KEYS | {"include_regex", "save_histogram"}
 _TOP_KEYS = ("LocalPath", "S3OutputPath", "HookParameters", "CollectionConfigurations")
@@ -108,6 +109,9 @@ class HookSettings(FrozenModel):
     guard_rules: tuple[tuple[StrictStr, StrictStr, dict[StrictStr, Any]], ...] = ()
     """The guard's rule configurations that are not a recommended rule at its defaults, as ``(configuration name,
     rule, parameters)`` (``HookParameters.in_process_guard_rules``)."""
+    summaries: StrictBool = False
+    """Save the rules of our own's summary statistics instead of their collections' whole tensors, and every step's
+    labels and predictions since the last save (``HookParameters.save_summaries``: a plan's recommended profile)."""
 
 
 def config_file_path(json_config_path: str | os.PathLike[str] | None = None,
@@ -248,6 +252,7 @@ def parse_hook_config(data: object, *, source: str = "DebugHookConfig") -> HookS
         dry_run=_bool(hook_params.get("dry_run", False), source, "HookParameters.dry_run"),
         loss_means=_bool(hook_params.get(LOSS_MEANS_KEY, False), source, f"HookParameters.{LOSS_MEANS_KEY}"),
         **parse_guard(hook_params, source),
+        summaries=_bool(hook_params.get(SUMMARIES_KEY, False), source, f"HookParameters.{SUMMARIES_KEY}"),
         export_tensorboard=_bool(hook_params.get("export_tensorboard", False), source,
                                  "HookParameters.export_tensorboard"),
         tensorboard_dir=str(hook_params["tensorboard_dir"]) if "tensorboard_dir" in hook_params else None,

@@ -34,6 +34,42 @@ TRAIN_LOSS_MEAN = "train_loss_mean"
 VAL_LOSS_MEAN = "val_loss_mean"
 LOSS_MEANS_KEY = "save_loss_means"
 """The ``HookParameters`` key (value ``True``) a plan with the recommended profile renders so the hook saves them."""
+
+# Per-layer summary statistics (docs/hook.md, "What the hook saves"): a rule of our own names the statistics it
+# reads in its CollectionRequirement; with ``HookParameters.save_summaries`` the hook saves them instead of the
+# collection's whole tensors. ``abs_mean`` and ``l2`` are smdebug's reduction records
+# (``smdebug/reductions/abs_mean/<tensor>``, read by any reader of Debugger's layout); the others are named summary
+# tensors ``smx/summaries/<statistic>/<tensor>``: ``share_zero`` (share of exact zeros), ``share_abs_gt_<limit>``
+# (share of |x| > limit), ``count_nonfinite`` (NaN and infinite values), ``init_scale`` (std(x) x sqrt(fan-in) of a
+# matrix or kernel, numpy's std), ``sample`` (up to 512 values evenly spaced over the flattened tensor).
+SUMMARIES_KEY = "save_summaries"
+"""The ``HookParameters`` key (value ``True``) a plan with the recommended profile renders so the hook saves the
+summary statistics (and every step's labels and predictions since the last save)."""
+SUMMARY_PREFIX = "smx/summaries/"
+SMDEBUG_STATISTICS = ("abs_mean", "l2")
+"""Statistics written as smdebug's reduction records (the others as named summary tensors)."""
+
+
+def summary_tensor_name(tensor: str, statistic: str) -> str:
+    """The name a named summary statistic of ``tensor`` is saved under.
+
+    >>> summary_tensor_name("fc1.weight", "share_zero")
+    'smx/summaries/share_zero/fc1.weight'
+    """
+    return f"{SUMMARY_PREFIX}{statistic}/{tensor}"
+
+
+def parse_summary_name(name: str) -> tuple[str, str] | None:
+    """``(tensor, statistic)`` of a named summary tensor, or None when ``name`` is not one."""
+    if not name.startswith(SUMMARY_PREFIX):
+        return None
+    statistic, sep, tensor = name[len(SUMMARY_PREFIX):].partition("/")
+    return (tensor, statistic) if sep and tensor and statistic else None
+
+
+def share_beyond(limit: float) -> str:
+    """The statistic name of the share of |x| beyond ``limit`` (``share_abs_gt_5``)."""
+    return f"share_abs_gt_{limit:g}"
 GUARD_KEY = "in_process_guard"
 """The ``HookParameters`` key (``warn`` or ``stop``) a plan's ``in_process_guard`` renders (smx_debug.hook.guard)."""
 GUARD_RULES_KEY = "in_process_guard_rules"
@@ -100,6 +136,9 @@ class CollectionRequirement:
     include_regex: str | None = None
     save_interval: int | None = None
     save_steps: str | None = None
+    statistics: tuple[str, ...] = ()
+    """The per-layer summary statistics the rule reads from this collection (see :data:`SUMMARIES_KEY`); with them
+    the hook of a recommended-profile plan saves those instead of the whole tensors."""
 
 
 @dataclass(frozen=True)

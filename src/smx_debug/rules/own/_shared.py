@@ -1,12 +1,21 @@
 """What several of smx-debug's own rules share: a state keeping one small record per tensor between batches,
-and the walk over a batch's raw values. Imports only the standard library at module level (numpy inside the
-functions: building a plan must not import it); not a rule (the registry skips modules named ``_*``)."""
+the walk over a batch's raw values, and the walk over a statistic of a tensor (the summary the hook saved, else
+computed from the raw values). numpy is a lazy module (building a plan must not import it); not a rule (the
+registry skips modules named ``_*``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from smx_debug._lazy import lazy_module
+from smx_debug.rules.definitions import SMDEBUG_STATISTICS, parse_summary_name, summary_tensor_name
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 LEARNING_MODES = ("TRAIN", "GLOBAL")  # the modes in which parameters change (nothing learns in EVAL)
 
@@ -34,8 +43,6 @@ class LastSeenEvaluator:
 def records(batch: Any, name: str, *, modes: tuple[str, ...] | None = None) -> Iterator[tuple[int, str, Any]]:
     """``(global step, mode, values as a float64 array)`` of each saved record of ``name`` in the batch, in step
     order; records of another mode than ``modes`` (default any), strings, integers and empty values are skipped."""
-    import numpy as np
-
     series = batch.arrays.get(name)
     if series is None or not len(series):
         return
@@ -64,3 +71,45 @@ def in_collections(batch: Any, name: str, collections: str) -> bool:
         if pred is not None and pred(name):
             return True
     return False
+
+
+def tensors(names: Iterable[str]) -> list[str]:
+    """The tensors a selection names, in order, each once: a named summary tensor stands for its tensor."""
+    out: dict[str, None] = {}
+    for name in names:
+        parsed = parse_summary_name(name)
+        out[parsed[0] if parsed else name] = None
+    return list(out)
+
+
+def statistic(batch: Any, name: str, stat: str, raw: Callable[[Any], Any], *,
+              modes: tuple[str, ...] | None = None) -> Iterator[tuple[int, str, Any]]:
+    """``(global step, mode, value)`` of statistic ``stat`` of tensor ``name`` per saved record, in step order: the
+    summary the hook saved (smdebug's reduction record for ``abs_mean``/``l2``, else the named summary tensor),
+    else ``raw`` of the raw values (float records only, as :func:`records`)."""
+    if stat in SMDEBUG_STATISTICS:
+        if stat in batch.saved_reductions(name):
+            saved = batch.reduction(name, stat)
+            for step, mode, value in zip(saved.steps.tolist(), saved.modes.tolist(), saved.values.tolist(),
+                                         strict=True):
+                if modes is None or str(mode) in modes:
+                    yield int(step), str(mode), float(value)
+            return
+    else:
+        summary = summary_tensor_name(name, stat)
+        if summary in batch.arrays and len(batch.arrays[summary]):
+            for step, mode, value in records(batch, summary, modes=modes):
+                yield step, mode, value if value.size > 1 else float(value.reshape(-1)[0])
+            return
+    for step, mode, value in records(batch, name, modes=modes):
+        yield step, mode, raw(value)
+
+
+def share_zero(value: Any) -> float:
+    """The share of exact zeros (statistic ``share_zero``)."""
+    return float((value == 0).mean())
+
+
+def count_nonfinite(value: Any) -> float:
+    """How many values are NaN or infinite (statistic ``count_nonfinite``)."""
+    return float((~np.isfinite(value)).sum())

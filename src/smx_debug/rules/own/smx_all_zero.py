@@ -13,7 +13,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import LastSeenEvaluator, SmxLastSeen, in_collections, judge_one, records
+from smx_debug.rules.own._shared import (
+    LastSeenEvaluator,
+    SmxLastSeen,
+    in_collections,
+    judge_one,
+    share_zero,
+    statistic,
+    tensors,
+)
 from smx_debug.rules.registry import define
 
 
@@ -29,11 +37,10 @@ class Params(BaseModel):
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         skip = re.compile(params.skip_regex) if params.skip_regex else None
-        for name in selection.names:
+        for name in tensors(selection.names):
             if (skip is not None and skip.search(name)) or in_collections(batch, name, params.skip_collections):
                 continue
-            for step, mode, value in records(batch, name):  # float values only
-                share = float((value == 0).mean())
+            for step, mode, share in statistic(batch, name, "share_zero", share_zero):  # float values only
                 judge_one(state.tally, name, step, mode, share, share >= params.threshold,
                           f"{{v:.0%}} of its values are zero (threshold {params.threshold:.0%})",
                           statistic="share zero", upper=params.threshold)
@@ -50,6 +57,6 @@ RULE = define(
            "(a pruning mask, an initialisation to zeros).",
     evaluates_on=("tensors",),
     evaluator=Evaluator(),
-    collections=(CollectionRequirement("weights", save_interval=500),
-                 CollectionRequirement("gradients", save_interval=500)),
+    collections=(CollectionRequirement("weights", save_interval=500, statistics=("share_zero",)),
+                 CollectionRequirement("gradients", save_interval=500, statistics=("share_zero",))),
 )

@@ -11,7 +11,14 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import LastSeenEvaluator, SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import (
+    LastSeenEvaluator,
+    SmxLastSeen,
+    judge_one,
+    share_zero,
+    statistic,
+    tensors,
+)
 from smx_debug.rules.registry import define
 
 _REGEX = ".*relu_output"
@@ -26,10 +33,8 @@ class Params(BaseModel):
 
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
-
-        for name in selection.names:
-            for step, mode, value in records(batch, name):
-                share = float((value == 0).mean())
+        for name in tensors(selection.names):
+            for step, mode, share in statistic(batch, name, "share_zero", share_zero):
                 judge_one(state.tally, name, step, mode, share, share >= params.share,
                           f"{{v:.1%}} of its outputs are zero (limit {params.share:.0%})",
                           statistic="share zero", upper=params.share)
@@ -46,5 +51,6 @@ RULE = define(
            "initialisation, or use LeakyReLU/GELU.",
     evaluates_on=("tensors",),
     evaluator=Evaluator(),
-    collections=(CollectionRequirement("relu_output", include_regex=_REGEX, save_interval=500),),
+    collections=(CollectionRequirement("relu_output", include_regex=_REGEX, save_interval=500,
+                                                statistics=("share_zero",)),),
 )

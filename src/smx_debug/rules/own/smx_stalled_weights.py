@@ -10,13 +10,19 @@ state keeps that sample, never a model's size)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import LEARNING_MODES, judge_one, records
+from smx_debug._lazy import lazy_module
+from smx_debug.rules.definitions import CollectionRequirement, summary_tensor_name
+from smx_debug.rules.own._shared import LEARNING_MODES, judge_one, records, tensors
 from smx_debug.rules.registry import define
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 _SAMPLE = 512
 
@@ -45,9 +51,8 @@ class SmxWeightSamples:
 
 
 def _sample(value: Any) -> list[float]:
-    """A fixed sample of up to 512 of ``value``'s values, evenly spaced over its flattened order."""
-    import numpy as np
-
+    """A fixed sample of up to 512 of ``value``'s values, evenly spaced over its flattened order (statistic
+    ``sample``: the hook saves the same sample, whose own sample is itself)."""
     flat = np.asarray(value, dtype=np.float64).reshape(-1)
     idx = np.linspace(0, flat.size - 1, min(flat.size, _SAMPLE)).astype(np.int64)
     return [float(v) for v in flat[idx]]
@@ -68,18 +73,18 @@ class Evaluator:
         return SmxWeightSamples(tally)
 
     def update(self, state: SmxWeightSamples, batch: Any, params: Params, selection: Any) -> None:
-        import numpy as np
-
         series_of = batch.arrays
-        for name in selection.names:
-            for step, mode, value in records(batch, name, modes=LEARNING_MODES):
-                if state.seen.get(name) == step:
+        for name in tensors(selection.names):
+            summary = summary_tensor_name(name, "sample")
+            stored = summary if summary in series_of and len(series_of[summary]) else name  # the sample, else raw
+            for step, mode, value in records(batch, stored, modes=LEARNING_MODES):
+                if state.seen.get(stored) == step:
                     continue
                 sample = np.asarray(_sample(value))
-                prev = state.last.get(name)
-                workers = series_of[name].workers[series_of[name].steps == step]
-                state.last[name], state.seen[name] = sample.tolist(), step
-                state.where[name] = (str(workers[0]) if len(workers) else "", mode)
+                prev = state.last.get(stored)
+                workers = series_of[stored].workers[series_of[stored].steps == step]
+                state.last[stored], state.seen[stored] = sample.tolist(), step
+                state.where[stored] = (str(workers[0]) if len(workers) else "", mode)
                 if prev is None or len(prev) != len(sample) or not np.isfinite(sample).all():
                     continue
                 before = np.asarray(prev)
@@ -104,6 +109,6 @@ RULE = define(
            "saturated activations before it).",
     evaluates_on=("tensors",),
     evaluator=Evaluator(),
-    collections=(CollectionRequirement("weights", save_interval=500),),
+    collections=(CollectionRequirement("weights", save_interval=500, statistics=("sample",)),),
     saved_steps_needed=2,
 )

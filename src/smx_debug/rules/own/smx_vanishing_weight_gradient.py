@@ -6,14 +6,28 @@ mean the bias shifts), so VanishingGradient fires on every healthy run of such a
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from smx_debug._lazy import lazy_module
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import LEARNING_MODES, LastSeenEvaluator, SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import (
+    LEARNING_MODES,
+    LastSeenEvaluator,
+    SmxLastSeen,
+    judge_one,
+    statistic,
+    tensors,
+)
 from smx_debug.rules.registry import define
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 
 class Params(BaseModel):
@@ -28,16 +42,14 @@ class Params(BaseModel):
 
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
-        import numpy as np
-
         weight = re.compile(params.weight_regex)
-        for name in selection.names:
+        for name in tensors(selection.names):
             if not weight.search(name):
                 continue
-            for step, mode, value in records(batch, name, modes=LEARNING_MODES):
-                if not np.isfinite(value).all():
+            for step, mode, mean in statistic(batch, name, "abs_mean", lambda v: float(np.abs(v).mean()),
+                                              modes=LEARNING_MODES):
+                if not math.isfinite(mean):
                     continue  # SmxWeightGrowth's
-                mean = float(np.abs(value).mean())
                 judge_one(state.tally, name, step, mode, mean, mean < params.threshold,
                           f"mean |gradient| {{v:.3g}} < {params.threshold:g}", statistic="mean |gradient|",
                           lower=params.threshold)
@@ -55,5 +67,5 @@ RULE = define(
            "connections, and check the initialisation of the layers before the first vanishing one.",
     evaluates_on=("tensors",),
     evaluator=Evaluator(),
-    collections=(CollectionRequirement("gradients", save_interval=500),),
+    collections=(CollectionRequirement("gradients", save_interval=500, statistics=("abs_mean",)),),
 )

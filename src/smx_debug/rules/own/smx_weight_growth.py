@@ -6,20 +6,28 @@ detection benchmark: docs/rules.md, "Recommended profile"."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from smx_debug._lazy import lazy_module
 from smx_debug.rules.definitions import CollectionRequirement
 from smx_debug.rules.own._shared import (
     LEARNING_MODES,
     LastSeenEvaluator,
     SmxLastSeen,
+    count_nonfinite,
     in_collections,
     judge_one,
-    records,
+    statistic,
+    tensors,
 )
 from smx_debug.rules.registry import define
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 
 class Params(BaseModel):
@@ -34,19 +42,18 @@ class Params(BaseModel):
 
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
-        import numpy as np
-
-        for name in selection.names:
+        for name in tensors(selection.names):
             growth = in_collections(batch, name, params.growth_collections)
-            for step, mode, value in records(batch, name):
-                finite = bool(np.isfinite(value).all())
-                if not finite:
-                    judge_one(state.tally, name, step, mode, float((~np.isfinite(value)).sum()), True,
+            norms = {(step, mode): norm for step, mode, norm in statistic(
+                batch, name, "l2", lambda v: float(np.sqrt(np.square(v).sum())), modes=LEARNING_MODES)} if growth else {}
+            for step, mode, bad in statistic(batch, name, "count_nonfinite", count_nonfinite):
+                if bad:
+                    judge_one(state.tally, name, step, mode, bad, True,
                               "{v:g} NaN or infinite values", statistic="L2 norm growth", upper=params.factor)
                     continue
-                if not growth or mode not in LEARNING_MODES:
+                norm = norms.get((step, mode))
+                if norm is None:
                     continue
-                norm = float(np.sqrt(np.square(value).sum()))
                 prev = state.last.get(name)
                 state.last[name] = [norm]
                 if not prev or prev[0] <= 0:
@@ -69,8 +76,8 @@ RULE = define(
            "the step at which the growth began for a learning-rate schedule change or a bad batch.",
     evaluates_on=("tensors",),
     evaluator=Evaluator(),
-    collections=(CollectionRequirement("weights", save_interval=500),
-                 CollectionRequirement("gradients", save_interval=500),
+    collections=(CollectionRequirement("weights", save_interval=500, statistics=("l2", "count_nonfinite")),
+                 CollectionRequirement("gradients", save_interval=500, statistics=("count_nonfinite",)),
                  CollectionRequirement("losses", save_interval=500)),
     saved_steps_needed=2,
 )

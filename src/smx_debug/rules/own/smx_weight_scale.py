@@ -8,14 +8,28 @@ step. Judged once per weight, on its first saved training step (trained weights 
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from smx_debug._lazy import lazy_module
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import LEARNING_MODES, LastSeenEvaluator, SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import (
+    LEARNING_MODES,
+    LastSeenEvaluator,
+    SmxLastSeen,
+    judge_one,
+    statistic,
+    tensors,
+)
 from smx_debug.rules.registry import define
+
+if TYPE_CHECKING:
+    import numpy as np
+else:
+    np = lazy_module("numpy")
 
 
 class Params(BaseModel):
@@ -30,21 +44,24 @@ class Params(BaseModel):
 
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
-        import numpy as np
-
         skip = re.compile(params.skip_regex, re.IGNORECASE) if params.skip_regex else None
-        for name in selection.names:
+        for name in tensors(selection.names):
             if skip is not None and skip.search(name):
                 continue
-            for step, mode, value in records(batch, name, modes=LEARNING_MODES):
-                if name in state.seen or value.ndim < 2 or not np.isfinite(value).all():
+            for step, mode, scale in statistic(batch, name, "init_scale", init_scale, modes=LEARNING_MODES):
+                if name in state.seen or scale is None or not math.isfinite(scale):
                     continue  # the first saved training step only: how the weight was initialised
                 state.seen[name] = step
-                fan_in = int(np.prod(value.shape[1:]))
-                scale = float(value.std() * np.sqrt(fan_in))
                 judge_one(state.tally, name, step, mode, scale, scale > params.limit,
                           f"std(w) x sqrt(fan-in) is {{v:.3g}} (limit {params.limit:g})",
                           statistic="std(w) x sqrt(fan-in)", upper=params.limit)
+
+
+def init_scale(value: Any) -> float | None:
+    """std(w) x sqrt(fan-in) of a matrix or kernel (numpy's std; statistic ``init_scale``), None below 2-D."""
+    if value.ndim < 2:
+        return None
+    return float(value.std() * np.sqrt(int(np.prod(value.shape[1:]))))
 
 
 RULE = define(
@@ -61,5 +78,5 @@ RULE = define(
            "learning rate.",
     evaluates_on=("tensors",),
     evaluator=Evaluator(),
-    collections=(CollectionRequirement("weights", save_interval=500),),
+    collections=(CollectionRequirement("weights", save_interval=500, statistics=("init_scale",)),),
 )
