@@ -322,10 +322,14 @@ def test_validate_sound_plan_returns_no_warning(fields: dict[str, Any]) -> None:
     assert plan(**fields).validate(job_name="job") == []
 
 
-def test_from_file_yaml_syntax_error_names_line(tmp_path: Path) -> None:
-    path = tmp_path / "bad.yaml"
-    path.write_text("region: us-west-2\nrules:\n  - name: [unclosed\n")
-    with pytest.raises(ConfigError, match=r"line 4, column 1: invalid YAML"):
+@pytest.mark.parametrize(("name", "text", "message"), [
+    ("bad.yaml", "region: us-west-2\nrules:\n  - name: [unclosed\n", r"line 4, column 1: invalid YAML"),
+    ("bad.json", '{"region": "us-west-2",\n "rules": [}\n', r"line 2, column 12: invalid JSON"),
+])
+def test_from_file_syntax_error_names_line(tmp_path: Path, name: str, text: str, message: str) -> None:
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
         DebugPlan.from_file(path)
 
 
@@ -334,13 +338,6 @@ def test_from_file_json_equals_yaml(tmp_path: Path) -> None:
     as_json = tmp_path / "plan.json"
     as_json.write_text(json.dumps(DebugPlan.from_file(source).model_dump(exclude_none=True)))
     assert DebugPlan.from_file(as_json) == DebugPlan.from_file(source)
-
-
-def test_from_file_json_syntax_error_names_line(tmp_path: Path) -> None:
-    path = tmp_path / "bad.json"
-    path.write_text('{"region": "us-west-2",\n "rules": [}\n')
-    with pytest.raises(ConfigError, match=r"line 2, column 12: invalid JSON"):
-        DebugPlan.from_file(path)
 
 
 def test_from_file_missing_raises_not_found(tmp_path: Path) -> None:
