@@ -104,29 +104,13 @@ def test_rule_summary_real_stopping_job_one_row_per_rule(data_dir: Path) -> None
         df = rule_summary(desc["TrainingJobName"], sagemaker_client=sm)
     assert list(df.columns) == RULE_COLUMNS
     records = df.astype(object).where(df.notna(), None).to_dict("records")
+    debug, profiler = (desc[f"{kind}RuleEvaluationStatuses"][0]["RuleEvaluationJobArn"] for kind in ("Debug", "Profiler"))
+    both = {"job_name": "xgboost-training-debugger-jobsa", "status": "InProgress", "step": None, "details": None}
     assert records == [
-        {
-            "job_name": "xgboost-training-debugger-jobsa",
-            "rule": "LossNotDecreasing",
-            "kind": "debugger",
-            "status": "InProgress",
-            "step": None,
-            "details": None,
-            "last_modified": pd.Timestamp("2021-10-13T05:49:11.133Z"),
-            "rule_job_arn": desc["DebugRuleEvaluationStatuses"][0]["RuleEvaluationJobArn"],
-            "logs_url": rule_logs_url_from_arn(desc["DebugRuleEvaluationStatuses"][0]["RuleEvaluationJobArn"]),
-        },
-        {
-            "job_name": "xgboost-training-debugger-jobsa",
-            "rule": "ProfilerReport",
-            "kind": "profiler",
-            "status": "InProgress",
-            "step": None,
-            "details": None,
-            "last_modified": pd.Timestamp("2021-10-13T05:49:10.651Z"),
-            "rule_job_arn": desc["ProfilerRuleEvaluationStatuses"][0]["RuleEvaluationJobArn"],
-            "logs_url": rule_logs_url_from_arn(desc["ProfilerRuleEvaluationStatuses"][0]["RuleEvaluationJobArn"]),
-        },
+        {**both, "rule": "LossNotDecreasing", "kind": "debugger", "last_modified": pd.Timestamp("2021-10-13T05:49:11.133Z"),
+         "rule_job_arn": debug, "logs_url": rule_logs_url_from_arn(debug)},
+        {**both, "rule": "ProfilerReport", "kind": "profiler", "last_modified": pd.Timestamp("2021-10-13T05:49:10.651Z"),
+         "rule_job_arn": profiler, "logs_url": rule_logs_url_from_arn(profiler)},
     ]
     assert df.attrs["training_job_status"] == "Stopping"
 
