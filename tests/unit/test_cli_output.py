@@ -188,12 +188,19 @@ def test_cli_rules_evaluate_live_with_out_is_usage_error(job: str, tmp_path: Pat
     assert not (tmp_path / "x.json").exists()
 
 
+def _summary_of_what_it_wrote(args: list[str], target: Path, capsys: pytest.CaptureFixture[str]) -> dict[str, object]:
+    """Run the CLI with ``args`` and ``--output json``: the summary it printed, which must name ``target`` and
+    its size."""
+    assert _run([*args, "--output", "json"]) == 0
+    out: dict[str, object] = json.loads(capsys.readouterr().out)
+    assert out["out"] == str(target) and out["bytes"] == target.stat().st_size
+    return out
+
+
 def test_cli_report_output_json_says_what_it_wrote(job: str, tmp_path: Path,
                                                    capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "r.html"
-    assert _run(["report", job, "--out", str(target), "--output", "json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["out"] == str(target) and out["bytes"] == target.stat().st_size
+    out = _summary_of_what_it_wrote(["report", job, "--out", str(target)], target, capsys)
     assert "CPUBottleneck" in out["rules_fired"]
     assert target.read_text().startswith("<!")  # the product is the HTML, untouched by the summary
 
@@ -201,7 +208,5 @@ def test_cli_report_output_json_says_what_it_wrote(job: str, tmp_path: Path,
 def test_cli_trace_output_json_says_what_it_wrote(job: str, tmp_path: Path,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
     target = tmp_path / "t.json"
-    assert _run(["trace", job, "-o", str(target), "--output", "json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["out"] == str(target) and out["bytes"] == target.stat().st_size
+    out = _summary_of_what_it_wrote(["trace", job, "-o", str(target)], target, capsys)
     assert out["events"] == len(json.loads(target.read_text())["traceEvents"])
