@@ -27,6 +27,7 @@ Rules for the blocks (also what a docs author needs to know):
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -165,7 +166,8 @@ def test_docs_shell_block_commands_parse(block: Block) -> None:
             args = parser.parse_args(argv)
         except SystemExit as exc:
             pytest.fail(f"{block.id}: `smx-debug {' '.join(argv)}` does not parse (exit {exc.code})")
-        assert callable(getattr(args, "func", None)), argv
+        module, function = args.run  # the command module and its function that runs the line
+        assert callable(getattr(importlib.import_module(f"smx_debug.cli.{module}"), function, None)), argv
 
 
 # ------------------------------------------------------------ commands written inline in the prose
