@@ -5,7 +5,9 @@ Departs from UnchangedTensor, which compares every tensor of any collection with
 with BatchNorm the biases before it never change and their gradients stay zero, so UnchangedTensor fires on every
 healthy run (issue 30); integer labels and predictions repeat too. This rule judges float weights only (the
 weights collection holds no biases), as the relative L2 change of a fixed sample of each weight's values (the
-state keeps that sample, never a model's size)."""
+state keeps that sample, never a model's size). A weight is judged once it has changed: one that never changed
+since its first save is frozen on purpose (a pretrained backbone under fine-tuning, frozen from step 0), and the
+stop this rule looks for is a layer that was learning and stopped."""
 
 from __future__ import annotations
 
@@ -92,6 +94,11 @@ class Evaluator:
                 if scale == 0:
                     continue
                 change = float(np.sqrt(np.square(sample - before).sum())) / scale
+                changed_before = f"{stored}\0changed before"
+                if change > params.tolerance:
+                    state.seen[changed_before] = 1
+                elif changed_before not in state.seen:
+                    continue  # frozen since its first save: frozen on purpose (a fine-tuned model's backbone)
                 judge_one(state.tally, name, step, mode, change, change <= params.tolerance,
                           f"changed by {{v:.3g}} (relative L2) since its last saved step (tolerance "
                           f"{params.tolerance:g})", statistic="relative change", lower=params.tolerance)
@@ -102,8 +109,9 @@ RULE = define(
     profiles=("recommended",),
     summary="A weight stopped changing between saved training steps.",
     params=Params,
-    description="A weight changed by at most `tolerance` (relative L2 change) between two saved training steps: "
-                "its layer is frozen, gets no gradient, or the learning rate is (nearly) zero.",
+    description="A weight that had been changing changed by at most `tolerance` (relative L2 change) between two "
+                "saved training steps: its layer was frozen, lost its gradient, or the learning rate fell to (nearly) "
+                "zero. A weight that never changed since its first save (frozen on purpose) is not judged.",
     advice="Check that every layer's parameters are given to the optimizer with requires_grad=True, that the "
            "learning-rate schedule did not fall to zero, and that the layer receives a gradient (dead or "
            "saturated activations before it).",

@@ -38,7 +38,9 @@ class Params(BaseModel):
     limit: float = Field(2.0, gt=0, description="std(w) x sqrt(fan-in) above which the rule fires (judged on each "
                                                 "weight's first saved training step: its initialisation)")
     collection_names: str = Field("weights", description="collections it checks (matrices and kernels only)")
-    skip_regex: str = Field(".*(embed|norm|bn).*", description="weights it skips (embeddings are N(0, 1) by design)",
+    skip_regex: str = Field(".*(emb|wte|wpe|norm|bn).*",
+                            description="weights it skips (embeddings are N(0, 1) by design: nn.Embedding, GPT-2's "
+                                        "wte/wpe; normalisation scales)",
                             json_schema_extra={"format": "regex"})
 
 

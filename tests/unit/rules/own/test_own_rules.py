@@ -127,6 +127,15 @@ def test_stalled_weights_frozen_weight_fires_at_the_second_equal_save() -> None:
     assert (got.triggered, got.trigger_step) == (True, 1000)
 
 
+def test_stalled_weights_frozen_from_the_first_save_is_not_judged() -> None:
+    # a fine-tuned model's backbone, frozen on purpose from step 0, beside a head that learns
+    rng = np.random.default_rng(8)
+    backbone, head = rng.normal(size=(8, 8)), rng.normal(size=(8, 8))
+    steps = {s: {"backbone.weight": backbone, "head.weight": head + s * 1e-3} for s in (0, 500, 1000, 1500)}
+    got = judge("SmxStalledWeights", [batch(steps, {"weights": ["backbone.weight", "head.weight"]})])
+    assert not got.triggered and got.datapoints == 3  # the head's three changes; the backbone is never judged
+
+
 def test_stalled_weights_training_weights_and_eval_records_stay_quiet() -> None:
     w = np.random.default_rng(5).normal(size=(8, 8))
     train = judge("SmxStalledWeights", [batch({s: {"fc.weight": w + s * 1e-4} for s in (0, 500, 1000)}, WEIGHTS)])
@@ -147,6 +156,15 @@ def test_all_zero_skips_predictions_labels_and_bias_gradients() -> None:
 def test_all_zero_zero_weight_gradient_fires() -> None:
     got = judge("SmxAllZero", [batch({0: {"gradient/fc.weight": np.zeros((8, 8))}}, WEIGHTS)])
     assert got.triggered
+
+
+@pytest.mark.parametrize("name", ["model.emb.weight", "EmbBag_0.emb.weight", "transformer.wte.weight",
+                                  "encoder.embed_tokens.weight"])
+def test_weight_scale_embedding_tables_at_their_n01_default_stay_quiet(name: str) -> None:
+    # nn.Embedding and nn.EmbeddingBag start N(0, 1): a lookup table, not a matrix applied to a fan-in
+    table = np.random.default_rng(9).normal(size=(200, 16))
+    got = judge("SmxWeightScale", [batch({0: {name: table}}, {"weights": [name]})])
+    assert not got.triggered
 
 
 def test_weight_scale_normal_one_init_fires_and_default_init_stays_quiet() -> None:
