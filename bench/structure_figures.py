@@ -15,8 +15,9 @@ the most function-local imports). It prints:
   (a) the modules with a function on a static call path from the handler to a function that calls
   ``stop_training_job`` (a call is resolved through the module's imports, ``self``/``cls``, a class's
   ``__init__``/``__post_init__``, and otherwise by name where exactly one function of the tree bears that name,
-  which follows injected callables such as the evaluator's responder; a nested function counts as its enclosing
-  one); (b) the smx_debug modules the handler's import loads (module-level imports, transitively, packages'
+  which follows injected callables such as the evaluator's responder; a nested function is a function of its own,
+  called where it is called, not where it is defined; a function that defines one calling ``stop_training_job``,
+  to hand it on, counts as calling it); (b) the smx_debug modules the handler's import loads (module-level imports, transitively, packages'
   ``__init__`` included), and (c) the same with function-local imports followed too.
 
 Duplicate pairs are not measured here: the figure in issue 32 comes from a duplicate-lines tool over the whole tree.
@@ -209,15 +210,23 @@ def _functions(mods: dict[str, Module]) -> tuple[dict[str, ast.AST], dict[str, l
     by name, every function (nested ones under their enclosing function's key) by its bare name."""
     defs: dict[str, ast.AST] = {}
     by_name: dict[str, list[str]] = defaultdict(list)
+    def nested(key: str, node: ast.AST) -> None:
+        """A function defined inside ``node`` is a definition of its own ("outer.<locals>.inner"): defining it
+        (a closure handed on, such as the evaluator's responder) is not calling it."""
+        for inner in _own_nodes(node):
+            if isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef):
+                inner_key = f"{key}.<locals>.{inner.name}"
+                defs[inner_key] = inner
+                by_name[inner.name].append(inner_key)
+                nested(inner_key, inner)
+
     for mod in mods.values():
         for node in mod.tree.body:
             if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 key = f"{mod.name}:{node.name}"
                 defs[key] = node
                 by_name[node.name].append(key)
-                for inner in ast.walk(node):
-                    if inner is not node and isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef):
-                        by_name[inner.name].append(key)
+                nested(key, node)
             elif isinstance(node, ast.ClassDef):
                 defs[f"{mod.name}:{node.name}"] = node
                 for item in node.body:
@@ -225,7 +234,16 @@ def _functions(mods: dict[str, Module]) -> tuple[dict[str, ast.AST], dict[str, l
                         key = f"{mod.name}:{node.name}.{item.name}"
                         defs[key] = item
                         by_name[item.name].append(key)
+                        nested(key, item)
     return defs, by_name
+
+
+def _own_nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's body, nested functions' bodies excluded (their definitions included)."""
+    for child in ast.iter_child_nodes(node):
+        yield child
+        if not isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield from _own_nodes(child)
 
 
 def _lookup(mods: dict[str, Module], defs: dict[str, ast.AST], module: str, name: str) -> str | None:
@@ -250,7 +268,7 @@ def _calls(mods: dict[str, Module], defs: dict[str, ast.AST], by_name: dict[str,
             if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef) and item.name in {"__init__", "__post_init__"}:
                 out.add(f"{module}:{node.name}.{item.name}")
         return out
-    for call in ast.walk(node):
+    for call in _own_nodes(node):
         if not isinstance(call, ast.Call):
             continue
         func = call.func

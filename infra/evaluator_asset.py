@@ -52,6 +52,7 @@ LAYER_PACKAGES = (
     "numpy", "pandas", "pyarrow", "python-dateutil", "six", "pydantic", "pydantic-core", "typing-extensions",
     "annotated-types", "typing-inspection",
     "protobuf", "google-crc32c",  # smx_debug.tensors: the tensor rules read jobs' Debugger event files
+    "tqdm",  # smx_debug.data's readers show their progress with it (silent in Lambda: no terminal)
 )
 # The package's parts the evaluator never imports (the local AWS needs moto; the CLI, the simulator and the
 # HTML report are for people). htmlreport/instances.json is kept: the evaluator reads the instance table.

@@ -1,7 +1,7 @@
 """The evaluator's fan-out: an SQS queue of shards feeding the evaluator with bounded concurrency.
 
 Above ``evaluator.jobs_per_invocation`` watched jobs, the scheduled run sends them in shards to this queue
-(``smx_debug.watch.fanout``); a Lambda event source mapping (batch size 1, ``ReportBatchItemFailures``) invokes
+(``smx_debug.watch.handler``); a Lambda event source mapping (batch size 1, ``ReportBatchItemFailures``) invokes
 the same function once per shard, at most ``evaluator.max_concurrency`` at once: the mapping's
 ``ScalingConfig.MaximumConcurrency``, which reserves nothing (a new account refuses any reserved concurrency).
 

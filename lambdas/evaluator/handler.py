@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from smx_debug.watch.scheduled import EvaluatorRuntime, handle_invocation
+from smx_debug.watch.handler import EvaluatorRuntime, handle_invocation
 
 _runtime: EvaluatorRuntime | None = None
 

@@ -194,7 +194,7 @@ def test_aws_call_scan_finds_the_known_calls() -> None:
     """The scan itself works: calls written in three ways (a named client, ``clients("...")``, a paginator)."""
     calls, _ = code_calls()
     assert {("actions/stop.py", "sagemaker:StopTrainingJob"), ("actions/respond.py", "cloudwatch:PutMetricData"),
-            ("watch/discovery.py", "sagemaker:Search"), ("watch/fanout.py", "sqs:SendMessageBatch")} <= set(calls)
+            ("watch/discover.py", "sagemaker:Search"), ("watch/handler.py", "sqs:SendMessageBatch")} <= set(calls)
 
 
 def test_iam_calls_doc_has_a_row_for_every_aws_call_in_the_shipped_code() -> None:

@@ -118,7 +118,7 @@ def respond(
         result["notify"] = _notify(job, asked, settings, ledger, clients, failures, deadline)
     # After the actions, whatever they did (a failure to log never stops or undoes one): the verdict log.
     result["verdict_log"] = log_verdicts(job, triggered, result, settings=settings, clients=clients, clock=clock,
-                                         deadline=deadline)
+                                         deadline=deadline, applying=applying)
     if failures.errors:
         log_json(
             logging.ERROR,

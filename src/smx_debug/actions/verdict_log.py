@@ -78,18 +78,21 @@ def _row(job: str, rule: str, rule_type: str | None, event: str, verdict: str, a
     return {k: row[k] for k in _FIELDS}
 
 
-def _asking(job: VerifiedJob, triggered: Sequence[Trigger], settings: Settings, kind: str) -> Trigger | None:
+def _asking(triggered: Sequence[Trigger], applying: Mapping[str, Sequence[ActionSpec]], kind: str) -> Trigger | None:
     spec = ActionSpec(kind)
-    applying = watched_actions(job.name, job.tags, prefixes=settings.watch_prefixes, opt_in_tag=settings.opt_in_tag,
-                               defaults=settings.default_actions, rules=[t.rule for t in triggered]) or {}
     return next((t for t in triggered if spec in applying.get(t.rule, ())), None)
 
 
 def verdict_rows(job: VerifiedJob, triggered: Sequence[Trigger], result: Mapping[str, Any], *, settings: Settings,
-                 now: float) -> list[dict[str, Any]]:
+                 now: float, applying: Mapping[str, Sequence[ActionSpec]] | None = None) -> list[dict[str, Any]]:
     """The verdict log's rows of one :func:`~smx_debug.actions.respond` call: one per trigger (at the time its
     rule found issues, else ``now``) and one per action it took or failed to take (at ``now``). Actions the
-    ledger found already done, and actions no trigger asked for, are none."""
+    ledger found already done, and actions no trigger asked for, are none. ``applying``: the actions each rule
+    asks for, as :func:`~smx_debug.actions.respond.respond` decided them (None: decided here)."""
+    if applying is None:
+        applying = watched_actions(job.name, job.tags, prefixes=settings.watch_prefixes,
+                                   opt_in_tag=settings.opt_in_tag, defaults=settings.default_actions,
+                                   rules=[t.rule for t in triggered]) or {}
     types = _rule_types(job.description)
     by_rule = {t.rule: t for t in triggered}
 
@@ -123,7 +126,7 @@ def verdict_rows(job: VerifiedJob, triggered: Sequence[Trigger], result: Mapping
             action({"rule": trigger.rule, **entry} if isinstance(entry, Mapping) else entry, "metric", trigger)
     for key, name in _SINGLE.items():
         if key in result:
-            action(result[key], name, _asking(job, triggered, settings, name))
+            action(result[key], name, _asking(triggered, applying, name))
     notify = result.get("notify")
     if isinstance(notify, Mapping):
         for entry in notify.get("sent") or []:
@@ -151,13 +154,14 @@ def log_verdicts(
     clients: ClientFactory,
     clock: Callable[[], float],
     deadline: Deadline | None = None,
+    applying: Mapping[str, Sequence[ActionSpec]] | None = None,
 ) -> dict[str, Any]:
     """Put the call's rows in the inbox (nothing without ``settings.fleet_bucket``); returns what happened,
     ``{"key": ...}``, ``{"skipped": ...}`` or ``{"failed": ...}``. Never raises an AWS error."""
     if not settings.fleet_bucket:
         return {"skipped": "no fleet dataset (SMX_FLEET_BUCKET unset)"}
     now = clock()
-    rows = verdict_rows(job, triggered, result, settings=settings, now=now)
+    rows = verdict_rows(job, triggered, result, settings=settings, now=now, applying=applying)
     if not rows:
         return {"skipped": "nothing to log"}
     if deadline is not None and not deadline.fits():

@@ -33,8 +33,6 @@ from dataclasses import dataclass
 
 from smx_debug.actions.deadline import Deadline
 
-__all__ = ["RunBudget"]
-
 
 @dataclass
 class RunBudget:

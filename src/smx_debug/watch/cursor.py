@@ -4,7 +4,7 @@ One item per watched training job (partition key ``pk`` = job name; an unwatched
 job's facts read once (hosts, instance type, metric definitions, the rules it gets), ``through`` (epoch seconds: data
 before it has been read), the last ``window_minutes`` of datapoints (compressed JSON, a few kB), the rule
 configurations that already fired and, for a job with tensor rules, their state and the next step to read
-(``tensors``, compressed, at most :data:`smx_debug.watch.tensors.STATE_BUDGET` bytes of DynamoDB's 400 KB item). Each run reads all cursors with BatchGetItem (100 a call) and writes the
+(``tensors``, compressed, at most :data:`smx_debug.watch.evaluate.STATE_BUDGET` bytes of DynamoDB's 400 KB item). Each run reads all cursors with BatchGetItem (100 a call) and writes the
 changed ones with BatchWriteItem (25 a call), so the cost of a run does not grow with a job's length. Items
 expire (DynamoDB TTL on ``expires_at``) a week after their job was last seen running. The same table holds the
 run lease (:data:`smx_debug.watch.run.RUN_LEASE_KEY`) and the job leases (:func:`smx_debug.contracts.job_lease_key`),
@@ -27,8 +27,7 @@ from typing import Any
 from smx_debug import _json as bounded_json
 from smx_debug.actions.ledger import Ledger
 from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE, job_lease_key
-
-__all__ = ["CURSOR_RETENTION_SECONDS", "Cursor", "CursorStore"]
+from smx_debug.rules.watch_spec import WatchedRule
 
 CURSOR_RETENTION_SECONDS = 7 * 24 * 3600
 _log = logging.getLogger(__name__)
@@ -47,9 +46,19 @@ class Cursor:
     through: int | None = None  # epoch seconds, a minute boundary: data before it was read
     data: Window = field(default_factory=dict)  # {"host:algo-1": {"CPUUtilization": {minute: value}}, "train": ...}
     fired: Mapping[str, int | None] = field(default_factory=dict)  # configuration name -> step it fired at
-    tensors: bytes | None = None  # the tensor rules' state and next step (smx_debug.watch.tensors), compressed
+    tensors: bytes | None = None  # the tensor rules' state and next step (smx_debug.watch.evaluate), compressed
+    # info["rules"] decoded and checked once, when the cursor is read or its rules change (None: decode them)
+    rules: tuple[WatchedRule, ...] = field(default=None, compare=False, repr=False)  # type: ignore[arg-type]
+
+    def __post_init__(self) -> None:
+        if self.rules is None:
+            object.__setattr__(self, "rules", tuple(
+                WatchedRule(r["name"], r["rule"], r.get("parameters", {})) for r in self.info.get("rules", [])))
 
     def with_changes(self, **changes: Any) -> Cursor:
+        """A copy with ``changes``; its typed rules are kept unless ``info`` brings other ones."""
+        if "info" in changes and "rules" not in changes and changes["info"].get("rules") is not self.info.get("rules"):
+            changes["rules"] = None
         return replace(self, **changes)
 
 
@@ -98,7 +107,8 @@ def _from_item(item: Mapping[str, Any]) -> Cursor | None:
             fired=fired,
             tensors=item["tensors"]["B"] if "tensors" in item else None,
         )
-    except (ValueError, KeyError, TypeError, AttributeError, zlib.error) as exc:  # ValueError: also nested too deep
+    except (ValueError, KeyError, TypeError, AttributeError, zlib.error) as exc:  # ValueError: also nested too
+        # deep, and a rule that is not one (ConfigError)
         # A damaged item would fail every run that reads it: the job starts over, as after another version's item.
         _log.warning("evaluator: cursor of %r cannot be read (%s: %s); the job starts over",
                      str(item.get(LEDGER_KEY_ATTRIBUTE, {}).get("S", "?"))[:100], type(exc).__name__, str(exc)[:200])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from smx_debug.contracts import (
     DEFAULT_FUNCTION_TIMEOUT_SECONDS,
@@ -15,9 +16,9 @@ from smx_debug.contracts import (
 )
 from smx_debug.errors import ConfigError
 from smx_debug.rules.watch_spec import WatchSpec
-from smx_debug.tags import watch_rule_from_env
 
-__all__ = ["DEFAULT_JOBS_PER_INVOCATION", "MAX_JOBS_PER_INVOCATION", "EvaluatorSettings"]
+if TYPE_CHECKING:
+    from smx_debug.actions.settings import Settings
 
 # Watched jobs one invocation evaluates (above it the scheduled run fans out). 200 jobs x 4 hosts took 25-35 s on
 # the benchmark, inside the 60 s timeout with room for cold starts and throttling; a shard message of this many
@@ -56,13 +57,13 @@ class EvaluatorSettings:
         lease_seconds: how long a run holds the run lease, and an evaluation its job leases
             (:mod:`smx_debug.watch.run`); must outlast ``function_timeout``, the function's timeout.
         fleet_bucket: the stack's bucket, where each job's system minutes are appended to the fleet dataset
-            (:mod:`smx_debug.watch.fleet_sink`); None: nothing is appended.
+            (:mod:`smx_debug.watch.save`); None: nothing is appended.
         jobs_per_invocation: above this many watched jobs, the scheduled run sends shards of at most this many
-            jobs to ``shard_queue_url`` (:mod:`smx_debug.watch.fanout`) instead of evaluating them itself.
+            jobs to ``shard_queue_url`` (:mod:`smx_debug.watch.handler`) instead of evaluating them itself.
         shard_queue_url: the SQS queue feeding the evaluator with shards; None: the run evaluates every job.
         rate_minutes: the schedule's period; a shard older than that is dropped (a newer run covers its jobs).
         ended_lookback_minutes: with a fleet bucket, each run appends the last minutes of the watched jobs that
-            ended this long ago at most (:mod:`smx_debug.watch.ended`); a job's tail that fails is tried again
+            ended this long ago at most (:mod:`smx_debug.watch.save`); a job's tail that fails is tried again
             until then.
         ended_minutes_per_run: at most this many of an ended job's minutes are appended per run (a long job no
             run saw is caught up over several runs).
@@ -99,28 +100,46 @@ class EvaluatorSettings:
             )
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> EvaluatorSettings:
-        """Read ``SMX_*`` variables; a bad value fails the cold start with a ConfigError naming the variable."""
+    def from_env(cls, environ: Mapping[str, str] | None = None, *, actions: Settings | None = None
+                 ) -> EvaluatorSettings:
+        """Read ``SMX_*`` variables; a bad value fails the cold start with a ConfigError naming the variable.
+
+        The variables the action core reads too (which jobs are watched, the namespace, the region, the function
+        timeout and lease, the fleet bucket) are decoded once, by :meth:`smx_debug.actions.settings.Settings.
+        from_env`: pass its ``actions`` settings when the cold start has them (the evaluator's handler does)."""
         env = os.environ if environ is None else environ
+        if actions is None:
+            from smx_debug.actions.settings import (
+                Settings,  # local: this module stays stdlib-only for debug plans
+            )
+
+            actions = Settings.from_env(env)
+        shared = actions
         table = env.get(Env.CURSOR_TABLE, "")
         if not table:
             raise ConfigError(f"{Env.CURSOR_TABLE} is not set", field=Env.CURSOR_TABLE, value="")
         rules = env.get(Env.DEFAULT_RULES, "")
-        prefixes, opt_in_tag = watch_rule_from_env(env)
         return cls(
-            watch_prefixes=prefixes,
-            opt_in_tag=opt_in_tag,
+            watch_prefixes=shared.watch_prefixes,
+            opt_in_tag=shared.opt_in_tag,
             cursor_table=table,
             spec_bucket=env.get(Env.SPEC_BUCKET) or None,
             default_rules=WatchSpec.from_json(rules, source=Env.DEFAULT_RULES) if rules else WatchSpec(),
             window_minutes=_int(env, Env.WINDOW_MINUTES, 10, 3, 60),
-            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
-            metric_namespace=env.get(Env.NAMESPACE) or DEFAULT_NAMESPACE,
-            function_timeout=_int(env, Env.FUNCTION_TIMEOUT, DEFAULT_FUNCTION_TIMEOUT_SECONDS, 3, 900),
-            lease_seconds=_int(env, Env.LEASE_SECONDS, DEFAULT_LEASE_SECONDS, 4, 86_400),
-            fleet_bucket=env.get(Env.FLEET_BUCKET) or None,
+            region=shared.region,
+            metric_namespace=shared.namespace,
+            function_timeout=_whole(Env.FUNCTION_TIMEOUT, shared.function_timeout),
+            lease_seconds=_whole(Env.LEASE_SECONDS, shared.lease_seconds),
+            fleet_bucket=shared.fleet_bucket,
             jobs_per_invocation=_int(env, Env.JOBS_PER_INVOCATION, DEFAULT_JOBS_PER_INVOCATION, 1,
                                      MAX_JOBS_PER_INVOCATION),
             shard_queue_url=env.get(Env.SHARD_QUEUE_URL) or None,
             rate_minutes=_int(env, Env.RATE_MINUTES, 1, 1, 60),
         )
+
+
+def _whole(name: str, value: float) -> int:
+    """A number of seconds the action settings decoded (and bounded), which the evaluator needs whole."""
+    if value != int(value):
+        raise ConfigError(f"{name}: {value:g} is not a whole number of seconds", field=name, value=value)
+    return int(value)

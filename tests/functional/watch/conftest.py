@@ -17,7 +17,7 @@ if str(ROOT) not in sys.path:
 
 from smx_debug.local import LocalAws  # noqa: E402
 from smx_debug.local.clients import client as cached_client  # noqa: E402
-from smx_debug.local.other_team import OtherTeam, start_other_team  # noqa: E402
+from smx_debug.local.sagemaker.other_team import OtherTeam, start_other_team  # noqa: E402
 
 _JOB_CALLS = frozenset({"ListTags", "DescribeTrainingJob", "StopTrainingJob", "AddTags", "DeleteTags"})
 

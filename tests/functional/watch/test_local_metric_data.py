@@ -9,9 +9,10 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from smx_debug.errors import ConfigError
-from smx_debug.local import LocalAws, metric_data
+from smx_debug.local import LocalAws
 from smx_debug.local.clients import client
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local.cloudwatch import metric_data
+from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.local.throttling import throttle
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

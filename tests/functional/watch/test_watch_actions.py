@@ -11,9 +11,10 @@ from smx_debug import local
 from smx_debug.contracts import METRIC_NAME, SOURCE_EVALUATOR, stop_key
 from smx_debug.local import LocalAws
 from smx_debug.local.clients import client as cached_client
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.watch import run_once
-from smx_debug.watch.scheduled import EvaluatorRuntime, action_responder, handle_invocation
+from smx_debug.watch.act import action_responder
+from smx_debug.watch.handler import EvaluatorRuntime, handle_invocation
 from smx_debug.watch.settings import EvaluatorSettings
 
 CPU = Scenario(kind="cpu_bottleneck", onset=10)

@@ -24,12 +24,14 @@ from smx_debug import local
 from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import DONE
 from smx_debug.contracts import JOB_ERRORS_METRIC, REASON_DIMENSION
-from smx_debug.local import LocalAws, job_metrics
+from smx_debug.local import LocalAws
 from smx_debug.local.clients import client as cached_client
-from smx_debug.local.job_metrics import Scenario, publish_minutes
+from smx_debug.local.sagemaker import job_metrics
+from smx_debug.local.sagemaker.job_metrics import Scenario, publish_minutes
 from smx_debug.watch import run_once
+from smx_debug.watch.act import action_responder
 from smx_debug.watch.cursor import CursorStore
-from smx_debug.watch.scheduled import EvaluatorRuntime, action_responder, handle_invocation
+from smx_debug.watch.handler import EvaluatorRuntime, handle_invocation
 from smx_debug.watch.settings import EvaluatorSettings
 
 TIMEOUT = 60.0
@@ -158,8 +160,8 @@ def test_run_with_time_enough_evaluates_every_job(aws: LocalAws, left: float | N
 def test_shard_jobs_cut_for_time_are_job_errors_not_a_batch_failure_and_the_next_schedule_evaluates_them(
     aws: LocalAws,
 ) -> None:
-    from smx_debug.watch.fanout import encode_shard, handle_shards
-    from smx_debug.watch.run import WatchedJob
+    from smx_debug.watch.discover import WatchedJob
+    from smx_debug.watch.handler import encode_shard, handle_shards
 
     sagemaker = clients(aws).sagemaker
     jobs = []

@@ -16,8 +16,9 @@ from watch_support import BUCKET, Recorder, clients, publish, settings
 
 from smx_debug import local
 from smx_debug.contracts import EVALUATOR_TAG, is_watched
-from smx_debug.local import LocalAws, job_metrics
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local import LocalAws
+from smx_debug.local.sagemaker import job_metrics
+from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.watch import run_once
 from smx_debug.watch.cursor import CursorStore
 
@@ -63,7 +64,7 @@ def test_docs_sdk_v2_snippet_creates_a_job_without_debugger_that_the_evaluator_g
     assert tags[EVALUATOR_TAG].startswith("smx-debug/watch-specs/")
     recorder, cursor = _guard(aws, "exp-resnet-42", watch_prefixes=())
     assert [r["name"] for r in cursor.info["rules"]] == ["CPUBottleneck", "Loss", "LossNotDecreasing"]
-    assert [t.name for _, ts in recorder.calls for t in ts] == ["CPUBottleneck"]
+    assert [t.rule for _, ts in recorder.calls for t in ts] == ["CPUBottleneck"]
 
 
 def test_docs_boto3_snippet_opts_in_by_tag_and_gets_the_default_rules(aws: LocalAws) -> None:

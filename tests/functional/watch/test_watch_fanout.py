@@ -15,11 +15,11 @@ from watch_support import BUCKET, TABLE, Recorder, at, clients, create_job, publ
 from smx_debug.actions.ledger import Ledger
 from smx_debug.contracts import JOB_ERRORS_METRIC, MANAGED_TAG, REASON_DIMENSION, job_lease_key
 from smx_debug.local import LocalAws
-from smx_debug.local.job_metrics import Scenario
-from smx_debug.local.other_team import PREFIX
+from smx_debug.local.sagemaker.job_metrics import Scenario
+from smx_debug.local.sagemaker.other_team import PREFIX
 from smx_debug.watch import run_once
-from smx_debug.watch.fanout import decode_shard, encode_shard, handle_shards, queue_sender
-from smx_debug.watch.run import WatchedJob
+from smx_debug.watch.discover import WatchedJob
+from smx_debug.watch.handler import decode_shard, encode_shard, handle_shards, queue_sender
 
 CPU = Scenario(kind="cpu_bottleneck", onset=10)
 HEALTHY = Scenario()

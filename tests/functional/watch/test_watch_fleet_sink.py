@@ -28,7 +28,7 @@ from smx_debug.actions.deadline import Deadline
 from smx_debug.contracts import MANAGED_TAG, job_lease_key
 from smx_debug.fleet.s3_boto import stack_root
 from smx_debug.local import LocalAws
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.simulate import Simulation, SimulationSpec
 from smx_debug.watch import run_once
 from smx_debug.watch.cursor import CursorStore

@@ -30,11 +30,13 @@ from smx_debug.contracts import (
     MANAGED_TAG,
     REASON_DIMENSION,
 )
-from smx_debug.local import LocalAws, training_jobs
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local import LocalAws
+from smx_debug.local.sagemaker import training_jobs
+from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.local.throttling import throttle
-from smx_debug.watch import RunReport, WatchedRule, WatchSpec, run_once
+from smx_debug.watch import WatchedRule, WatchSpec, run_once
 from smx_debug.watch.cursor import CursorStore
+from smx_debug.watch.report import RunReport
 from smx_debug.watch.run import RUN_LEASE_KEY
 
 CPU = Scenario(kind="cpu_bottleneck", onset=10)
@@ -207,7 +209,7 @@ def test_run_rule_failing_on_one_jobs_data_costs_that_job_only(aws: LocalAws, mo
     create_job(aws, "guarded-b")
     publish(aws, "guarded-a", 0, 20, Scenario(kind="loss_plateau", onset=10))
     publish(aws, "guarded-b", 0, 20, Scenario(kind="loss_plateau", onset=10, loss_metrics=("train:loss",)))
-    from smx_debug.local.metric_data import put_datapoints
+    from smx_debug.local.cloudwatch.metric_data import put_datapoints
 
     put_datapoints(aws, "/aws/sagemaker/TrainingJobs", "validation:loss", {"TrainingJobName": "guarded-b"},
                    [T0 + timedelta(minutes=m, seconds=30) for m in range(21)], [1e9] * 21)

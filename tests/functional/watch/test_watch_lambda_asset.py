@@ -28,8 +28,9 @@ from infra.evaluator_asset import (
     unzipped_size,
 )
 from smx_debug import local
-from smx_debug.local import LocalAws, job_metrics
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local import LocalAws
+from smx_debug.local.sagemaker import job_metrics
+from smx_debug.local.sagemaker.job_metrics import Scenario
 
 pytestmark = pytest.mark.slow
 
@@ -103,8 +104,8 @@ def _exploding_tensor_job(aws: LocalAws, name: str, start: datetime) -> None:
     import numpy as np
     from watch_support import BUCKET
 
-    from smx_debug.local import training_jobs
     from smx_debug.local.clients import client
+    from smx_debug.local.sagemaker import training_jobs
     from smx_debug.tensors import TrialWriter
 
     create_job(aws, name)

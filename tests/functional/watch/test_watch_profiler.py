@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from watch_support import BUCKET, T0, Recorder, at, clients, create_job, publish, settings
 
-from smx_debug.local import LocalAws, training_jobs
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local import LocalAws
+from smx_debug.local.sagemaker import training_jobs
+from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.simulate import Simulation, SimulationSpec
 from smx_debug.watch import WatchSpec, run_once
 
@@ -35,7 +36,7 @@ def test_run_job_with_profiler_output_judges_per_device_data_from_s3(aws: LocalA
         assert report.outcomes["guarded-profiled"].notes == []
         if report.triggers and fired_at is None:
             fired_at = m
-            message = report.triggers[0].message
+            message = report.triggers[0].details.split("(smx-debug evaluator: ", 1)[1]  # the rule's message
     assert fired_at is not None and fired_at - 10 <= 5
     snapshots = int(message.split(" of ")[1].split(" ")[0])
     assert snapshots > 60  # 500 ms snapshots, not 5 CloudWatch minutes

@@ -12,11 +12,12 @@ from watch_support import BUCKET, TABLE, Recorder, at, clients, create_job, publ
 from smx_debug import local
 from smx_debug.contracts import EVALUATOR_TAG, MANAGED_TAG
 from smx_debug.local import LocalAws
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.local.throttling import throttle
 from smx_debug.rules.watch_spec import WatchedRule, WatchSpec
-from smx_debug.watch import RunReport, run_once
+from smx_debug.watch import run_once
 from smx_debug.watch.cursor import CursorStore
+from smx_debug.watch.report import RunReport
 
 CPU = Scenario(kind="cpu_bottleneck", onset=10)
 PLATEAU = Scenario(kind="loss_plateau", onset=10)
@@ -30,7 +31,7 @@ def _runs(aws: LocalAws, minutes: range, recorder: Recorder, **changes: object) 
 def _first_trigger_minute(aws: LocalAws, job: str, minutes: range, recorder: Recorder) -> float | None:
     for m in minutes:
         report = run_once(settings(), clients(aws), recorder, now=at(m) + 5)
-        if any(t.job == job for t in report.triggers):
+        if job in report.outcomes and report.outcomes[job].triggers:
             return m + 5 / 60
     return None
 
@@ -45,7 +46,7 @@ def test_run_job_watched_by_prefix_triggers_once_within_five_minutes_of_onset(
     fired_at = _first_trigger_minute(aws, "guarded-a", range(6, 30), recorder)
     assert fired_at is not None
     assert fired_at - scenario.onset <= 5
-    assert [(job, [t.name for t in ts]) for job, ts in recorder.calls] == [("guarded-a", [rule])]
+    assert [(job, [t.rule for t in ts]) for job, ts in recorder.calls] == [("guarded-a", [rule])]
     assert recorder.calls[0][1][0].kind == ("profiler" if rule == "CPUBottleneck" else "debugger")
 
 
@@ -157,7 +158,7 @@ def test_run_plan_with_two_configurations_of_one_rule_evaluates_both(aws: LocalA
         publish(aws, "planned-job", m, m, CPU if m in bad else HEALTHY)
     recorder = Recorder()
     reports = _runs(aws, range(8, 30), recorder, default_rules=WatchSpec())
-    assert [t.name for _, ts in recorder.calls for t in ts] == ["CPU-strict"]
+    assert [t.rule for _, ts in recorder.calls for t in ts] == ["CPU-strict"]
     cursor = CursorStore(TABLE, clients(aws).dynamodb).load(["planned-job"])["planned-job"]
     assert [r["name"] for r in cursor.info["rules"]] == ["CPU-strict", "CPU-lax"]
     assert set(cursor.fired) == {"CPU-strict"}
@@ -216,5 +217,5 @@ def test_run_action_failure_costs_that_job_only_and_is_tried_again_next_minute(a
     assert report.summary()["job_errors"] == {"throttled": 1}
     assert recorder.jobs() == ["guarded-b"]
     again = run_once(settings(), clients(aws), flaky, now=at(15) + 5)  # the failed trigger is tried again
-    assert [t.job for t in again.triggers] == ["guarded-a"]
+    assert [j for j, o in again.outcomes.items() if o.triggers] == ["guarded-a"]
     assert recorder.jobs() == ["guarded-b", "guarded-a"]

@@ -88,14 +88,14 @@ def test_run_tensor_rule_fires_once_on_the_new_steps_it_reads(aws: LocalAws) -> 
     reads.keys.clear()
     report = run_once(guard, with_clients(aws, s3=reads), recorder, now=at(3))
     assert reads.steps() == {50, 60}  # only what was saved since the last run
-    assert [(t.job, t.name, t.kind, t.step) for t in report.triggers] == [(JOB, "ExplodingTensor", "debugger", 60)]
-    assert "gradient/fc.weight at step 60: 1 NaN or infinite values" in report.triggers[0].message
-    assert "smx-debug evaluator" in report.triggers[0].status_details
+    assert [(t.rule, t.kind, t.step) for t in report.outcomes[JOB].triggers] == [("ExplodingTensor", "debugger", 60)]
+    assert "gradient/fc.weight at step 60: 1 NaN or infinite values" in report.triggers[0].details
+    assert "smx-debug evaluator" in report.triggers[0].details
 
     _steps(aws, range(70, 90, 10), nan_from=60)
     report = run_once(guard, clients(aws), recorder, now=at(4))
     assert report.triggers == []  # acted on once; VanishingGradient still judged, quiet
-    assert [(job, [t.name for t in ts]) for job, ts in recorder.calls] == [(JOB, ["ExplodingTensor"])]
+    assert [(job, [t.rule for t in ts]) for job, ts in recorder.calls] == [(JOB, ["ExplodingTensor"])]
     cursor = CursorStore(guard.cursor_table, cached_client(aws, "dynamodb")).load([JOB])[JOB]
     assert cursor.tensors is not None and len(cursor.tensors) < 10_000
 
@@ -121,8 +121,8 @@ def test_run_tensor_rule_job_without_debug_hook_config_judged_on_its_environment
     recorder = Recorder()
     report = run_once(settings(default_rules=EXPLODING), clients(aws), recorder, now=at(2))
     assert report.outcomes[JOB].status == "evaluated", report.outcomes[JOB].notes
-    assert [(t.job, t.name, t.step) for t in report.triggers] == [(JOB, "ExplodingTensor", 20)]
-    assert [(job, [t.name for t in ts]) for job, ts in recorder.calls] == [(JOB, ["ExplodingTensor"])]
+    assert [(t.rule, t.step) for t in report.outcomes[JOB].triggers] == [("ExplodingTensor", 20)]
+    assert [(job, [t.rule for t in ts]) for job, ts in recorder.calls] == [(JOB, ["ExplodingTensor"])]
 
 
 def test_run_tensor_prefix_denied_is_that_jobs_access_denied_and_tried_again(aws: LocalAws) -> None:
@@ -161,5 +161,5 @@ def test_run_tensor_rule_bad_parameter_is_a_note_and_the_others_run(aws: LocalAw
     guard = settings(default_rules=WatchSpec.from_json([{"rule": "ExplodingTensor"}, spec].__repr__()
                                                        .replace("'", '"')))
     report = run_once(guard, clients(aws), Recorder(), now=at(2))
-    assert [t.name for t in report.triggers] == ["ExplodingTensor"]
+    assert [t.rule for t in report.triggers] == ["ExplodingTensor"]
     assert any(n.startswith("VanishingGradient: ") and "threshold" in n for n in report.outcomes[JOB].notes)

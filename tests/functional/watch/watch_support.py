@@ -8,12 +8,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from smx_debug import local
+from smx_debug.actions.verify import Trigger
 from smx_debug.contracts import MANAGED_TAG, is_watched
-from smx_debug.local import LocalAws, job_metrics, metric_data, training_jobs
+from smx_debug.local import LocalAws
 from smx_debug.local.clients import client as cached_client
-from smx_debug.local.job_metrics import Scenario, publish_minutes
+from smx_debug.local.cloudwatch import metric_data
+from smx_debug.local.sagemaker import job_metrics, training_jobs
+from smx_debug.local.sagemaker.job_metrics import Scenario, publish_minutes
 from smx_debug.rules.watch_spec import WatchSpec
-from smx_debug.watch import Clients, EvaluatorSettings, Trigger
+from smx_debug.watch import Clients, EvaluatorSettings
 
 T0 = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)  # every simulated job starts here
 TABLE = "smx-debug-cursors"
@@ -98,7 +101,7 @@ class Recorder:
 
     def __call__(self, job: str, triggers: Sequence[Trigger], *, deadline: Any = None) -> Mapping[str, Any]:
         self.calls.append((job, list(triggers)))
-        return {"job": job, "acted": [t.name for t in triggers]}
+        return {"job": job, "acted": [t.rule for t in triggers]}
 
     def jobs(self) -> list[str]:
         return [job for job, _ in self.calls]

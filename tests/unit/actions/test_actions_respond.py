@@ -400,3 +400,33 @@ def test_respond_unknown_action_name_is_refused_naming_it() -> None:
     job = verify_job(sagemaker, job_name=JOB, deployment_account=ACCOUNT, deployment_region=REGION)
     with pytest.raises(ValueError, match="'explode'"):
         respond(job, [], settings=runtime.settings, ledger=runtime.ledger, clients=runtime.clients, actions=("explode",))
+
+
+def test_respond_decides_which_actions_apply_once_per_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watched decision (the job's tags and the deployment's defaults) is made once, by respond, and the
+    verdict log reuses it (issue 32: it was made again per single action)."""
+    import sys
+
+    from smx_debug import tags
+
+    calls: list[str] = []
+    original = tags.watched_actions
+
+    def counted(job: str, *args: Any, **kwargs: Any) -> Any:
+        calls.append(job)
+        return original(job, *args, **kwargs)
+
+    for module in (sys.modules["smx_debug.actions.respond"], sys.modules["smx_debug.actions.verdict_log"]):
+        monkeypatch.setattr(module, "watched_actions", counted, raising=False)
+    sagemaker = FakeSageMaker(tags={"smx-debug:managed": "true", "smx-debug:on:VanishingGradient": "stop retrain"})
+
+    class S3:
+        def put_object(self, **_: Any) -> dict[str, Any]:
+            return {}
+
+    runtime = fake_runtime(settings(fleet_bucket="guard-bucket"), sagemaker=sagemaker, states=FakeStates(), s3=S3())
+    job = verify_job(sagemaker, job_name=JOB, deployment_account=ACCOUNT, deployment_region=REGION)
+    result = respond(job, [Trigger(rule="VanishingGradient", kind="debugger", step=5)], settings=runtime.settings,
+                     ledger=runtime.ledger, clients=runtime.clients, actions=("stop", "retrain"))
+    assert result["stop"]["outcome"] == "stopped" and result["verdict_log"]["rows"] >= 2
+    assert calls == [JOB]

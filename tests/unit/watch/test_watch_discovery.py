@@ -7,7 +7,7 @@ import pytest
 from botocore.validate import ParamValidator
 
 from smx_debug.contracts import MANAGED_TAG
-from smx_debug.watch.discovery import SEARCH_PAGE, search_request
+from smx_debug.watch.discover import SEARCH_PAGE, search_request
 
 
 @pytest.mark.parametrize("tag_key", [MANAGED_TAG, "team:opt-in"])

@@ -8,7 +8,7 @@ import pandas as pd
 
 from smx_debug.data.frames import series_frame
 from smx_debug.watch.cursor import Cursor
-from smx_debug.watch.run import _evaluate
+from smx_debug.watch.evaluate import _evaluate
 
 T0 = 1_700_000_000 // 60 * 60  # a minute boundary
 DEVICE_RULES = ["CPUBottleneck", "LowGPUUtilization", "GPUMemoryIncrease"]

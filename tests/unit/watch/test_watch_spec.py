@@ -8,8 +8,9 @@ import pytest
 
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, MANAGED_TAG
 from smx_debug.errors import ConfigError
+from smx_debug.rules.watch_spec import EVALUATOR_RULES
 from smx_debug.tags import watched_actions
-from smx_debug.watch import EVALUATOR_RULES, EvaluatorSettings, WatchedRule, WatchSpec
+from smx_debug.watch import EvaluatorSettings, WatchedRule, WatchSpec
 
 TWO = WatchSpec(rules=(
     WatchedRule(name="CPU-strict", rule="CPUBottleneck", parameters={"threshold": 20}),

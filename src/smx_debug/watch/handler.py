@@ -1,4 +1,27 @@
-"""The evaluator's fan-out: above ``jobs_per_invocation`` watched jobs, shards evaluated in parallel through SQS.
+"""The evaluator's Lambda body, the pipeline's first step (event -> run): settings and clients once per cold
+start, then one run per schedule event or the shards of a shard-queue event.
+
+``lambdas/evaluator/handler.py`` calls :func:`handle_invocation` with either event the function receives:
+
+- the schedule's (EventBridge): one run (:func:`smx_debug.watch.run.run_once`), which evaluates the watched jobs
+  itself or, above ``jobs_per_invocation``, sends them in shards to the shard queue (:func:`queue_sender`);
+- the shard queue's (SQS, through the event source mapping): each record is a shard to evaluate
+  (:func:`handle_shards`), and the answer lists the records that failed (``batchItemFailures``), so SQS
+  redelivers those only.
+
+Both are bounded by the invocation's time: the handler passes Lambda's ``context`` down as a
+:class:`~smx_debug.actions.deadline.Deadline` (one call's worst case with the clients' retries and timeouts), and a
+job, or an action, that would not fit is left to the next run with its cursor kept (:mod:`smx_debug.watch.run`,
+"time bound").
+
+The schedule's event carries nothing the run needs: the run's "now" is the clock. One JSON line is logged with
+the run's summary (jobs evaluated, failed by reason, triggers). A job's failure, an action's included, is that
+job's: counted in ``EvaluatorJobErrors`` (the stack alarms on it) and tried again next run, never the
+invocation's. What breaks the whole run (jobs or cursors cannot be read) propagates, so the invocation fails and
+the function's error alarm sees it; the next scheduled run, a minute later, resumes from the saved cursors.
+The run's triggers go through the action core (:mod:`smx_debug.watch.act`).
+
+The fan-out. The evaluator's fan-out: above ``jobs_per_invocation`` watched jobs, shards evaluated in parallel through SQS.
 
 One invocation evaluates a few hundred jobs inside its timeout (200 jobs x 4 hosts: 25-35 s). Above
 ``jobs_per_invocation`` (``cdk.json`` ``evaluator.jobs_per_invocation``), the scheduled run lists and decides
@@ -22,7 +45,7 @@ isolation, cursors and exactly-once actions of a whole run.
   sent its jobs again. Jobs are shuffled into shards each run, so a queue that cannot keep up delays random jobs,
   never the same ones every run.
 - **Only watched jobs.** Before reading a job or writing its cursor, a shard decides again whether the deployment
-  watches each job it names, with the run's own decision (:func:`smx_debug.watch.run.watched_jobs`, on the name
+  watches each job it names, with the run's own decision (:func:`smx_debug.watch.discover.watched_jobs`, on the name
   and the tags the message carries); a job it does not watch (its opt-in tag removed since the run, a message the
   run never sent) is left alone and listed in the shard's ``unwatched``.
 - A message that is not a shard (not JSON, nested too deep, a ``run`` that is not a finite number, a job named
@@ -43,29 +66,88 @@ import random
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from dataclasses import dataclass
+from typing import Any, Final, TypeGuard
 
 from smx_debug import _json as bounded_json
 from smx_debug.actions.deadline import Deadline
+from smx_debug.actions.runtime import Runtime, log_json
+from smx_debug.actions.settings import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_READ_TIMEOUT,
+    call_budget_seconds,
+)
 from smx_debug.data.job_errors import job_error
 from smx_debug.errors import AwsError, SmxDebugError
+from smx_debug.watch.act import action_responder
 from smx_debug.watch.cursor import CursorStore
-from smx_debug.watch.isolation import publish_job_errors
-from smx_debug.watch.run import (
-    Clients,
-    JobOutcome,
-    Responder,
-    RunReport,
-    ShardSender,
-    WatchedJob,
-    evaluate_jobs,
-    watched_jobs,
-)
+from smx_debug.watch.discover import WatchedJob, watched_jobs
+from smx_debug.watch.report import Clients, JobOutcome, RunReport
+from smx_debug.watch.run import Responder, ShardSender, evaluate_jobs, run_once
+from smx_debug.watch.save import publish_job_errors
 from smx_debug.watch.settings import EvaluatorSettings
 
-__all__ = ["SHARD_VERSION", "MalformedShardError", "decode_shard", "encode_shard", "handle_shards", "queue_sender",
-           "split"]
 
+@dataclass(frozen=True)
+class EvaluatorRuntime:
+    """What one cold start builds: the evaluator's settings, the AWS clients, the responder, when the stack has a
+    shard queue the sender of shards, and one AWS call's worst case with the clients' retries and timeouts
+    (``call_seconds``: the unit of the invocation's time bound, :mod:`smx_debug.watch.budget`)."""
+
+    settings: EvaluatorSettings
+    clients: Clients
+    responder: Responder
+    shards: ShardSender | None = None
+    call_seconds: float = call_budget_seconds(DEFAULT_MAX_ATTEMPTS, DEFAULT_CONNECT_TIMEOUT, DEFAULT_READ_TIMEOUT)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, context: Any = None) -> EvaluatorRuntime:
+        actions = Runtime.from_env(environ, context=context)
+        settings = EvaluatorSettings.from_env(environ, actions=actions.settings)  # the shared variables: once
+        sender = None
+        if settings.shard_queue_url:
+            sender = queue_sender(actions.clients("sqs"), settings.shard_queue_url, settings.jobs_per_invocation)
+        return cls(
+            settings=settings,
+            clients=Clients(
+                sagemaker=actions.clients("sagemaker"),
+                cloudwatch=actions.clients("cloudwatch"),
+                dynamodb=actions.clients("dynamodb"),
+                s3=actions.clients("s3"),
+            ),
+            responder=action_responder(actions),
+            shards=sender,
+            call_seconds=actions.settings.call_budget,
+        )
+
+
+def _is_shard_event(event: object) -> TypeGuard[dict[str, Any]]:
+    records = event.get("Records") if isinstance(event, dict) else None
+    return isinstance(records, list) and bool(records) and all(
+        isinstance(r, dict) and r.get("eventSource") == "aws:sqs" for r in records)
+
+
+def handle_invocation(event: object, context: Any = None, *, runtime: EvaluatorRuntime | None = None
+                      ) -> dict[str, Any]:
+    """One scheduled run, or the shards of an SQS event, within the invocation's time (``context``, Lambda's; None:
+    unbounded); returns (and logs) the summary. ``runtime`` is the cold start's (the Lambda module keeps it);
+    without one, it is built from the environment for this invocation."""
+    if runtime is None:
+        runtime = EvaluatorRuntime.from_env(context=context)
+    started = time.monotonic()
+    deadline = Deadline.of(context, runtime.call_seconds)
+    if _is_shard_event(event):
+        answer = handle_shards(event, runtime.settings, runtime.clients, runtime.responder, deadline=deadline)
+        log_json(logging.INFO, handler="evaluator", **answer, seconds=round(time.monotonic() - started, 3))
+        return answer
+    report = run_once(runtime.settings, runtime.clients, runtime.responder, shards=runtime.shards, deadline=deadline)
+    summary = {"handler": "evaluator", **report.summary(), "seconds": round(time.monotonic() - started, 3)}
+    log_json(logging.INFO, **summary)
+    return summary
+
+
+# ---------------------------------------------------------------------------------------------- the fan-out
 SHARD_VERSION: Final = 1
 MAX_MESSAGE_BYTES: Final = 262_144  # SQS: one message, and one SendMessageBatch in all
 _BATCH: Final = 10  # SendMessageBatch entries

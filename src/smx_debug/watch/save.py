@@ -1,6 +1,23 @@
-"""Watched jobs that ended: their last minutes to the fleet dataset, once, by the evaluator that owns them.
+"""The evaluator's save step, after each job's evaluation and actions: its new minutes to the fleet dataset,
+the ended jobs' last minutes, and the run's job errors (the cursors themselves are saved by
+:meth:`smx_debug.watch.cursor.CursorStore.save`, with the job leases released in the same calls).
 
-While a watched job runs, each evaluator run appends its new minutes (:mod:`smx_debug.watch.fleet_sink`). But
+Running jobs. After a run evaluated and acted on its jobs, each one's minutes since the last append go to the stack's fleet
+dataset (``system_minutes``, :mod:`smx_debug.fleet`), from what the run already read, at no extra read: the
+job's Debugger profiler output when it writes some (per core and GPU, ``source`` ``debugger``), else its
+CloudWatch host minutes from its cursor (divided per device, ``source`` ``cloudwatch``). The job's cursor
+remembers the last minute appended (``fleet_through``); each append starts at that minute again (it may have been
+partial, or CloudWatch published late) and merges by the table's key, so nothing is doubled, and an append that
+failed is made up by the next run from the cursor's window.
+
+Inside each job's isolation, and after its actions: a failure to append is recorded for that job (a note, one
+count in ``EvaluatorJobErrors`` by its reason) and never stops or undoes an evaluation or an action. The
+evaluator is the only writer of its watched jobs' minutes (the fleet collector leaves them to it), and a job is
+evaluated by one evaluation at a time (its job lease), so no two writers ever rewrite one file. Once a job has ended,
+its last minutes are appended through this sink by :func:`append_ended` (under the same lease), which marks
+its cursor ``FLEET_COMPLETE``: nothing more is appended for it.
+
+Ended jobs. While a watched job runs, each evaluator run appends its new minutes (:func:`append_minutes`). But
 a run lists running jobs only, so without this module two spans were never appended: the minutes between the
 last run on a job and its end (the settle delay, about two minutes), and every minute of a watched job that
 ended before any run saw it (a short job, one that ended between two runs, one that Debugger's rules stopped at
@@ -10,7 +27,7 @@ once). With a fleet bucket, each scheduled run (not the shards) therefore also, 
    ``Search`` per name prefix and one for the opt-in tag, whose results carry each job's description and tags: no
    per-job call, and no call about a job the deployment does not watch);
 2. leaves those whose last minute has not settled yet (the next run takes them) and those whose cursor says their
-   minutes are complete (:data:`~smx_debug.watch.fleet_sink.FLEET_COMPLETE`; one BatchGetItem per 100 jobs);
+   minutes are complete (:data:`FLEET_COMPLETE`; one BatchGetItem per 100 jobs);
 3. takes each remaining job's lease, as every evaluation does, so a shard still holding the job cannot write its
    minutes at the same time (a job held is left to the next run);
 4. reads the job's minutes from its cursor's ``fleet_through`` (the minute appended last, read again), or from
@@ -27,36 +44,106 @@ leaves them to it, running or ended), and every minute is appended once: appends
 job is isolated: what fails for one (a read, an append) is recorded for it (``EvaluatorJobErrors`` by reason), its
 cursor is not marked, and the next run tries again while the job is within the lookback; only the Search failing
 is the run's own error (reported, never failing the run).
+
+Job errors. A job's failure becomes a :class:`~smx_debug.data.job_errors.JobError` of that job (reasons in
+``contracts.JOB_ERROR_REASONS``); :func:`publish_job_errors` puts one run's counts in ``EvaluatorJobErrors``
+(dimension ``Reason``), and the job's cursor is not written, so the next run tries it again from where it was.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from smx_debug.contracts import JOB_ENDED_STATUSES, job_lease_key
+from smx_debug.actions.deadline import Deadline
+from smx_debug.contracts import JOB_ENDED_STATUSES, JOB_ERRORS_METRIC, REASON_DIMENSION, job_lease_key
 from smx_debug.data.cloudwatch_batch import MetricRead, read_metrics
 from smx_debug.data.job_errors import BAD_DATA, JobError, job_error
+from smx_debug.data.minute_frames import device_counts, system_frame
 from smx_debug.tags import tags_as_dict, watched_actions
 from smx_debug.watch.budget import RunBudget
 from smx_debug.watch.cursor import Cursor, CursorStore
-from smx_debug.watch.discovery import SEARCH_PAGE, job_facts
-from smx_debug.watch.fleet_sink import FLEET_COMPLETE, FLEET_THROUGH, append_minutes
+from smx_debug.watch.discover import SEARCH_PAGE, job_facts
+from smx_debug.watch.read import profiler_frames
+from smx_debug.watch.report import ENDED, Clients, JobOutcome, RunReport
 from smx_debug.watch.settings import EvaluatorSettings
-from smx_debug.watch.trigger import JobOutcome
 
 if TYPE_CHECKING:
-    from smx_debug.actions.deadline import Deadline
-    from smx_debug.watch.run import Clients, RunReport  # run.py imports this module: the annotations only
+    from smx_debug.fleet.append import Source
 
-__all__ = ["ENDED", "append_ended", "find_ended"]
+FLEET_THROUGH = "fleet_through"  # cursor info: the last epoch minute appended to the fleet dataset
+FLEET_COMPLETE = "fleet_complete"  # cursor info: the job ended and its minutes through its end are appended
 
-ENDED = "ended"  # a JobOutcome status: the ended job's last minutes are appended, its cursor marked complete
+
+def _frame(cursor: Cursor, profiler: Any, lo: int, last: int) -> tuple[Any, Source, dict[str, int] | None] | str:
+    """The job's minutes ``lo..last`` as a system frame, its source and devices; or why there are none."""
+    from smx_debug.fleet.append import (
+        cloudwatch_devices,  # local: the fleet code (pydantic) only with a fleet bucket
+    )
+
+    if profiler is not None:
+        ns = profiler["timestamp"].astype("int64").to_numpy()
+        keep = (ns >= lo * 60_000_000_000) & (ns < (last + 1) * 60_000_000_000)
+        return profiler[keep].reset_index(drop=True), "debugger", None
+    devices = device_counts(cursor.info.get("instance_type"))
+    if devices is None:
+        return (f"fleet dataset: instance type {cursor.info.get('instance_type')!r} has no vCPU/GPU counts in the "
+                "table, so its host sums cannot be divided per device; its minutes are not appended")
+    return system_frame(cursor.data, lo, last, devices), "cloudwatch", cloudwatch_devices(*devices)
+
+
+def append_minutes(
+    settings: EvaluatorSettings, s3: Any, report: RunReport, cursors: Sequence[Cursor],
+    profiler: Mapping[str, Any], *, last: int | Mapping[str, int],
+) -> dict[str, Cursor]:
+    """Append each job's minutes through ``last`` (epoch minute; or each job's, by name); returns the cursors
+    whose ``fleet_through`` moved. A job whose minutes are complete (``FLEET_COMPLETE``: it ended and
+    :func:`append_ended` appended its last ones) gets nothing more. Failures are recorded in the jobs'
+    outcomes of ``report``."""
+    from smx_debug.fleet.append import (
+        append_system_minutes,  # local: the fleet code (pydantic) only with a bucket
+    )
+    from smx_debug.fleet.s3_boto import stack_root  # local: as above
+
+    cursors = [c for c in cursors if not c.info.get(FLEET_COMPLETE)]
+    if not settings.fleet_bucket or not cursors:
+        return {}
+    root = stack_root(settings.fleet_bucket, s3)
+
+    def one(cursor: Cursor) -> tuple[Cursor, Cursor | str | BaseException | None]:
+        upto = last if isinstance(last, int) else last[cursor.job]
+        through = cursor.info.get(FLEET_THROUGH)
+        lo = int(through) if isinstance(through, int) else upto - settings.window_minutes + 1
+        try:
+            found = _frame(cursor, profiler.get(cursor.job), lo, upto)
+            if isinstance(found, str):
+                return cursor, found
+            frame, source, devices = found
+            if not len(frame):
+                return cursor, None
+            append_system_minutes(root, cursor.job, frame, source=source, devices=devices)
+        except Exception as exc:  # isolation: this job's append only, after its evaluation and actions
+            return cursor, exc
+        return cursor, cursor.with_changes(info={**cursor.info, FLEET_THROUGH: upto})
+
+    with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+        done = list(pool.map(one, cursors))
+    moved: dict[str, Cursor] = {}
+    for cursor, result in done:
+        outcome = report.outcomes[cursor.job]
+        if isinstance(result, Cursor):
+            moved[cursor.job] = result
+        elif isinstance(result, str):
+            outcome.notes.append(result)
+        elif isinstance(result, BaseException):
+            outcome.record(job_error(result, job=cursor.job, doing="appending its minutes to the fleet dataset",
+                                     otherwise=BAD_DATA))
+    return moved
 
 
 def find_ended(settings: EvaluatorSettings, sagemaker: Any, since: float) -> dict[str, Mapping[str, Any]]:
@@ -65,7 +152,7 @@ def find_ended(settings: EvaluatorSettings, sagemaker: Any, since: float) -> dic
     Only watched jobs are asked about, with SageMaker ``Search`` (one call per page; its results carry each job's
     description and tags): per name prefix, the jobs whose name contains it (Search has no prefix operator: the
     prefix is checked here), and for the opt-in tag the jobs that carry it, as
-    :func:`~smx_debug.watch.discovery.search_opted_in` asks about running ones; each ended after ``since``.
+    :func:`~smx_debug.watch.discover.search_opted_in` asks about running ones; each ended after ``since``.
     """
     after = {"Name": "TrainingEndTime", "Operator": "GreaterThan",
              "Value": datetime.fromtimestamp(since, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
@@ -176,8 +263,6 @@ def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cu
     profiled = [c for c in tails if c.info.get("profiler_s3")]
     profiler: dict[str, Any] = {}
     if profiled:
-        from smx_debug.watch.profiler import profiler_frames
-
         def read(cursor: Cursor) -> tuple[str, Any, JobError | None]:
             frames, errors = profiler_frames([(cursor.job, str(cursor.info["profiler_s3"]))], s3=clients.s3,
                                              start_s=firsts[cursor.job] * 60, end_s=(uptos[cursor.job] + 1) * 60,
@@ -225,3 +310,17 @@ def _out_of_time(budget: RunBudget, report: RunReport, cursors: list[Cursor]) ->
         return False
     report.out_of_time([c.job for c in cursors], late)
     return True
+
+
+def publish_job_errors(cloudwatch: Any, namespace: str, counts: Mapping[str, int], *, now: float) -> int:
+    """Put one run's job errors in ``namespace``: per reason (dimension ``Reason``) and in all (no dimension,
+    the alarm's metric). Nothing is put for a run without errors. Returns the datapoints put."""
+    total = sum(counts.values())
+    if not total:
+        return 0
+    when = datetime.fromtimestamp(now, UTC)
+    sets = [([], total), *(([{"Name": REASON_DIMENSION, "Value": r}], n) for r, n in sorted(counts.items()))]
+    data = [{"MetricName": JOB_ERRORS_METRIC, "Dimensions": dims, "Value": float(n), "Unit": "Count", "Timestamp": when}
+            for dims, n in sets]
+    cloudwatch.put_metric_data(Namespace=namespace, MetricData=data)
+    return len(data)

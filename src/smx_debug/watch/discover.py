@@ -15,8 +15,8 @@ per-job SageMaker call.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -24,17 +24,40 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.contracts import EVALUATOR_SPEC_PREFIX, EVALUATOR_TAG, JOB_IN_PROGRESS, RULE_FIELDS
-from smx_debug.data.job_errors import WATCH_SPEC, JobError, job_error
-from smx_debug.data.sources import describe_job
+from smx_debug.data.job_errors import OUT_OF_TIME, WATCH_SPEC, JobError, job_error
+from smx_debug.data.sources import describe_job, job_paths
 from smx_debug.errors import ConfigError
 from smx_debug.rules.watch_spec import WatchSpec
-from smx_debug.tags import tags_as_dict
-from smx_debug.watch.cursor import Cursor
+from smx_debug.tags import tags_as_dict, watched_actions
+from smx_debug.watch.budget import RunBudget
+from smx_debug.watch.cursor import Cursor, CursorStore
+from smx_debug.watch.report import Clients, RunReport
 from smx_debug.watch.settings import EvaluatorSettings
 
-__all__ = ["Refreshed", "job_facts", "list_running", "refresh", "search_opted_in", "search_request"]
-
 SEARCH_PAGE = 100  # Search's MaxResults limit (its default is 10)
+
+
+@dataclass(frozen=True)
+class WatchedJob:
+    """A watched running job as a run hands it to an evaluation (its own, or a shard's): its name and ARN, and
+    its tags when the run has them from Search (None: read them with ListTags if its facts are stale)."""
+
+    name: str
+    arn: str
+    tags: Mapping[str, str] | None = None
+
+    @classmethod
+    def of(cls, summary: Mapping[str, Any], tags: Mapping[str, str] | None, *,
+           opt_in_tag: str | None = None) -> WatchedJob:
+        """From a ListTrainingJobs summary; only the tags the evaluation reads are kept: its watch spec's key, and
+        the opt-in tag ``opt_in_tag`` (a shard decides again with :func:`watched_jobs` whether the job is watched)."""
+        keep = {EVALUATOR_TAG, opt_in_tag}
+        kept = None if tags is None else {k: v for k, v in tags.items() if k in keep}
+        return cls(name=str(summary["TrainingJobName"]), arn=str(summary["TrainingJobArn"]), tags=kept)
+
+    @property
+    def summary(self) -> dict[str, str]:
+        return {"TrainingJobName": self.name, "TrainingJobArn": self.arn}
 
 
 def list_running(sagemaker: Any) -> list[dict[str, Any]]:
@@ -80,8 +103,6 @@ def _epoch(value: Any) -> float | None:
 
 def job_facts(description: Mapping[str, Any]) -> dict[str, Any]:
     """What the evaluator needs from DescribeTrainingJob, as plain JSON."""
-    from smx_debug.data.sources import job_paths
-
     resources = description.get("ResourceConfig", {})
     groups = resources.get("InstanceGroups") or []
     hosts = int(resources.get("InstanceCount") or sum(int(g.get("InstanceCount", 0)) for g in groups) or 1)
@@ -180,11 +201,97 @@ def refresh(
     problem = None
     if key != info.get("spec_key") or info.get("spec") is None:
         spec, problem = _spec(s3, settings, key, name) if key else (WatchSpec(), None)
+        own = spec or WatchSpec()  # decoded once, from S3; kept in the cursor as JSON for the runs after
         info["spec_key"] = key if spec is not None else None
-        info["spec"] = (spec or WatchSpec()).to_json()
-    own = WatchSpec.from_json(info.get("spec") or WatchSpec().to_json())
-    rules = own.merged_with(settings.default_rules, skip=frozenset(info.get("debugger_rules", [])))
-    info["rules"] = json.loads(rules.to_json())["rules"]
+        info["spec"] = own.to_json()
+    else:  # the spec read by an earlier run, decoded once from the cursor
+        own = WatchSpec.from_json(info["spec"], source=f"cursor of {name}")
+    rules = own.merged_with(settings.default_rules, skip=frozenset(info.get("debugger_rules", []))).rules
+    info["rules"] = [r.as_dict() for r in rules]
     checked = now if problem is None else (cursor.checked_at if cursor is not None else 0.0)  # retried next run
-    base = cursor if cursor is not None else Cursor(job=name, checked_at=checked)
-    return Refreshed(base.with_changes(checked_at=checked, info=info), spec_error=problem)
+    base = cursor if cursor is not None else Cursor(job=name, checked_at=checked, rules=())
+    return Refreshed(base.with_changes(checked_at=checked, info=info, rules=rules), spec_error=problem)
+
+
+def discover(settings: EvaluatorSettings, clients: Clients, store: CursorStore, report: RunReport) -> list[WatchedJob]:
+    """The run's discover step: the running jobs (``report.running``) and, in their order, those the deployment
+    watches (``report.watched``), each with the tags Search read (None when Search failed: read again if its
+    facts are stale). The watched decision is made here, once per job and run (a shard makes it again for the
+    jobs its message names: :func:`watched_jobs`)."""
+    running = {s["TrainingJobName"]: s for s in list_running(clients.sagemaker)}
+    report.running = len(running)
+    opted: dict[str, dict[str, str]] | None = {}
+    if settings.opt_in_tag:
+        try:
+            opted = search_opted_in(clients.sagemaker, settings.opt_in_tag)
+        except (ClientError, BotoCoreError) as exc:
+            error = job_error(exc, job="(opted-in jobs)", doing="Search for opted-in running jobs")
+            report.errors.append(JobError(error.reason, f"{error.message}; jobs whose tags were last read opted "
+                                                        f"in, at most {2 * settings.retag_minutes} minutes ago, "
+                                                        "stay watched"))
+            opted = None
+    tags = {n: None if opted is None else opted.get(n, {}) for n in running}
+    names = watched_jobs(settings, store, tags, now=report.now)
+    report.watched = len(names)
+    return [WatchedJob.of(running[n], opted.get(n) if opted is not None else None, opt_in_tag=settings.opt_in_tag)
+            for n in names]
+
+
+def watched_jobs(
+    settings: EvaluatorSettings, store: CursorStore, tags: Mapping[str, Mapping[str, str] | None], *, now: float,
+) -> list[str]:
+    """Which of the jobs ``tags`` names (job -> its tags as Search read them, None: unknown) the deployment
+    watches: the watch rule (:func:`smx_debug.tags.watched_actions`) on the name and tags, for a run and a shard
+    alike. A job whose tags are unknown (Search failed) and whose name no prefix watches stays watched while its
+    tags were last read opted in recently: a watched job's tags are read again every ``retag_minutes``, so its
+    cursor (read from ``store`` for those jobs only) is never older than that + 1.
+    """
+    unknown = [n for n, t in tags.items() if t is None and not _is_watched(settings, n, {})]
+    cursors = store.load(unknown) if unknown else {}
+    recent = 2 * settings.retag_minutes * 60
+    return [n for n, t in tags.items() if _is_watched(settings, n, t or {})
+            or (n in cursors and now - cursors[n].checked_at < recent)]
+
+
+def _is_watched(settings: EvaluatorSettings, job: str, tags: Mapping[str, str]) -> bool:
+    return watched_actions(job, tags, prefixes=settings.watch_prefixes, opt_in_tag=settings.opt_in_tag) is not None
+
+
+def refresh_all(
+    settings: EvaluatorSettings, clients: Clients, report: RunReport, jobs: Sequence[WatchedJob],
+    cursors: Mapping[str, Cursor], changed: dict[str, Cursor], budget: RunBudget,
+) -> list[Cursor]:
+    """The discover step's second half, for the jobs this evaluation holds: each job's cursor with fresh facts
+    (:func:`refresh`; new or stale jobs' calls overlapped), those whose facts changed put in ``changed``. A job
+    whose refresh fails, or that no longer has time for it, fails in ``report`` (isolation: that job only)."""
+    now = report.now
+    summaries = {j.name: j.summary for j in jobs}
+    tags_of = {j.name: j.tags for j in jobs}
+    names = [j.name for j in jobs]
+
+    def fresh(name: str) -> Refreshed | JobError:
+        late = budget.short_of_call()
+        if late is not None:
+            return JobError(OUT_OF_TIME, late)
+        try:
+            return refresh(summaries[name], cursors.get(name), settings, tags=tags_of[name],
+                           sagemaker=clients.sagemaker, s3=clients.s3, now=now)
+        except Exception as exc:  # isolation: one job's failure is that job's (smx_debug.watch.save, job errors)
+            return job_error(exc, job=name, doing="discovery (ListTags, DescribeTrainingJob)")
+
+    # New or stale jobs cost ListTags (+ DescribeTrainingJob): overlap those calls; clients are thread-safe.
+    with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
+        refreshed = list(pool.map(fresh, names))
+    watched: list[Cursor] = []
+    for name, found in zip(names, refreshed, strict=True):
+        outcome = report.outcomes[name]
+        if isinstance(found, JobError):
+            outcome.fail(found)
+            continue
+        outcome.notes.extend(found.notes)
+        if found.spec_error is not None:
+            outcome.record(found.spec_error)
+        if found.cursor is not cursors.get(name):
+            changed[name] = found.cursor  # its facts; its data and ``through`` move once it is evaluated
+        watched.append(found.cursor)
+    return watched
