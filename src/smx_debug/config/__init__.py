@@ -1,6 +1,6 @@
 """The debug plan: a typed description of how a training job is watched, rendered for SageMaker.
 
-Names load lazily, so a module that needs only the plan's pydantic base (``smx_debug.config._base``: the tensor
+Names load lazily, so a module that needs only the plan's pydantic base (``smx_debug.config.base``: the tensor
 reader's collections model, which the scheduled evaluator's Lambda imports) does not import the plan and PyYAML.
 """
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
-from smx_debug.config._base import FrozenModel
+from smx_debug.config.base import FrozenModel
 from smx_debug.tags import ActionSpec
 
 # The rule container's own checks (smdebug_rulesconfig/actions/utils.py). The container also

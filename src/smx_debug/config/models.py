@@ -7,7 +7,8 @@ from typing import Annotated, Literal
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr, model_validator
 from pydantic_core import PydanticCustomError
 
-from smx_debug.config._base import (
+from smx_debug.config.actions import RuleAction
+from smx_debug.config.base import (
     FrozenModel,
     NonNegativeInt,
     PositiveInt,
@@ -15,7 +16,6 @@ from smx_debug.config._base import (
     S3Uri,
     unknown_name_error,
 )
-from smx_debug.config.actions import RuleAction
 from smx_debug.errors import UnknownNameError
 from smx_debug.rules.catalog import get_rule
 from smx_debug.rules.definitions import RuleSpec

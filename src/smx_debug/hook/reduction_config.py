@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import StrictBool
 
-from smx_debug.config._base import FrozenModel
+from smx_debug.config.base import FrozenModel
 from smx_debug.errors import ConfigError
 from smx_debug.tensors import collections_file
 from smx_debug.tensors.reductions import NORMS, REDUCTIONS

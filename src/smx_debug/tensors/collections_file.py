@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import StrictBool, StrictStr, ValidationError, field_validator
 
 from smx_debug import _json
-from smx_debug.config._base import FrozenModel, NonNegativeInt, PositiveInt, Regex, to_config_error
+from smx_debug.config.base import FrozenModel, NonNegativeInt, PositiveInt, Regex, to_config_error
 from smx_debug.errors import ConfigError, DataError
 from smx_debug.tensors.reductions import NORMS, REDUCTIONS
 
