@@ -9,8 +9,8 @@ from datetime import datetime
 from typing import Any
 
 from smx_debug import local
-from smx_debug.local import job_metrics
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local.sagemaker import job_metrics
+from smx_debug.local.sagemaker.job_metrics import Scenario
 
 HOSTS = 4  # ml.g4dn.12xlarge: 4 GPUs and 48 vCPUs a host
 _IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1"

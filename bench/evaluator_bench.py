@@ -1,7 +1,7 @@
 """Benchmark: the scheduled evaluator on a busy account of 200 running jobs x 4 hosts, then the next minute's run.
 
 Run ``python bench/evaluator_bench.py`` (``--quick``: 20 jobs). Of the 200 jobs, 50 are another team's
-(``smx_debug.local.other_team``: not watched, bad metrics, damaged profiler output) and 150 are watched; of
+(``smx_debug.local.sagemaker.other_team``: not watched, bad metrics, damaged profiler output) and 150 are watched; of
 those, 5 write Debugger profiler output poisoned with lone surrogates, 5,000-deep arrays, NaN, Infinity, 1e400
 and cut lines, and 5 have every ListTags and DescribeTrainingJob call throttled past botocore's retries. Each
 job has been running for an hour: the local CloudWatch holds 60 minutes of its per-host instance metrics and 2
@@ -58,7 +58,7 @@ def _count_calls(clients: Any, counter: Counter[str], others: frozenset[str]) ->
 
 def _poison(aws: Any, job: str, start: datetime) -> None:
     """Debugger profiler output for the last 12 minutes of ``job``, every file poisoned."""
-    from smx_debug.local.other_team import DAMAGE
+    from smx_debug.local.sagemaker.other_team import DAMAGE
     from smx_debug.simulate import Simulation, SimulationSpec
 
     sim = Simulation(SimulationSpec(scenario="healthy", job_start=start, duration_s=(MINUTES + 1) * 60.0, nodes=HOSTS,
@@ -72,8 +72,9 @@ def _poison(aws: Any, job: str, start: datetime) -> None:
 
 def _setup(aws: Any, watched: int, other: int, poisoned: int, start: datetime) -> Any:
     from smx_debug import local
-    from smx_debug.local import job_metrics, metric_data
-    from smx_debug.local.other_team import start_other_team
+    from smx_debug.local.cloudwatch import metric_data
+    from smx_debug.local.sagemaker import job_metrics
+    from smx_debug.local.sagemaker.other_team import start_other_team
 
     metric_data.install()
     job_metrics.install()

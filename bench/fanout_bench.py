@@ -95,9 +95,10 @@ def _calls(records: Sequence[Any], caller: str) -> Counter[str]:
 
 def _run(label: str, aws: Any, watched: int, concurrency: int) -> dict[str, Any]:
     from smx_debug import local
-    from smx_debug.local import event_sources, iam
+    from smx_debug.local import iam
+    from smx_debug.local.awslambda import event_sources
 
-    iam.reset_records()
+    iam.ledger(aws).reset()
     started = time.perf_counter()
     (planner,) = local.deliver_schedule(aws, handlers=["evaluator"])
     planned = time.perf_counter() - started
@@ -105,7 +106,7 @@ def _run(label: str, aws: Any, watched: int, concurrency: int) -> dict[str, Any]
         raise RuntimeError(f"{label}: the scheduled run failed: {planner.error!r}")
     shards = event_sources.poll(aws, threads=1)  # one at a time: each shard's own time on this loaded machine
     wall = time.perf_counter() - started
-    records = iam.records()
+    records = iam.ledger(aws).records()
     summaries = [s for inv in shards if isinstance(inv.result, dict) for s in inv.result.get("shards", [])]
     spans = [(inv.started, inv.ended) for inv in shards]
     durations = sorted(b - a for a, b in spans)
@@ -121,11 +122,11 @@ def _run(label: str, aws: Any, watched: int, concurrency: int) -> dict[str, Any]
           f"one at a time here); local run {wall:.1f} s; projected on AWS "
           f"{projected:.1f} s ({waves} wave(s) of {concurrency})")
     print(f"  jobs: {watched} watched, {evaluated} evaluated, {held} held, {failed} failed; "
-          f"{metrics / max(evaluated, 1):.0f} metrics requested per job; IAM denials: {len(iam.denials(records))}")
+          f"{metrics / max(evaluated, 1):.0f} metrics requested per job; IAM denials: {len(iam.ledger(aws).denials(records))}")
     print("  AWS calls per watched job: " + ", ".join(f"{op} {n / watched:.3f}" for op, n in sorted(calls.items())))
     return {"planned": planned, "durations": durations, "wall": wall, "projected": projected, "evaluated": evaluated,
             "held": held, "failed": failed, "calls": calls, "metrics": metrics, "shards": len(shards),
-            "denials": len(iam.denials(records)),
+            "denials": len(iam.ledger(aws).denials(records)),
             "errors": [inv.error for inv in shards if inv.error is not None]}
 
 
@@ -176,8 +177,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     warnings.filterwarnings("ignore", message="Tried to parse AWS", category=UserWarning)
     from smx_debug import local
-    from smx_debug.local import LocalAws, job_metrics, metric_data
-    from smx_debug.local.other_team import start_other_team
+    from smx_debug.local import LocalAws
+    from smx_debug.local.cloudwatch import metric_data
+    from smx_debug.local.sagemaker import job_metrics
+    from smx_debug.local.sagemaker.other_team import start_other_team
 
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=MINUTES + 1)
     with tempfile.TemporaryDirectory() as tmp, LocalAws() as aws:

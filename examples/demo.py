@@ -51,8 +51,9 @@ from smx_debug.config import DebugPlan, SmxDebugWarning  # noqa: E402
 from smx_debug.contracts import FLEET_TEAM_TAG as TEAM_TAG  # noqa: E402
 from smx_debug.contracts import ISSUES_FOUND  # noqa: E402
 from smx_debug.errors import NotFoundError  # noqa: E402
-from smx_debug.local import LocalAws, deploy_stack, job_metrics  # noqa: E402
-from smx_debug.local.other_team import start_other_team  # noqa: E402
+from smx_debug.local import LocalAws, deploy_stack  # noqa: E402
+from smx_debug.local.sagemaker import job_metrics  # noqa: E402
+from smx_debug.local.sagemaker.other_team import start_other_team  # noqa: E402
 
 PLAN = ROOT / "examples" / "plans" / "cpu_bottleneck_guard.yaml"
 STACK = "SmxDebugGuard"
@@ -212,10 +213,10 @@ def run(*, minutes: int, onset_min: float, speed: float, out: Path, verbose: boo
     with quiet_dependencies(verbose=verbose), tempfile.TemporaryDirectory(prefix="smx-demo-") as tmp, \
             LocalAws() as aws, aws.environment():
         say("1/9 start the local AWS")
-        local.iam.reset_records()  # every call the deployed functions make is checked against their roles
+        local.iam.ledger(aws).reset()  # every call the deployed functions make is checked against their roles
         code = _run(aws, tmp, timeline, minutes=minutes, onset_min=onset_min, speed=speed, out=out)
-    print(local.iam.summary_line())
-    for denied in local.iam.denials():
+    print(local.iam.ledger(aws).summary_line())
+    for denied in local.iam.ledger(aws).denials():
         print(f"[iam] denied: {denied.caller}: {denied.message}")
         code = code or 1
     say("done", f"{time.monotonic() - timeline.started:.1f} s in all; the local AWS is shut down")

@@ -44,7 +44,7 @@ def tensor_job(aws: LocalAws, bucket: str, *, job: str, say: Say, steps: int = 4
     if importlib.util.find_spec("torch") is None:
         say("tensors", "tensor job skipped: torch is not installed (pip install 'smx-debug[torch]')")
         return 0
-    from smx_debug.local.training_run import start_training
+    from smx_debug.local.sagemaker.training_run import start_training
 
     plan = DebugPlan(region=aws.region, s3_output_path=f"s3://{bucket}/debugger", guard="evaluator",
                      hook={"save_interval": 5, "collections": [{"name": "gradients"}, {"name": "losses"}]},

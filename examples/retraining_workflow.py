@@ -27,6 +27,7 @@ from smx_debug import local  # noqa: E402
 from smx_debug.config import DebugPlan, SmxDebugWarning  # noqa: E402
 from smx_debug.contracts import HANDLER_TAG  # noqa: E402
 from smx_debug.local import LocalAws, deploy_stack  # noqa: E402
+from smx_debug.local.awslambda.invoke import invoke_handler  # noqa: E402
 
 STACK = "SmxDebugGuard"
 RULE = "ExplodingTensor"
@@ -93,7 +94,7 @@ def main() -> int:
         print(f"deployed {STACK}; retrain function {function}")
 
         def step(name: str, state: dict[str, Any]) -> dict[str, Any]:
-            delivery = local.invoke_handler(aws, "retrain", {"step": name, "state": state}, env,
+            delivery = invoke_handler(aws, "retrain", {"step": name, "state": state}, env,
                                           function_name=function)
             if delivery.error is not None:
                 raise SystemExit(f"{name} failed: {delivery.error!r}")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from smx_debug.local import LocalAws, reset_handlers
+from smx_debug.local import LocalAws, iam
+from smx_debug.local.awslambda.invoke import reset_handlers
+from smx_debug.local.sagemaker import execution_roles
 
 DATA = Path(__file__).parent / "data"
 
@@ -31,17 +34,31 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "iam_denials: the test expects the local IAM to deny calls (it asserts them)")
 
 
-@pytest.fixture(autouse=True)
-def local_iam(request: pytest.FixtureRequest) -> Iterator[None]:
-    """IAM is enforced on every call a deployed function makes (smx_debug.local.iam); a denial fails the
-    test unless it is marked ``iam_denials`` (and asserts the denials itself)."""
-    from smx_debug.local import iam
+@pytest.fixture(scope="session", autouse=True)
+def _local_aws_instances() -> Iterator[weakref.WeakSet[LocalAws]]:
+    """Every LocalAws started in the session (each keeps its own IAM ledger)."""
+    live: weakref.WeakSet[LocalAws] = weakref.WeakSet()
+    start = LocalAws.start
 
-    iam.reset_records()
+    def tracked(self: LocalAws) -> LocalAws:
+        live.add(self)
+        return start(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(LocalAws, "start", tracked)
+        yield live
+
+
+@pytest.fixture(autouse=True)
+def local_iam(request: pytest.FixtureRequest, _local_aws_instances: weakref.WeakSet[LocalAws]) -> Iterator[None]:
+    """IAM is enforced on every call a deployed function makes (smx_debug.local.iam); a denial on any LocalAws
+    fails the test unless it is marked ``iam_denials`` (and asserts the denials itself)."""
+    for aws in list(_local_aws_instances):
+        iam.ledger(aws).reset()
     yield
-    made = iam.reset_records()
+    made = [r for aws in list(_local_aws_instances) for r in iam.ledger(aws).reset()]
     if request.node.get_closest_marker("iam_denials") is None:
-        denied = [f"{r.caller}: {r.message}" for r in iam.denials(made)]
+        denied = [f"{r.caller}: {r.message}" for r in made if not r.allowed]
         assert denied == [], "the local IAM denied calls by deployed functions"
 
 
@@ -52,7 +69,6 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def _local_aws_server() -> Iterator[LocalAws]:
-    from smx_debug.local import execution_roles
 
     execution_roles.install()  # CreateTrainingJob checks its role in every test, whatever installed what before
     with LocalAws() as aws:
@@ -63,7 +79,7 @@ def _local_aws_server() -> Iterator[LocalAws]:
 def local_aws(_local_aws_server: LocalAws) -> Iterator[LocalAws]:
     """The moto server, shared by the session but emptied before each test."""
     _local_aws_server.reset()
-    reset_handlers()  # warm handlers and uncollected SNS deliveries belong to the previous test's resources
+    reset_handlers(_local_aws_server)  # warm handlers and uncollected SNS deliveries belong to the previous test's resources
     yield _local_aws_server
 
 

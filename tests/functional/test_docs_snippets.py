@@ -12,7 +12,7 @@ Rules for the blocks (also what a docs author needs to know):
   placeholder without a value fails the test.
 - ```` ```bash ```` blocks that are not marked run with ``bash -e`` (``make synth`` included).
 - ``<!-- local-aws: play job -->`` on the line before a block: before it runs, SageMaker's part of the training
-  job named by the namespace variable ``job`` is played (``smx_debug.local.playback``), as a real job would run;
+  job named by the namespace variable ``job`` is played (``smx_debug.local.sagemaker.playback``), as a real job would run;
   ``<!-- local-aws: cloudwatch minutes -->``: that job's CloudWatch minutes are published as SageMaker would.
 - ``<!-- no-run: reason -->`` on the line before a block: not executed, and the reason says why (a deploy to an
   account, the test suite itself, a run by .ci/run, values only a reader has). Python is still compiled, and every
@@ -359,8 +359,8 @@ def _profiler_prefix(aws: LocalAws, job: str) -> str:
 
 def _prepare(aws: LocalAws, block: Block, namespace: dict[str, Any]) -> None:
     """What ``<!-- local-aws: ... -->`` asks SageMaker to have done for the namespace's ``job`` before the block."""
-    from smx_debug.local import job_metrics
-    from smx_debug.local.playback import JobPlayback
+    from smx_debug.local.sagemaker import job_metrics
+    from smx_debug.local.sagemaker.playback import JobPlayback
 
     job = namespace["job"]
     if block.argument == "play job":

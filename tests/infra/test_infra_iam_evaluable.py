@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from helpers_infra import Synth
 
-from smx_debug.local.iam import UnsupportedPolicyError, condition_holds
+from smx_debug.local.iam.policy import UnsupportedPolicyError, condition_holds
 
 CONFIGURATIONS: dict[str, dict[str, Any]] = {
     "defaults": {},

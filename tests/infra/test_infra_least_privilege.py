@@ -113,7 +113,7 @@ def test_state_machine_role_trusts_only_its_state_machine(stack: tuple[Template,
 
 
 def _create(instance_types: list[str] | None, runtime: int | None) -> dict[str, Any]:
-    """The request context of CreateTrainingJob (as smx_debug.local.iam.CALLS computes it from the request)."""
+    """The request context of CreateTrainingJob (as smx_debug.local.iam.calls.CALLS computes it from the request)."""
     context: dict[str, Any] = {f"aws:RequestTag/{MANAGED_TAG}": "true", "aws:TagKeys": [MANAGED_TAG]}
     if instance_types is not None:
         context["sagemaker:InstanceTypes"] = instance_types

@@ -5,11 +5,18 @@ Each test cites the IAM User Guide page whose rule or example it checks (docs.aw
 
 from __future__ import annotations
 
+import ast
+import sys
+from pathlib import Path
 from typing import Any
 
+import botocore.session
 import pytest
+from botocore.validate import ParamValidator
 
-from smx_debug.local.iam import (
+from smx_debug.local.iam import policy
+from smx_debug.local.iam.calls import BY_SERVICE, CALLS
+from smx_debug.local.iam.policy import (
     CallContext,
     Principal,
     Request,
@@ -17,9 +24,9 @@ from smx_debug.local.iam import (
     condition_holds,
     decide,
     evaluate,
-    supplied_keys,
     wildcard_match,
 )
+from smx_debug.local.iam.reference import supplied_keys
 
 ACCOUNT = "111122223333"
 OTHER = "444455556666"
@@ -474,9 +481,11 @@ CALL_EXAMPLES: list[tuple[str, str, str, dict[str, Any], list[tuple[str, str]]]]
 
 
 def test_calls_table_covers_exactly_the_examples() -> None:
-    from smx_debug.local import iam
+    assert {(e[0], e[2]) for e in CALL_EXAMPLES} == set(CALLS)
 
-    assert {(e[0], e[2]) for e in CALL_EXAMPLES} == set(iam.CALLS)
+
+def test_calls_tables_one_per_service_each_keyed_by_its_operations() -> None:
+    assert {(service, operation) for service, table in BY_SERVICE.items() for operation in table} == set(CALLS)
 
 
 @pytest.mark.parametrize(("service_id", "service", "operation", "params", "expected"), CALL_EXAMPLES,
@@ -487,16 +496,20 @@ def test_calls_table_maps_a_valid_request_to_its_iam_actions_and_resources(
     """Each example is a request botocore's own validator accepts for that operation (so the table reads real
     parameter names), mapped to the IAM actions and resources AWS authorizes, each a resource type the Service
     Authorization Reference lists for the action."""
-    import botocore.session
-    from botocore.validate import ParamValidator
-
-    from smx_debug.local import iam
-
     model = botocore.session.get_session().get_service_model(service)
     assert model.service_id.hyphenize() == service_id
     report = ParamValidator().validate(params, model.operation_model(operation).input_shape)
     assert not report.has_errors(), report.generate_report()
-    accesses = iam.CALLS[(service_id, operation)](params, "us-west-2", "111122223333")
+    accesses = CALLS[(service_id, operation)](params, "us-west-2", "111122223333")
     assert [(a.action, a.resource) for a in accesses] == expected
     for access in accesses:
-        iam.supplied_keys(access.action, access.resource)  # raises for a resource of another type
+        supplied_keys(access.action, access.resource)  # raises for a resource of another type
+
+
+def test_policy_evaluator_imports_only_the_standard_library_and_smx_debug_errors() -> None:
+    """The policy language stands on its own: no moto, no boto (smx_debug/local/iam/policy.py)."""
+    tree = ast.parse(Path(policy.__file__).read_text())
+    imported = {n.module if isinstance(n, ast.ImportFrom) else a.name
+                for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
+                for a in (n.names if isinstance(n, ast.Import) else [n])}
+    assert {m for m in imported if m.split(".")[0] not in sys.stdlib_module_names} == {"smx_debug.errors"}

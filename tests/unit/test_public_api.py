@@ -53,10 +53,10 @@ PUBLIC = {
         "SCENARIOS", "ScenarioKind", "Simulation", "SimulationSpec", "WriteResult",
     ],
     "smx_debug.local": [
-        "AlarmTransition", "DEFAULT_REGION", "Delivery", "DeployedStack", "EmulatedResource", "LOCAL_ACCOUNT_ID",
-        "LocalAws", "create_training_job", "deliver_event", "deliver_schedule", "deploy_stack", "evaluate_alarms", "execution_role", "install", "invoke_handler", "publish_assets",
-        "reset_handlers", "rule_status", "set_rule_statuses", "set_training_job_status", "sns_lambda_deliveries",
-        "state_change_event", "stop_calls", "subscribe_queue", "tick",
+        "DeployedStack", "LOCAL_ACCOUNT_ID", "LocalAws", "create_training_job", "deliver_event", "deliver_schedule",
+        "deploy_stack", "evaluate_alarms", "execution_role", "install", "rule_status", "set_rule_statuses",
+        "set_training_job_status", "sns_lambda_deliveries", "state_change_event", "stop_calls", "subscribe_queue",
+        "tick",
     ],
     "smx_debug.hook": [
         "Collection", "CollectionKeys", "Hook", "HookSettings", "MemorySink", "ModeKeys", "ReductionConfig",

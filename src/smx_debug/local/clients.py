@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from smx_debug.local.server import LocalAws
 
-__all__ = ["client"]
 
-_cache: weakref.WeakKeyDictionary[LocalAws, dict[str, Any]] = weakref.WeakKeyDictionary()
+class Clients(dict[str, Any]):
+    """One LocalAws's cached administrator clients, by service."""
 
 
 def client(aws: LocalAws, service: str) -> Any:
-    """``aws.client(service)``, cached: a boto3 session parses each service model from JSON (SageMaker's is large)."""
-    clients = _cache.setdefault(aws, {})
+    """``aws.client(service)``, cached on ``aws``: a boto3 session parses each service model from JSON (SageMaker's
+    is large)."""
+    clients = aws.recorder(Clients)
     if service not in clients:
         clients[service] = aws.client(service)
     return clients[service]

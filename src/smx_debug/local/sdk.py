@@ -8,9 +8,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from smx_debug.local import install
 from smx_debug.local.server import LocalAws
-
-__all__ = ["disable_sdk_telemetry", "sagemaker_session"]
 
 
 def disable_sdk_telemetry() -> None:
@@ -20,7 +19,7 @@ def disable_sdk_telemetry() -> None:
     The SDK's documented opt-out (``TelemetryOptOut`` in its config) is re-validated against a JSON schema on
     every lookup, about 10 s per ``fit``; replacing the sender is the cheap equivalent.
     """
-    from sagemaker.telemetry import telemetry_logging
+    from sagemaker.telemetry import telemetry_logging  # local: the optional sagemaker package, on first use
 
     telemetry_logging._send_telemetry_request = lambda *args, **kwargs: None
 
@@ -41,9 +40,7 @@ def sagemaker_session(aws: LocalAws, *, boto_session: Any = None, sagemaker_clie
         sdk_logger = logging.getLogger(name)
         if sdk_logger.level == logging.NOTSET:
             sdk_logger.setLevel(logging.WARNING)
-    from sagemaker.session import Session
-
-    from smx_debug.local import install
+    from sagemaker.session import Session  # local: optional, and its import sets up logging: after the levels
 
     install(aws)  # jobs created through this session keep their ProfilerConfig, as on SageMaker
     disable_sdk_telemetry()

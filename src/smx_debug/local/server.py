@@ -10,15 +10,15 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import urllib.request
 from collections.abc import Iterator, Mapping
 from types import TracebackType
-from typing import Any
+from typing import Any, TypeVar
 
 import boto3
 from botocore.config import Config
-
-__all__ = ["DEFAULT_REGION", "LOCAL_ACCOUNT_ID", "MAX_POOL_CONNECTIONS", "LocalAws"]
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer
 
 DEFAULT_REGION = "us-west-2"
 LOCAL_ACCOUNT_ID = "123456789012"  # moto's default account
@@ -26,6 +26,22 @@ _FAKE_CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "t
 # Connections each client keeps to the server: the report readers fetch with up to 16 threads
 # (smx_debug.data.sources.DEFAULT_WORKERS) and the SDK and handlers add a few; botocore's default is 10.
 MAX_POOL_CONNECTIONS = 32
+_T = TypeVar("_T")
+
+
+@contextlib.contextmanager
+def scoped_environ(values: Mapping[str, str]) -> Iterator[None]:
+    """``os.environ`` updated with ``values`` within the block, then each of those keys as it was."""
+    saved = {key: os.environ.get(key) for key in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 class _LocalSession(boto3.Session):
@@ -68,15 +84,23 @@ class LocalAws:
         self._execute_state_machines = execute_state_machines
         self._server: Any = None
         self.endpoint_url = ""
+        self._recorders: dict[type[Any], Any] = {}
+        self._recorders_lock = threading.Lock()
+
+    def recorder(self, kind: type[_T]) -> _T:
+        """This local AWS's one ``kind`` (what a behaviour records or keeps: the IAM ledger, the in-process Lambda
+        deliveries, ...), made on first use by calling ``kind()``. Each LocalAws has its own: two in one process
+        do not share them."""
+        with self._recorders_lock:
+            found = self._recorders.get(kind)
+            if found is None:
+                found = self._recorders[kind] = kind()
+            return found
 
     def start(self) -> LocalAws:
         """Start the server (idempotent) and configure moto."""
         if self._server is not None:
             return self
-        # moto reads these at import; set them before the server module loads its backends.
-        os.environ.setdefault("MOTO_ALLOW_NONEXISTENT_REGION", "false")
-        from moto.moto_server.threaded_moto_server import ThreadedMotoServer
-
         # werkzeug logs every request at INFO; keep test and demo output readable.
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
@@ -118,7 +142,7 @@ class LocalAws:
 
         Its credentials are the account's fake administrator keys, or ``credentials`` (``aws_access_key_id``,
         ``aws_secret_access_key``, ``aws_session_token``): a principal's own, see
-        :func:`smx_debug.local.iam.as_principal`.
+        :func:`smx_debug.local.iam.principals.as_principal`.
         """
         if not self.endpoint_url:
             raise RuntimeError("LocalAws.session() before start(): use `with LocalAws() as aws:`")
@@ -148,19 +172,13 @@ class LocalAws:
         session is this server's too, so ``sagemaker.Session()`` (which takes it) finds the account and its
         default bucket here, not through the real STS.
         """
-        saved = {key: os.environ.get(key) for key in self.environ()}
         saved_session = boto3.DEFAULT_SESSION
-        os.environ.update(self.environ())
-        boto3.DEFAULT_SESSION = self.session()
-        try:
-            yield
-        finally:
-            boto3.DEFAULT_SESSION = saved_session
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        with scoped_environ(self.environ()):
+            boto3.DEFAULT_SESSION = self.session()
+            try:
+                yield
+            finally:
+                boto3.DEFAULT_SESSION = saved_session
 
     def _post_config(self, config: dict[str, Any]) -> None:
         req = urllib.request.Request(

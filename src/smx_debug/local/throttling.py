@@ -24,10 +24,11 @@ from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from moto.core.exceptions import ServiceException
+from moto.core.responses import ActionResult, BaseResponse
+
 from smx_debug.errors import ConfigError
 from smx_debug.local.patching import patch_once
-
-__all__ = ["Throttled", "throttle"]
 
 _lock = threading.RLock()
 _rules: list[Throttled] = []
@@ -48,9 +49,6 @@ class Throttled:
 
 
 def _install() -> None:
-    from moto.core.exceptions import ServiceException
-    from moto.core.responses import ActionResult, BaseResponse
-
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         def call_action(self: Any) -> Any:
             rule = _match(str(getattr(self, "service_name", "") or ""), self._get_action(), lambda: _job_of(self))

@@ -14,6 +14,7 @@ from smx_debug import local
 from smx_debug.actions import Ledger, Runtime, Settings
 from smx_debug.contracts import HANDLER_TAG, handler_entry
 from smx_debug.local import LocalAws
+from smx_debug.local.awslambda.invoke import reset_handlers
 from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
 LAMBDAS = Path(__file__).resolve().parents[3] / "lambdas"
@@ -67,7 +68,7 @@ class Stack:
 
 def make_stack(local_aws: LocalAws) -> Stack:
     local.install(local_aws)
-    local.reset_handlers()
+    reset_handlers(local_aws)
     ddb = client(local_aws, "dynamodb")
     ddb.create_table(
         TableName="smx-ledger",

@@ -62,7 +62,7 @@ def test_alarm_on_rule_metric_fires_and_notify_turns_it_into_a_message(stack: St
             [{"value": "ExplodingTensor", "name": "RuleName"}],
         )
     ]
-    deliveries = local.sns_lambda_deliveries()
+    deliveries = local.sns_lambda_deliveries(stack.aws)
     assert [(d.function, d.error) for d in deliveries] == [("smx-notify", None)]
     (message,) = stack.messages()
     assert message["Subject"] == "smx-debug: alarm smx-debug-ExplodingTensor-triggered is ALARM"

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from actions_support import LAMBDAS, Stack, client, create_job, deploy_function
 
 from smx_debug import local
-from smx_debug.local import rule_statuses
+from smx_debug.local.sagemaker import rule_statuses
 
 HANDLERS = ("rule_metrics", "stop_training", "notify")
 PATTERN = {"source": ["aws.sagemaker"], "detail-type": ["SageMaker Training Job State Change"]}

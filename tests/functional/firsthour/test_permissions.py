@@ -1,5 +1,5 @@
 """The notebook user's policy is generated from the calls the code makes: run the notebook path on the local AWS
-as a user whose only permissions are that policy (smx_debug.local.iam.as_principal: every call authorized before
+as a user whose only permissions are that policy (smx_debug.local.iam.principals.as_principal: every call authorized before
 it runs, a denial fails the test), with every AWS call of the user's own clients recorded, and compare with
 smx_debug.permissions.
 
@@ -20,7 +20,7 @@ import pytest
 from smx_debug import DebugPlan, SmxDebugWarning, data, local
 from smx_debug.data.jobs import load_job
 from smx_debug.local import LOCAL_ACCOUNT_ID, LocalAws, execution_role, iam
-from smx_debug.local.playback import JobPlayback
+from smx_debug.local.sagemaker.playback import JobPlayback
 from smx_debug.permissions import NOTEBOOK_CALLS, iam_actions, notebook_policy
 
 ROOT = Path(__file__).resolve().parents[3]

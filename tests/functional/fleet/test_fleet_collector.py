@@ -16,9 +16,11 @@ from smx_debug.actions.verdict_log import inbox_key
 from smx_debug.contracts import FLEET_INBOX_PREFIX, FLEET_STATE_KEY, MANAGED_TAG
 from smx_debug.fleet.collector import CollectorClients, CollectorSettings, collect_fleet
 from smx_debug.fleet.s3_boto import stack_root
-from smx_debug.local import LocalAws, job_metrics, metric_data
+from smx_debug.local import LocalAws
 from smx_debug.local.clients import client
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local.cloudwatch import metric_data
+from smx_debug.local.sagemaker import job_metrics
+from smx_debug.local.sagemaker.job_metrics import Scenario
 
 BUCKET = "fleet-guard"
 T0 = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)

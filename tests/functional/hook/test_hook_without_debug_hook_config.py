@@ -15,8 +15,8 @@ from smx_debug import local
 from smx_debug.config import DebugPlan
 from smx_debug.config.sdk_v3 import hook_environment
 from smx_debug.local import LocalAws, iam
-from smx_debug.local.container_role import s3_call
-from smx_debug.local.training_run import run_training
+from smx_debug.local.sagemaker.container_role import s3_call
+from smx_debug.local.sagemaker.training_run import run_training
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 
@@ -50,14 +50,14 @@ def test_hook_without_grant_on_the_bucket_is_denied_and_training_goes_on(local_a
     local.create_training_job(local_aws, "v3-denied", Environment=hook_environment(plan), Tags=plan.tags_list())
     script = tmp_path / "train.py"
     script.write_text(TRAIN)
-    iam.reset_records()
+    iam.ledger(local_aws).reset()
     run = run_training(local_aws, "v3-denied", script, workdir=tmp_path / "container", timeout=120)
 
     assert run.status == "Completed", run.stderr  # a hook that cannot write never breaks the training
     first, last = (json.loads(line) for line in run.stdout.splitlines())
     assert first == {"out_dir": "s3://no-grant/debugger/v3-denied/debug-output/", "config_file": False}
     assert last["write_failures"] >= 1 and run.stderr.count("could not write") == 1
-    denied = iam.denials([r for r in iam.records() if r.caller == "v3-denied"])
+    denied = iam.ledger(local_aws).denials([r for r in iam.ledger(local_aws).records() if r.caller == "v3-denied"])
     assert denied and denied[0].action == "s3:PutObject" and "assumed-role/SageMakerExecution-local/SageMaker" \
         in denied[0].message
     assert "Contents" not in s3.list_objects_v2(Bucket="no-grant")

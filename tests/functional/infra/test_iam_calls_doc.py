@@ -22,17 +22,12 @@ from helpers_infra_deploy import create_job
 from smx_debug import local
 from smx_debug.config import DebugPlan
 from smx_debug.contracts import RULE_TAG_PREFIX
-from smx_debug.local import (
-    DeployedStack,
-    LocalAws,
-    deploy_stack,
-    event_sources,
-    iam,
-    job_metrics,
-    metric_data,
-    sfn_lambda,
-)
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local import DeployedStack, LocalAws, deploy_stack, iam
+from smx_debug.local.awslambda import event_sources
+from smx_debug.local.cloudwatch import metric_data
+from smx_debug.local.sagemaker import job_metrics
+from smx_debug.local.sagemaker.job_metrics import Scenario
+from smx_debug.local.stepfunctions import tasks as sfn_lambda
 
 ROOT = Path(__file__).resolve().parents[3]
 DOC = ROOT / "docs" / "iam-calls.md"
@@ -145,10 +140,10 @@ def test_iam_calls_doc_lists_every_call_of_the_functional_flows_and_its_statemen
 
     build_app(CONTEXT, outdir=str(tmp_path), nag=False).synth()
     deployed = deploy_stack(local_aws, tmp_path / f"{STACK}.template.json", stack_name=STACK)
-    iam.reset_records()
+    iam.ledger(local_aws).reset()
     _run_flows(local_aws, deployed)
-    made = iam.records()
-    assert iam.denials(made) == []
+    made = iam.ledger(local_aws).records()
+    assert iam.ledger(local_aws).denials(made) == []
     callers = {r.caller for r in made}
     assert {"rule_metrics", "stop_training", "notify", "retrain", "evaluator", "fleet_collector",
             "events.amazonaws.com", "cloudwatch.amazonaws.com", "sns.amazonaws.com", "states.amazonaws.com",
@@ -174,6 +169,6 @@ def test_evaluator_in_an_account_with_an_unwatched_running_job_is_not_denied(loc
     create_job(local_aws, bucket, "guarded-a-1", {})
     create_job(local_aws, bucket, "otherteam-1", {})
     (run,) = local.deliver_schedule(local_aws, handlers=["evaluator"])
-    denied = [(r.action, r.resource.rsplit("/", 1)[-1]) for r in iam.denials()]
-    iam.reset_records()
+    denied = [(r.action, r.resource.rsplit("/", 1)[-1]) for r in iam.ledger(local_aws).denials()]
+    iam.ledger(local_aws).reset()
     assert (run.error, denied) == (None, [])

@@ -13,9 +13,12 @@ import pytest
 
 from smx_debug import fleet, local
 from smx_debug.fleet.s3_boto import stack_root
-from smx_debug.local import DeployedStack, LocalAws, deploy_stack, event_sources, job_metrics, metric_data
-from smx_debug.local.job_metrics import Scenario
-from smx_debug.local.other_team import start_other_team
+from smx_debug.local import DeployedStack, LocalAws, deploy_stack
+from smx_debug.local.awslambda import event_sources
+from smx_debug.local.cloudwatch import metric_data
+from smx_debug.local.sagemaker import job_metrics
+from smx_debug.local.sagemaker.job_metrics import Scenario
+from smx_debug.local.sagemaker.other_team import start_other_team
 
 STACK = "SmxDebugGuard"
 CONTEXT = {"watch_prefixes": ["guarded-"], "default_actions": ["notify", "stop"], "local": True, "retraining": False,
@@ -62,15 +65,6 @@ def _start(aws: LocalAws, bucket: str) -> datetime:
     return start
 
 
-def _most_at_once(invocations: list[event_sources.Invocation]) -> int:
-    edges = sorted([(i.started, 1) for i in invocations] + [(i.ended, -1) for i in invocations])
-    running = peak = 0
-    for _, step in edges:
-        running += step
-        peak = max(peak, running)
-    return peak
-
-
 def test_deployed_evaluator_fans_out_and_the_stack_fills_the_fleet_dataset(local_aws: LocalAws,
                                                                            deployed: DeployedStack) -> None:
     bucket = deployed.output("OutputBucketName")
@@ -81,7 +75,7 @@ def test_deployed_evaluator_fans_out_and_the_stack_fills_the_fleet_dataset(local
     assert run.result["ended"] == [SHORT] and run.result["failed"] == {}  # its minutes, by the run itself
     shards = event_sources.poll(local_aws)
     assert [s.error for s in shards] == [None] * 3 and all(s.failed_ids == () for s in shards)
-    assert _most_at_once(shards) == 2  # in parallel, at most the mapping's maximum concurrency
+    assert event_sources.most_at_once(shards) == 2  # in parallel, at most the mapping's maximum concurrency
     summaries = [summary for s in shards for summary in s.result["shards"]]
     assert sum(s["evaluated"] for s in summaries) == 5 and all(s["held"] == [] for s in summaries)
     assert [t["job"] for s in summaries for t in s["triggers"]] == ["guarded-0"]

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from smx_debug import local
-from smx_debug.local import LocalAws, publish_assets
+from smx_debug.local import LocalAws
+from smx_debug.local.cloudformation.deploy import publish_assets
 
 STACK = "SmxDebugGuard"
 EVENTS = Path(__file__).resolve().parents[2] / "events"

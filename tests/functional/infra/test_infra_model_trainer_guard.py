@@ -41,7 +41,7 @@ def deployed(local_aws: LocalAws, synthesized: Path) -> DeployedStack:
 
 def test_model_trainer_job_without_debug_hook_config_is_stopped_once_on_its_tensors(
         local_aws: LocalAws, deployed: DeployedStack, tmp_path: Path) -> None:
-    from smx_debug.local.training_run import start_training
+    from smx_debug.local.sagemaker.training_run import start_training
 
     bucket, job = deployed.output("OutputBucketName"), "guarded-v3-cnn-explodes"
     plan = DebugPlan(region=local_aws.region, s3_output_path=f"s3://{bucket}/debugger", guard="evaluator",
@@ -60,7 +60,7 @@ def test_model_trainer_job_without_debug_hook_config_is_stopped_once_on_its_tens
     described = sagemaker.describe_training_job(TrainingJobName=job)
     assert "DebugHookConfig" not in described and described["Environment"][HOOK_OUTPUT_ENV] == plan.s3_output_path
 
-    iam.reset_records()
+    iam.ledger(local_aws).reset()
     running = start_training(local_aws, job, ROOT / "examples" / "train_cnn.py", workdir=tmp_path / "container",
                              timeout=120,
                              args=["--steps", "600", "--explode-at", str(EXPLODE_AT), "--step-seconds", "0.02"])
@@ -82,10 +82,10 @@ def test_model_trainer_job_without_debug_hook_config_is_stopped_once_on_its_tens
     trial = create_trial(done.debug_output, s3_client=local_aws.client("s3"))
     assert trial.has_training_ended()  # the hook marked the end: nobody else does for such a job
 
-    writes = [r for r in iam.records() if r.caller == job]
+    writes = [r for r in iam.ledger(local_aws).records() if r.caller == job]
     assert writes and {r.action for r in writes} == {"s3:PutObject"}
-    assert iam.denials(writes) == [] and {(r.statement or {}).get("Sid") for r in writes} == {
+    assert iam.ledger(local_aws).denials(writes) == [] and {(r.statement or {}).get("Sid") for r in writes} == {
         "SageMakerExecutionRolesWrite"}  # the bucket policy's existing grant, nothing added
     assert all(r.resource.startswith(f"arn:aws:s3:::{bucket}/debugger/{job}/debug-output/") for r in writes)
-    reads = [r for r in iam.records() if r.caller == "evaluator" and r.action in ("s3:ListBucket", "s3:GetObject")]
-    assert iam.denials(reads) == [] and iam.denials() == []
+    reads = [r for r in iam.ledger(local_aws).records() if r.caller == "evaluator" and r.action in ("s3:ListBucket", "s3:GetObject")]
+    assert iam.ledger(local_aws).denials(reads) == [] and iam.ledger(local_aws).denials() == []

@@ -14,7 +14,8 @@ from helpers_infra_deploy import create_job
 
 from smx_debug import local
 from smx_debug.contracts import RULE_TAG_PREFIX, retrain_execution_name
-from smx_debug.local import LocalAws, deploy_stack, sfn_lambda
+from smx_debug.local import LocalAws, deploy_stack
+from smx_debug.local.stepfunctions import tasks as sfn_lambda
 
 STACK = "SmxDebugGuard"
 RULE = "ExplodingTensor"
@@ -85,8 +86,8 @@ def test_retrain_rule_starts_one_execution_that_launches_the_next_job_and_notifi
 
     done = _wait_for(local_aws, execution["executionArn"])
     assert done["status"] == "SUCCEEDED", done
-    steps = [json.loads(json.dumps(d.result, default=str)) for d in sfn_lambda.invocations()]
-    assert [d.error for d in sfn_lambda.invocations()] == [None] * len(steps)
+    steps = [json.loads(json.dumps(d.result, default=str)) for d in sfn_lambda.invocations(local_aws)]
+    assert [d.error for d in sfn_lambda.invocations(local_aws)] == [None] * len(steps)
     assert steps[-1].get("notified") is True  # the end step published the final message
     subjects = _subjects(local_aws, inbox)
     # The rule's own notification, then the retraining's: launched, and the end (run finished, no issues).
@@ -130,7 +131,7 @@ def test_retrain_with_a_45_character_watch_prefix_launches_the_next_run_under_th
         if sfn.describe_execution(executionArn=execution["executionArn"])["status"] != "RUNNING":
             break
         time.sleep(0.5)
-    errors = [d.result.get("error") for d in sfn_lambda.invocations() if isinstance(d.result, dict)]
+    errors = [d.result.get("error") for d in sfn_lambda.invocations(local_aws) if isinstance(d.result, dict)]
     assert len(launched) == 1, errors
     (name,) = launched
     assert name.startswith(PREFIX_45) and len(name) <= 63, name

@@ -36,7 +36,7 @@ def deployed(local_aws: LocalAws, synthesized: Path) -> DeployedStack:
 
 def test_evaluator_alone_stops_an_exploding_pytorch_job_once(local_aws: LocalAws, deployed: DeployedStack,
                                                               tmp_path: Path) -> None:
-    from smx_debug.local.training_run import start_training
+    from smx_debug.local.sagemaker.training_run import start_training
 
     bucket, job = deployed.output("OutputBucketName"), "guarded-cnn-explodes"
     plan = DebugPlan(region=local_aws.region, s3_output_path=f"s3://{bucket}/debugger", guard="evaluator",
@@ -52,7 +52,7 @@ def test_evaluator_alone_stops_an_exploding_pytorch_job_once(local_aws: LocalAws
         OutputDataConfig={"S3OutputPath": f"s3://{bucket}/model"},
         ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
         StoppingCondition={"MaxRuntimeInSeconds": 3600}, **request)
-    iam.reset_records()
+    iam.ledger(local_aws).reset()
     running = start_training(local_aws, job, ROOT / "examples" / "train_cnn.py", workdir=tmp_path / "container",
                              upload_interval=0.3, timeout=120,
                              args=["--steps", "600", "--explode-at", str(EXPLODE_AT), "--step-seconds", "0.02"])
@@ -72,6 +72,6 @@ def test_evaluator_alone_stops_an_exploding_pytorch_job_once(local_aws: LocalAws
     ledger = local_aws.client("dynamodb").get_item(TableName=deployed.output("LedgerTableName"),
                                                    Key={"pk": {"S": stop_key(job)}})["Item"]
     assert ledger["state"]["S"] == "done"
-    reads = [r for r in iam.records() if r.caller == "evaluator" and r.action in ("s3:ListBucket", "s3:GetObject")]
-    assert iam.denials(reads) == [] and iam.denials() == []
+    reads = [r for r in iam.ledger(local_aws).records() if r.caller == "evaluator" and r.action in ("s3:ListBucket", "s3:GetObject")]
+    assert iam.ledger(local_aws).denials(reads) == [] and iam.ledger(local_aws).denials() == []
     assert any(f"/debugger/{job}/debug-output/" in r.resource for r in reads if r.action == "s3:GetObject")

@@ -16,16 +16,10 @@ from helpers_infra_deploy import create_job
 
 from smx_debug import local
 from smx_debug.contracts import PROFILER_OUTPUT
-from smx_debug.local import (
-    DeployedStack,
-    LocalAws,
-    deploy_stack,
-    iam,
-    job_metrics,
-    metric_data,
-    training_jobs,
-)
-from smx_debug.local.job_metrics import Scenario
+from smx_debug.local import DeployedStack, LocalAws, deploy_stack, iam
+from smx_debug.local.cloudwatch import metric_data
+from smx_debug.local.sagemaker import job_metrics, training_jobs
+from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.simulate import Simulation, SimulationSpec
 
 STACK = "SmxDebugGuard"
@@ -62,8 +56,8 @@ def test_deployed_evaluator_reads_profiler_output_in_the_stack_bucket_without_de
     (run,) = local.deliver_schedule(local_aws, handlers=["evaluator"])
 
     assert run.error is None, run.error
-    reads = [r for r in iam.records() if r.caller == "evaluator" and r.action in ("s3:ListBucket", "s3:GetObject")]
-    assert iam.denials(reads) == []
+    reads = [r for r in iam.ledger(local_aws).records() if r.caller == "evaluator" and r.action in ("s3:ListBucket", "s3:GetObject")]
+    assert iam.ledger(local_aws).denials(reads) == []
     assert {r.action for r in reads} == {"s3:ListBucket", "s3:GetObject"}
     objects = [r.resource for r in reads if r.action == "s3:GetObject"]
     assert objects and all(f"/debugger/{job}/{PROFILER_OUTPUT}/system/" in o for o in objects), objects
@@ -83,8 +77,8 @@ def test_key_lets_eventbridge_dead_letter_to_the_stack_queue_only(local_aws: Loc
         '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal": {"Service": "events.amazonaws.com"}, '
         f'"Action": "sqs:SendMessage", "Resource": "{other_arn}", "Condition": {{"ArnEquals": {{"aws:SourceArn": '
         f'"{rule}"}}}}}}]}}')})
-    iam.reset_records()
+    iam.ledger(local_aws).reset()
     outcome = iam.authorize_service(local_aws, "events.amazonaws.com", "sqs:SendMessage", other_arn, source_arn=rule)
     assert not outcome.allowed
-    assert [(r.action, r.allowed) for r in iam.records()] == [("sqs:SendMessage", True), ("kms:GenerateDataKey", False)]
+    assert [(r.action, r.allowed) for r in iam.ledger(local_aws).records()] == [("sqs:SendMessage", True), ("kms:GenerateDataKey", False)]
     assert "kms:GenerateDataKey" in outcome.message

@@ -1,4 +1,4 @@
-"""smx_debug.local.alarms: a metric alarm is evaluated once, its state set and its SNS actions notified."""
+"""smx_debug.local.cloudwatch.alarms: a metric alarm is evaluated once, its state set and its SNS actions notified."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 from local_support import client
 
-from smx_debug.local import LocalAws, alarms, delivery
+from smx_debug.local import LocalAws
+from smx_debug.local.cloudwatch import alarms
+from smx_debug.local.sns import delivery
 
 
 def test_evaluate_alarms_sets_the_state_and_publishes_cloudwatchs_notification(local_aws: LocalAws) -> None:

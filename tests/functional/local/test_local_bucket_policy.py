@@ -1,4 +1,4 @@
-"""smx_debug.local.bucket_policy: every bucket-policy statement is evaluated, conditions included, by the local IAM."""
+"""smx_debug.local.s3.bucket_policy: every bucket-policy statement is evaluated, conditions included, by the local IAM."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import pytest
 from botocore.exceptions import ClientError
 from local_support import client
 
-from smx_debug.local import LocalAws, bucket_policy
+from smx_debug.local import LocalAws
+from smx_debug.local.s3 import bucket_policy
 from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
 

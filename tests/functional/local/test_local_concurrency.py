@@ -1,4 +1,4 @@
-"""smx_debug.local.concurrency: the local AWS refuses reserved concurrency a new account refuses (quota 10,
+"""smx_debug.local.awslambda.concurrency: the local AWS refuses reserved concurrency a new account refuses (quota 10,
 minimum unreserved 10), as Lambda and CloudFormation do."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""smx_debug.local.delivery: handlers run in-process as Lambda would run them (no Docker)."""
+"""smx_debug.local.awslambda.invoke: handlers run in-process as Lambda would run them (no Docker)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from smx_debug.local import LocalAws, delivery
+from smx_debug.local import LocalAws, deliver_event
+from smx_debug.local.awslambda import invoke as delivery
 
 HANDLER = '''
 import os
@@ -25,10 +26,10 @@ stop_training = notify
 
 
 @pytest.fixture
-def lambdas(tmp_path: Path) -> Path:
+def lambdas(tmp_path: Path, local_aws: LocalAws) -> Path:
     (tmp_path / "actions").mkdir()  # the action handlers' one entry module (contracts.handler_entry)
     (tmp_path / "actions" / "handler.py").write_text(HANDLER)
-    delivery.reset_handlers()
+    delivery.reset_handlers(local_aws)
     return tmp_path
 
 
@@ -49,7 +50,7 @@ def test_invoke_handler_runs_warm_with_its_environment_and_captures_errors(local
 
 def test_deliver_event_with_handlers_runs_them_in_handler_order(local_aws: LocalAws, lambdas: Path) -> None:
     seen: list[Any] = []
-    deliveries = delivery.deliver_event(
+    deliveries = deliver_event(
         local_aws,
         {"detail": {}},
         {"notify": {"MODE": "n"}, "custom": lambda event, _ctx: seen.append(event) or "ok",

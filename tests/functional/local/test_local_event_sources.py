@@ -1,4 +1,4 @@
-"""smx_debug.local.event_sources: SQS -> Lambda mappings created and polled as Lambda does (batch size, maximum
+"""smx_debug.local.awslambda.event_sources: SQS -> Lambda mappings created and polled as Lambda does (batch size, maximum
 concurrency, visibility timeout, partial batch failures, the dead-letter queue, the function role's edge)."""
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from local_support import client
 
 from smx_debug.contracts import HANDLER_TAG
 from smx_debug.errors import AccessDeniedError
-from smx_debug.local import LocalAws, event_sources, iam
+from smx_debug.local import LocalAws, iam
+from smx_debug.local.awslambda import event_sources
 
 TRUST = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                  "Principal": {"Service": "lambda.amazonaws.com"}}]}
@@ -32,16 +33,6 @@ def handler(event, context):
     return {"batchItemFailures": [{"itemIdentifier": r["messageId"]} for r in event["Records"]
                                   if r["body"].startswith("fail")]}
 '''
-
-
-def most_at_once(done: list[event_sources.Invocation]) -> int:
-    """The most invocations running at one instant."""
-    edges = sorted([(d.started, 1) for d in done] + [(d.ended, -1) for d in done])
-    running = peak = 0
-    for _, step in edges:
-        running += step
-        peak = max(peak, running)
-    return peak
 
 
 @pytest.fixture
@@ -112,7 +103,7 @@ def test_event_sources_batches_run_at_most_maximum_concurrency_at_once(local_aws
     done = event_sources.poll(local_aws, lambdas_dir=lambdas)
     assert sorted(len(d.message_ids) for d in done) and all(1 <= len(d.message_ids) <= 2 for d in done)
     assert sum(len(d.message_ids) for d in done) == 8
-    assert most_at_once(done) == 2  # in parallel, never more than the mapping's maximum concurrency
+    assert event_sources.most_at_once(done) == 2  # in parallel, never more than the mapping's maximum concurrency
     assert sqs.receive_message(QueueUrl=url).get("Messages") is None  # all deleted
 
 
@@ -148,4 +139,4 @@ def test_event_sources_role_without_receive_is_not_polled(local_aws: LocalAws, l
     client(local_aws, "sqs").send_message(QueueUrl=url, MessageBody="ok")
     (denied,) = event_sources.poll(local_aws, lambdas_dir=lambdas)
     assert isinstance(denied.error, AccessDeniedError) and "sqs:ReceiveMessage" in str(denied.error)
-    assert [r.action for r in iam.denials()] == ["sqs:ReceiveMessage"]
+    assert [r.action for r in iam.ledger(local_aws).denials()] == ["sqs:ReceiveMessage"]

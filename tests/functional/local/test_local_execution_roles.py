@@ -1,4 +1,4 @@
-"""smx_debug.local.execution_roles: CreateTrainingJob refuses an execution role SageMaker could not assume.
+"""smx_debug.local.sagemaker.execution_roles: CreateTrainingJob refuses an execution role SageMaker could not assume.
 
 Every call goes through boto3 against the local server, so the error arrives as botocore parses SageMaker's
 answer (a ClientError whose ``Error`` carries the code and message).

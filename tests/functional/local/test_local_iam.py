@@ -18,12 +18,25 @@ from local_support import client, create_job
 from smx_debug import local
 from smx_debug.contracts import HANDLER_TAG
 from smx_debug.errors import AccessDeniedError
-from smx_debug.local import LocalAws, iam, sfn_lambda
+from smx_debug.local import LocalAws, iam
 from smx_debug.local.server import LOCAL_ACCOUNT_ID
+from smx_debug.local.stepfunctions import tasks as sfn_lambda
 
 REGION = "us-west-2"
 LAMBDA_TRUST = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "sts:AssumeRole",
                                                         "Principal": {"Service": "lambda.amazonaws.com"}}]}
+
+
+
+def _execute(aws: LocalAws, name: str, definition: dict[str, Any], role: str) -> dict[str, Any]:
+    """Create state machine ``name`` and run it once to its end (30 s at most): DescribeExecution's answer."""
+    sfn = client(aws, "stepfunctions")
+    machine = sfn.create_state_machine(name=name, definition=json.dumps(definition), roleArn=role)["stateMachineArn"]
+    execution = sfn.start_execution(stateMachineArn=machine)["executionArn"]
+    deadline = time.monotonic() + 30
+    while sfn.describe_execution(executionArn=execution)["status"] == "RUNNING" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return dict(sfn.describe_execution(executionArn=execution))
 
 
 def _role(aws: LocalAws, name: str, statements: list[dict[str, Any]], trust: dict[str, Any] = LAMBDA_TRUST) -> str:
@@ -63,7 +76,7 @@ def test_iam_call_within_the_role_policy_is_allowed_and_recorded_with_its_statem
     create_job(local_aws, "allowed-1")
     sagemaker = _as_function(local_aws, "narrow", "sagemaker")
     assert sagemaker.describe_training_job(TrainingJobName="allowed-1")["TrainingJobName"] == "allowed-1"
-    (record,) = iam.records()
+    (record,) = iam.ledger(local_aws).records()
     assert (record.caller, record.action, record.allowed, record.policy) == (
         "notify", "sagemaker:DescribeTrainingJob", True, "identity-based")
     assert record.statement is not None and record.statement["Resource"].endswith("training-job/allowed-*")
@@ -83,7 +96,7 @@ def test_iam_call_outside_the_role_policy_is_denied_as_aws_denies_it(local_aws: 
         f"sagemaker:DescribeTrainingJob on resource: arn:aws:sagemaker:{REGION}:{LOCAL_ACCOUNT_ID}:training-job/"
         "other-1 because no identity-based policy allows the sagemaker:DescribeTrainingJob action")
     assert error["ResponseMetadata"]["RetryAttempts"] == 0  # AccessDenied is not retried
-    assert [r.allowed for r in iam.denials()] == [False]
+    assert [r.allowed for r in iam.ledger(local_aws).denials()] == [False]
 
 
 # (service, call, botocore's error code, HTTP status): one per protocol the functions use
@@ -117,7 +130,7 @@ def test_iam_denial_is_parsed_by_botocore_with_the_services_code_and_status(
     assert (error["Error"]["Code"], error["ResponseMetadata"]["HTTPStatusCode"]) == (code, status)
     if status != 403 or code != "403":
         assert "is not authorized to perform" in error["Error"]["Message"]
-    assert len(iam.denials()) == 1
+    assert len(iam.ledger(local_aws).denials()) == 1
 
 
 @pytest.mark.iam_denials
@@ -132,7 +145,7 @@ def test_iam_request_signed_with_a_function_key_but_not_authorized_is_refused_by
     with pytest.raises(ClientError) as refused:
         bare.list_training_jobs()
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
-    assert "not authorized by the local IAM" in iam.denials()[0].message
+    assert "not authorized by the local IAM" in iam.ledger(local_aws).denials()[0].message
 
 
 @pytest.mark.iam_denials
@@ -152,7 +165,7 @@ def test_iam_publish_to_a_topic_whose_key_policy_does_not_delegate_is_denied(loc
     with pytest.raises(ClientError) as denied:
         sns.publish(TopicArn=topic, Message="m")
     assert denied.value.response["Error"]["Code"] == "AuthorizationError"
-    (record,) = iam.denials()
+    (record,) = iam.ledger(local_aws).denials()
     assert (record.action, record.resource, record.policy) == ("kms:GenerateDataKey", key, "key")
 
 
@@ -172,7 +185,7 @@ def test_iam_alarm_to_a_topic_whose_policy_omits_cloudwatch_notifies_nobody(loca
     (transition,) = local.evaluate_alarms(local_aws)
     assert transition.new_state == "ALARM" and transition.notified == ()
     assert "Messages" not in client(local_aws, "sqs").receive_message(QueueUrl=inbox)
-    assert [(r.caller, r.action) for r in iam.denials()] == [("cloudwatch.amazonaws.com", "sns:Publish")]
+    assert [(r.caller, r.action) for r in iam.ledger(local_aws).denials()] == [("cloudwatch.amazonaws.com", "sns:Publish")]
 
 
 @pytest.mark.iam_denials
@@ -194,7 +207,7 @@ def test_iam_sns_to_a_queue_without_its_grant_goes_to_the_subscription_dlq(local
     assert "Messages" not in sqs.receive_message(QueueUrl=closed)
     (dead,) = sqs.receive_message(QueueUrl=dlq)["Messages"]
     assert json.loads(dead["Body"])["Message"] == "hello"
-    assert [(r.caller, r.resource) for r in iam.denials()] == [("sns.amazonaws.com", closed_arn)]
+    assert [(r.caller, r.resource) for r in iam.ledger(local_aws).denials()] == [("sns.amazonaws.com", closed_arn)]
 
 
 @pytest.mark.iam_denials
@@ -219,7 +232,7 @@ def test_iam_eventbridge_to_a_function_without_its_permission_is_refused_and_dea
     client(local_aws, "lambda").add_permission(FunctionName="target", StatementId="events",
                                                Action="lambda:InvokeFunction", Principal="events.amazonaws.com",
                                                SourceArn=rule)
-    iam.reset_records()
+    iam.ledger(local_aws).reset()
     (delivered,) = local.deliver_event(local_aws, {"source": "aws.sagemaker", "detail-type": "x", "detail": {}},
                                        lambdas_dir=None)
     assert not isinstance(delivered.error, AccessDeniedError)
@@ -234,8 +247,8 @@ def test_iam_schedule_to_a_function_without_its_permission_is_refused(local_aws:
     events.put_targets(Rule="every-minute", Targets=[{"Id": "t", "Arn": fn}])
     (refused,) = local.deliver_schedule(local_aws, handlers=["evaluator"])
     assert isinstance(refused.error, AccessDeniedError)
-    assert [r.resource for r in iam.denials()] == [fn]
-    assert iam.records()[0].operation == "EventBridge rule every-minute -> Lambda" and rule
+    assert [r.resource for r in iam.ledger(local_aws).denials()] == [fn]
+    assert iam.ledger(local_aws).records()[0].operation == "EventBridge rule every-minute -> Lambda" and rule
 
 
 @pytest.mark.iam_denials
@@ -248,29 +261,23 @@ def test_iam_step_functions_task_without_invoke_permission_fails_the_execution(l
     definition = {"StartAt": "Call", "States": {"Call": {
         "Type": "Task", "Resource": "arn:aws:states:::lambda:invoke", "Parameters": {"FunctionName": fn},
         "End": True}}}
-    sfn = client(local_aws, "stepfunctions")
-    machine = sfn.create_state_machine(name="m", definition=json.dumps(definition), roleArn=role)["stateMachineArn"]
-    execution = sfn.start_execution(stateMachineArn=machine)["executionArn"]
-    deadline = time.monotonic() + 30
-    while sfn.describe_execution(executionArn=execution)["status"] == "RUNNING" and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert sfn.describe_execution(executionArn=execution)["status"] == "FAILED"
-    assert sfn_lambda.invocations() == []
-    assert [(r.caller, r.action, r.resource) for r in iam.denials()] == [
+    assert _execute(local_aws, "m", definition, role)["status"] == "FAILED"
+    assert sfn_lambda.invocations(local_aws) == []
+    assert [(r.caller, r.action, r.resource) for r in iam.ledger(local_aws).denials()] == [
         ("states.amazonaws.com", "lambda:InvokeFunction", fn)]
 
 
 @pytest.mark.iam_denials
 def test_iam_sns_to_a_function_without_its_permission_runs_nothing(local_aws: LocalAws) -> None:
     local.install(local_aws)
-    local.sns_lambda_deliveries()
+    local.sns_lambda_deliveries(local_aws)
     sns = client(local_aws, "sns")
     topic = sns.create_topic(Name="to-fn")["TopicArn"]
     fn = _function(local_aws, "subscriber", [])
     sns.subscribe(TopicArn=topic, Protocol="lambda", Endpoint=fn)
     sns.publish(TopicArn=topic, Message="m")
-    assert local.sns_lambda_deliveries() == []
-    assert [(r.caller, r.action, r.resource) for r in iam.denials()] == [
+    assert local.sns_lambda_deliveries(local_aws) == []
+    assert [(r.caller, r.action, r.resource) for r in iam.ledger(local_aws).denials()] == [
         ("sns.amazonaws.com", "lambda:InvokeFunction", fn)]
 
 
@@ -291,7 +298,7 @@ def test_iam_alarm_to_an_encrypted_topic_whose_key_omits_cloudwatch_notifies_nob
         TreatMissingData="breaching", ComparisonOperator="GreaterThanOrEqualToThreshold", AlarmActions=[topic])
     (transition,) = local.evaluate_alarms(local_aws)
     assert transition.notified == ()
-    assert [(r.action, r.policy) for r in iam.denials()] == [("kms:GenerateDataKey", "key")]
+    assert [(r.action, r.policy) for r in iam.ledger(local_aws).denials()] == [("kms:GenerateDataKey", "key")]
 
 
 def test_iam_summary_line_counts_calls_not_authorizations(local_aws: LocalAws, fn: str) -> None:
@@ -299,9 +306,9 @@ def test_iam_summary_line_counts_calls_not_authorizations(local_aws: LocalAws, f
     _as_function(local_aws, "narrow", "sagemaker").describe_training_job(TrainingJobName="allowed-2")
     iam.authorize_service(local_aws, "events.amazonaws.com", "lambda:InvokeFunction", fn,
                           source_arn=f"arn:aws:events:{REGION}:{LOCAL_ACCOUNT_ID}:rule/r")
-    assert iam.summary_line() == ("[iam] 1 calls by deployed functions checked against their roles' policies: "
+    assert iam.ledger(local_aws).summary_line() == ("[iam] 1 calls by deployed functions checked against their roles' policies: "
                                   "0 denied")
-    iam.reset_records()  # the edge above was refused (no permission): not this test's subject
+    iam.ledger(local_aws).reset()  # the edge above was refused (no permission): not this test's subject
 
 
 @pytest.mark.iam_denials
@@ -315,12 +322,6 @@ def test_iam_step_functions_sns_task_without_publish_permission_fails_the_task(l
     definition = {"StartAt": "Tell", "States": {"Tell": {
         "Type": "Task", "Resource": "arn:aws:states:::sns:publish",
         "Parameters": {"TopicArn": topic, "Message": "m"}, "End": True}}}
-    sfn = client(local_aws, "stepfunctions")
-    machine = sfn.create_state_machine(name="tell", definition=json.dumps(definition), roleArn=role)["stateMachineArn"]
-    execution = sfn.start_execution(stateMachineArn=machine)["executionArn"]
-    deadline = time.monotonic() + 30
-    while sfn.describe_execution(executionArn=execution)["status"] == "RUNNING" and time.monotonic() < deadline:
-        time.sleep(0.2)
-    done = sfn.describe_execution(executionArn=execution)
+    done = _execute(local_aws, "tell", definition, role)
     assert (done["status"], done.get("error")) == ("FAILED", "SNS.AuthorizationErrorException")
-    assert [(r.caller, r.action, r.resource) for r in iam.denials()] == [("states.amazonaws.com", "sns:Publish", topic)]
+    assert [(r.caller, r.action, r.resource) for r in iam.ledger(local_aws).denials()] == [("states.amazonaws.com", "sns:Publish", topic)]

@@ -1,4 +1,4 @@
-"""smx_debug.local.iam.as_principal: clients that run as a person's role session whose identity policy is given
+"""smx_debug.local.iam.principals.as_principal: clients that run as a person's role session whose identity policy is given
 (the notebook user's, docs/permissions.md), every call authorized before it reaches moto, denied as AWS denies it."""
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def test_as_principal_call_outside_the_policy_is_denied_as_aws_denies_it(
     assert error["Error"]["Message"] == (
         f"User: {USER} is not authorized to perform: {action} on resource: {resource} because no identity-based "
         f"policy allows the {action} action")
-    assert [(r.caller, r.action, r.resource) for r in iam.denials()] == [("notebook-user", action, resource)]
+    assert [(r.caller, r.action, r.resource) for r in iam.ledger(local_aws).denials()] == [("notebook-user", action, resource)]
     assert "team-a-2" not in {j["TrainingJobName"] for j in client(local_aws, "sagemaker").list_training_jobs()[
         "TrainingJobSummaries"]}
 
@@ -130,7 +130,7 @@ def test_as_principal_request_with_the_users_key_but_not_authorized_is_refused_b
     with pytest.raises(ClientError) as refused:
         bare.list_training_jobs()
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
-    (record,) = iam.denials()
+    (record,) = iam.ledger(local_aws).denials()
     assert record.user and "not authorized by the local IAM" in record.message
 
 
@@ -142,7 +142,7 @@ def test_as_principal_summary_counts_the_users_calls_apart_from_deployed_functio
     sagemaker.list_training_jobs()
     assert user.summary_line("the notebook user", "docs/permissions.md's policy") == (
         "[iam] 2 calls by the notebook user checked against docs/permissions.md's policy: 0 denied")
-    assert iam.summary_line() == (
+    assert iam.ledger(local_aws).summary_line() == (
         "[iam] 0 calls by deployed functions checked against their roles' policies: 0 denied")
 
 
@@ -167,5 +167,5 @@ def test_as_principal_environment_makes_default_and_new_sessions_clients_the_use
             with pytest.raises(ClientError) as denied:
                 sagemaker.describe_training_job(TrainingJobName="team-b-2")
             assert denied.value.response["Error"]["Code"] == "AccessDeniedException"
-    assert [(r.caller, r.action) for r in iam.denials()] == [("notebook-user", "sagemaker:DescribeTrainingJob")] * 2
+    assert [(r.caller, r.action) for r in iam.ledger(local_aws).denials()] == [("notebook-user", "sagemaker:DescribeTrainingJob")] * 2
     assert client(local_aws, "sagemaker").describe_training_job(TrainingJobName="team-b-2")  # the admin's again

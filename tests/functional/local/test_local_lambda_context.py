@@ -1,4 +1,4 @@
-"""smx_debug.local.lambda_context: a deployed function's handler gets Lambda's context object, and a handler that
+"""smx_debug.local.awslambda.lambda_context: a deployed function's handler gets Lambda's context object, and a handler that
 runs past the function's Timeout fails as on AWS ("Task timed out after N seconds"), never kinder."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pytest
 from local_support import client
 
 from smx_debug.contracts import HANDLER_TAG
-from smx_debug.local import LocalAws, delivery
+from smx_debug.local import LocalAws
+from smx_debug.local.awslambda import invoke as delivery
 
 HANDLER = '''
 import time
@@ -33,10 +34,10 @@ TRUST = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Principal":
 
 
 @pytest.fixture
-def lambdas(tmp_path: Path) -> Path:
+def lambdas(tmp_path: Path, local_aws: LocalAws) -> Path:
     (tmp_path / "actions").mkdir()
     (tmp_path / "actions" / "handler.py").write_text(HANDLER)
-    delivery.reset_handlers()
+    delivery.reset_handlers(local_aws)
     return tmp_path
 
 

@@ -1,4 +1,4 @@
-"""smx_debug.local.other_team: another team's jobs, tempting and unwatched, and the check that nothing touched them."""
+"""smx_debug.local.sagemaker.other_team: another team's jobs, tempting and unwatched, and the check that nothing touched them."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from local_support import client
 
 from smx_debug.contracts import is_watched
 from smx_debug.data.system import system_metrics
-from smx_debug.local import LocalAws, training_jobs
-from smx_debug.local.other_team import PREFIX, start_other_team
+from smx_debug.local import LocalAws
+from smx_debug.local.sagemaker import training_jobs
+from smx_debug.local.sagemaker.other_team import PREFIX, start_other_team
 
 T0 = datetime(2026, 11, 23, 8, 0, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""smx_debug.local.rule_statuses: rule evaluation statuses in DescribeTrainingJob, and the state-change event.
+"""smx_debug.local.sagemaker.rule_statuses: rule evaluation statuses in DescribeTrainingJob, and the state-change event.
 
 DescribeTrainingJob goes through boto3, so the statuses are checked against botocore's SageMaker model.
 """
@@ -9,7 +9,8 @@ import pytest
 from local_support import client, create_job
 
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.local import LocalAws, rule_statuses, training_jobs
+from smx_debug.local import LocalAws
+from smx_debug.local.sagemaker import rule_statuses, training_jobs
 
 
 def test_set_rule_statuses_shows_in_describe_and_in_the_state_change_event(local_aws: LocalAws) -> None:

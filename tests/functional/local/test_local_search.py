@@ -1,4 +1,4 @@
-"""smx_debug.local.search: SageMaker Search over training jobs as the API documents it (moto's is kinder).
+"""smx_debug.local.sagemaker.search: SageMaker Search over training jobs as the API documents it (moto's is kinder).
 
 Every call goes through boto3, so requests are validated and responses parsed with botocore's SageMaker model;
 each answer is also checked against the model's output shape with ``ParamValidator``.
@@ -14,7 +14,8 @@ from botocore.validate import ParamValidator
 from local_support import client, create_job
 
 from smx_debug.contracts import MANAGED_TAG
-from smx_debug.local import LocalAws, search, training_jobs
+from smx_debug.local import LocalAws
+from smx_debug.local.sagemaker import search, training_jobs
 
 RUNNING_OPT_IN = {"Filters": [{"Name": f"Tags.{MANAGED_TAG}", "Operator": "Exists"},
                               {"Name": "TrainingJobStatus", "Operator": "Equals", "Value": "InProgress"}]}

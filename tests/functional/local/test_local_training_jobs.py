@@ -1,4 +1,4 @@
-"""smx_debug.local.training_jobs: StopTrainingJob's lifecycle, job statuses and the profiler fields moto drops.
+"""smx_debug.local.sagemaker.training_jobs: StopTrainingJob's lifecycle, job statuses and the profiler fields moto drops.
 
 Every call goes through boto3, so requests and responses are checked against botocore's SageMaker model
 (a field the model does not declare would not survive parsing).
@@ -12,7 +12,8 @@ from local_support import client, create_job
 
 from smx_debug.contracts import ENVIRONMENT_ENTRIES_MAX, ENVIRONMENT_VALUE_MAX
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.local import LocalAws, training_jobs
+from smx_debug.local import LocalAws
+from smx_debug.local.sagemaker import training_jobs
 
 
 @pytest.fixture

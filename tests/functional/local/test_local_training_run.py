@@ -1,4 +1,4 @@
-"""smx_debug.local.training_run: a job's entry point runs as in SageMaker's container with its DebugHookConfig,
+"""smx_debug.local.sagemaker.training_run: a job's entry point runs as in SageMaker's container with its DebugHookConfig,
 and LocalPath lands in S3 under the job's debug-output, as SageMaker uploads it."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from local_support import client, create_job
 
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.local import LocalAws
-from smx_debug.local.training_run import run_training
+from smx_debug.local.sagemaker.training_run import run_training
 from smx_debug.tensors import create_trial
 
 HOOK_CONFIG = {
@@ -143,7 +143,7 @@ def _wait_for(predicate: object, seconds: float = 30.0) -> None:
 
 
 def test_run_training_uploads_tensors_while_the_entry_point_still_trains(aws: LocalAws, tmp_path: Path) -> None:
-    from smx_debug.local.training_run import start_training
+    from smx_debug.local.sagemaker.training_run import start_training
 
     create_job(aws, "tr-live", DebugHookConfig=HOOK_CONFIG)
     running = start_training(aws, "tr-live", _script(tmp_path, LOOP.format(on_term="default", steps=60)),
@@ -161,7 +161,7 @@ def test_stop_training_job_sends_sigterm_and_the_job_stops_when_training_ends(
     aws: LocalAws, tmp_path: Path, on_term: str, returncode: int
 ) -> None:
     from smx_debug.local import stop_calls
-    from smx_debug.local.training_run import start_training
+    from smx_debug.local.sagemaker.training_run import start_training
 
     job = f"tr-stop-{on_term}"
     create_job(aws, job, DebugHookConfig=HOOK_CONFIG)

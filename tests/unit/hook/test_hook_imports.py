@@ -32,7 +32,7 @@ def test_hook_import_without_torch_names_the_extra() -> None:
 
 
 def test_tensors_and_local_training_run_import_without_torch() -> None:
-    code = ("import sys; sys.modules['torch'] = None; import smx_debug.tensors, smx_debug.local.training_run; "
+    code = ("import sys; sys.modules['torch'] = None; import smx_debug.tensors, smx_debug.local.sagemaker.training_run; "
             "print('ok')")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert result.stdout.strip() == "ok", result.stderr

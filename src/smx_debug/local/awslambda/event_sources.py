@@ -10,7 +10,7 @@ mapping AWS would refuse. Here, as AWS does:
   timeout (``InvalidParameterValueException: Queue visibility timeout: ... is less than Function timeout: ...``).
 - **Messages are not delivered by SendMessage** but by :func:`poll`, Lambda's pollers: it receives batches of up
   to ``BatchSize`` messages with the queue's visibility timeout and runs the function's handler in process on
-  at most ``MaximumConcurrency`` threads at once (:func:`smx_debug.local.delivery.concurrent_invocations`), each
+  at most ``MaximumConcurrency`` threads at once (:func:`smx_debug.local.awslambda.invoke.concurrent_invocations`), each
   with Lambda's SQS event (``Records`` with ``messageId``, ``receiptHandle``, ``body``, ``attributes``
   ``ApproximateReceiveCount``/``SentTimestamp``/..., ``eventSource`` ``aws:sqs``, ``eventSourceARN``).
 - **Results as Lambda reads them**: a function error leaves the whole batch on the queue (visible again after
@@ -36,15 +36,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from moto.awslambda.exceptions import InvalidParameterValueException, ValidationException
+from moto.awslambda.models import LambdaBackend
+from moto.sqs.models import Queue, sqs_backends
+
 from smx_debug.contracts import HANDLER_TAG
 from smx_debug.errors import AccessDeniedError
-from smx_debug.local import iam
+from smx_debug.local.awslambda.invoke import concurrent_invocations
 from smx_debug.local.clients import client
-from smx_debug.local.delivery import concurrent_invocations
+from smx_debug.local.iam.authorize import authorize_role_edge
 from smx_debug.local.patching import patch_once
 from smx_debug.local.server import LocalAws
-
-__all__ = ["MAX_LOCAL_THREADS", "Invocation", "Mapping_", "install", "mappings", "poll"]
 
 MAX_LOCAL_THREADS = 32  # in-process threads one mapping's poller uses at most (AWS: up to 1,000 executions)
 _EDGE_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
@@ -82,13 +84,20 @@ class Invocation:
     failed_ids: tuple[str, ...]
 
 
+def most_at_once(invocations: Sequence[Invocation]) -> int:
+    """The most of ``invocations`` that ran at one instant (what a mapping's ``MaximumConcurrency`` bounds)."""
+    edges = sorted([(i.started, 1) for i in invocations] + [(i.ended, -1) for i in invocations])
+    running = peak = 0
+    for _, step in edges:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
 # -- creation, checked ---------------------------------------------------------------------------------------
 
 
 def _check(backend: Any, spec: Mapping[str, Any]) -> None:
-    from moto.awslambda.exceptions import InvalidParameterValueException, ValidationException
-    from moto.sqs.models import sqs_backends
-
     arn = str(spec.get("EventSourceArn") or "")
     if ":sqs:" not in arn:
         return
@@ -114,9 +123,6 @@ def _check(backend: Any, spec: Mapping[str, Any]) -> None:
 def install() -> None:
     """Check new mappings as Lambda does, and stop moto from delivering inside SendMessage (patched once per
     process). Idempotent."""
-    from moto.awslambda.models import LambdaBackend
-    from moto.sqs.models import Queue
-
     def checked(original: Any) -> Any:
         def create_event_source_mapping(self: Any, spec: dict[str, Any]) -> Any:
             _check(self, spec)
@@ -201,7 +207,7 @@ def _failed_ids(mapping: Mapping_, ids: Sequence[str], result: Any, error: BaseE
 def _authorized(aws: LocalAws, mapping: Mapping_) -> str | None:
     """None when the function's role may poll the queue, else AWS's message."""
     for action in _EDGE_ACTIONS:
-        outcome = iam.authorize_role_edge(aws, "lambda.amazonaws.com", mapping.role_arn, action, mapping.queue_arn,
+        outcome = authorize_role_edge(aws, "lambda.amazonaws.com", mapping.role_arn, action, mapping.queue_arn,
                                           source_arn=mapping.function_arn,
                                           edge=f"Lambda event source mapping {mapping.uuid[:8]} -> {action}")
         if not outcome.allowed:

@@ -5,7 +5,7 @@ moto has no rule evaluation: its training jobs never carry ``DebugRuleEvaluation
 SageMaker would (rule job ARN and LastModifiedTime filled in), and DescribeTrainingJob returns them.
 :func:`rule_status` builds one entry with SageMaker's wording. :func:`state_change_event` builds the
 "SageMaker Training Job State Change" event EventBridge would receive now for a job (its description, in epoch
-milliseconds, with its tags); :mod:`smx_debug.local.delivery` delivers it.
+milliseconds, with its tags); :mod:`smx_debug.local.awslambda.invoke` delivers it.
 
 This module needs moto, so it is not part of the Lambda assets.
 """
@@ -21,11 +21,9 @@ from typing import Any
 
 from smx_debug.contracts import DETAIL_TYPE, EVENT_SOURCE, ISSUES_FOUND, condition_met_details
 from smx_debug.errors import ConfigError
-from smx_debug.local import training_jobs
 from smx_debug.local.clients import client
+from smx_debug.local.sagemaker import training_jobs
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
-
-__all__ = ["rule_status", "set_rule_statuses", "state_change_event"]
 
 _lock = threading.RLock()
 

@@ -16,22 +16,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from smx_debug.local import iam
-from smx_debug.local.patching import patch_once
+from moto.iam.access_control import PermissionResult
+from moto.s3.models import FakeBucket
 
-__all__ = ["install"]
+from smx_debug.local.iam.policy import Principal, Request, evaluate
+from smx_debug.local.patching import patch_once
 
 
 def install() -> None:
     """Evaluate whole bucket policies, conditions included (patched once per process). Idempotent."""
-    from moto.s3.models import FakeBucket
-
     patch_once(FakeBucket, "get_permission", lambda original: _get_permission)
 
 
 def _get_permission(self: Any, action: str, resource: str) -> Any:
-    from moto.iam.access_control import PermissionResult
-
     if self.policy is None:
         return PermissionResult.NEUTRAL
     document = json.loads(self.policy)
@@ -40,8 +37,8 @@ def _get_permission(self: Any, action: str, resource: str) -> Any:
     account = str(self.account_id)
     admin = f"arn:aws:iam::{account}:root"
     context = {"aws:SecureTransport": "true", "aws:PrincipalArn": admin, "aws:PrincipalAccount": account}
-    request = iam.Request(iam.Principal(account, arn=admin), action, resource, context)
-    decision = iam.evaluate(statements, request, resource_policy=True)
+    request = Request(Principal(account, arn=admin), action, resource, context)
+    decision = evaluate(statements, request, resource_policy=True)
     if decision.statement is None:
         return PermissionResult.NEUTRAL
     return PermissionResult.PERMITTED if decision.allowed else PermissionResult.DENIED

@@ -12,18 +12,19 @@ directories are zipped deterministically, buckets created when missing. Synthesi
 to get a template that needs no bootstrap stack (see ``infra/cdk_app.py``).
 
 Like a new account, the deploy refuses reserved concurrency that would leave less than Lambda's minimum
-unreserved concurrency at the default quota (:mod:`smx_debug.local.concurrency`); like Lambda, it refuses an SQS
-event source mapping AWS would refuse (:mod:`smx_debug.local.event_sources`).
+unreserved concurrency at the default quota (:mod:`smx_debug.local.awslambda.concurrency`); like Lambda, it refuses an SQS
+event source mapping AWS would refuse (:mod:`smx_debug.local.awslambda.event_sources`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import re
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,10 +33,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from smx_debug.errors import AwsError, DataError, NotFoundError
-from smx_debug.local import concurrency, event_sources
+from smx_debug.local.awslambda import concurrency, event_sources
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
-
-__all__ = ["EMULATED_TYPES", "DeployedStack", "EmulatedResource", "deploy_stack", "publish_assets"]
 
 Clients = Callable[[str], Any]
 
@@ -630,33 +629,33 @@ def _emulate(
         if create is None:
             skipped[logical] = f"{kind} is not created by moto's CloudFormation nor emulated"
             continue
-        try:
-            phys = create(clients, resolver.resolve(spec.get("Properties") or {}), f"{stack_name}-{logical}")
-        except _Unresolvable as exc:
-            skipped[logical] = f"{kind}: {exc}"
-            continue
-        except ClientError as exc:
-            skipped[logical] = f"{kind}: {_client_error(exc)}"
-            continue
-        physical[logical] = phys
-        emulated.append(EmulatedResource(logical, kind, phys, "created"))
+        with _skipping(skipped, logical, kind):
+            physical[logical] = create(clients, resolver.resolve(spec.get("Properties") or {}),
+                                       f"{stack_name}-{logical}")
+            emulated.append(EmulatedResource(logical, kind, physical[logical], "created"))
     # ... then the properties moto ignored on resources it did create.
     for logical, spec in ordered:
         kind = spec.get("Type", "")
         patch = _PROPERTY_PATCHES.get(kind)
         if patch is None or logical not in physical:
             continue
-        try:
+        with _skipping(skipped, logical, f"{kind} properties"):
             done = patch(clients, physical[logical], resolver.resolve(spec.get("Properties") or {}))
-        except _Unresolvable as exc:
-            skipped[logical] = f"{kind} properties: {exc}"
-            continue
-        except ClientError as exc:
-            skipped[logical] = f"{kind} properties: {_client_error(exc)}"
-            continue
-        if done:
-            emulated.append(EmulatedResource(logical, kind, physical[logical], "properties " + ", ".join(done)))
+            if done:
+                emulated.append(EmulatedResource(logical, kind, physical[logical], "properties " + ", ".join(done)))
     return emulated, skipped
+
+
+@contextlib.contextmanager
+def _skipping(skipped: dict[str, str], logical: str, what: str) -> Iterator[None]:
+    """Within the block, a reference that cannot be resolved or a refusal of the local AWS is recorded in
+    ``skipped[logical]`` (the resource is reported, the deployment goes on) instead of raised."""
+    try:
+        yield
+    except _Unresolvable as exc:
+        skipped[logical] = f"{what}: {exc}"
+    except ClientError as exc:
+        skipped[logical] = f"{what}: {_client_error(exc)}"
 
 
 def _client_error(exc: ClientError) -> str:

@@ -9,12 +9,12 @@ its trial straight to S3 (a job without a ``DebugHookConfig``) is such a call. H
   session (an access key the local AWS knows as that job's container), the region, and the local endpoint
   (``AWS_ENDPOINT_URL``, standing for the real endpoints). Nothing else of the caller's credentials.
 - :func:`install` makes the local server authorize every request signed with such a key before moto answers it,
-  with the local IAM's evaluator (:func:`smx_debug.local.iam.authorize_call`: the role's identity policies, the
+  with the local IAM's evaluator (:func:`smx_debug.local.iam.authorize.authorize_call`: the role's identity policies, the
   bucket policy, conditions, KMS). The container is another process, so the request is read at the server: its
   S3 REST form (method, bucket, key, query) becomes the API call it is. A denied call gets S3's own
   ``AccessDenied`` (403); a call this module cannot name (another service, an S3 call outside
-  :data:`smx_debug.local.iam.CALLS`) is refused too, saying so: never waved through. Each decision on a call it
-  names is recorded (:func:`smx_debug.local.iam.records`, ``user=True``, ``caller`` the job's name).
+  :data:`smx_debug.local.iam.calls.CALLS`) is refused too, saying so: never waved through. Each decision on a call it
+  names is recorded (:func:`smx_debug.local.iam.ledger.IamLedger.records`, ``user=True``, ``caller`` the job's name).
 
 This module needs moto (at call time only), so it is not part of the Lambda assets.
 """
@@ -23,21 +23,20 @@ from __future__ import annotations
 
 import hashlib
 import re
-import threading
 import urllib.parse
 from collections.abc import Callable
 from typing import Any
+from xml.sax.saxutils import escape
 
-from smx_debug.local import iam
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+
 from smx_debug.local.clients import client
+from smx_debug.local.iam.authorize import authorize_call
+from smx_debug.local.iam.ledger import Caller, container_of, ledger
 from smx_debug.local.patching import patch_once
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
 
-__all__ = ["SESSION_NAME", "container_environment", "install", "s3_call"]
-
 SESSION_NAME = "SageMaker"  # the role session name SageMaker's training jobs use (as CloudTrail shows them)
-_lock = threading.Lock()
-_containers: dict[str, iam.Caller] = {}
 _SCOPE = re.compile(r"Credential=([^/,\s]+)/[^/]+/[^/]+/([^/]+)/")  # SigV4: KEY/date/region/service/aws4_request
 
 
@@ -48,18 +47,17 @@ def container_environment(aws: LocalAws, job_name: str, role_arn: str) -> dict[s
     """
     install()
     role = client(aws, "iam").get_role(RoleName=role_arn.rsplit("/", 1)[-1])["Role"]
-    caller = iam.Caller(aws=aws, function=SESSION_NAME, handler=job_name, role_arn=role_arn,
-                        role_id=str(role["RoleId"]), region=aws.region, account=LOCAL_ACCOUNT_ID, user=True)
+    caller = Caller(aws=aws, function=SESSION_NAME, handler=job_name, role_arn=role_arn,
+                    role_id=str(role["RoleId"]), region=aws.region, account=LOCAL_ACCOUNT_ID, user=True)
     key = "ASIA" + hashlib.sha1(f"{aws.endpoint_url}|{role_arn}|{job_name}".encode()).hexdigest()[:16].upper()
-    with _lock:
-        _containers[key] = caller
+    ledger(aws).add_container(key, caller)
     return {"AWS_ENDPOINT_URL": aws.endpoint_url, "AWS_ACCESS_KEY_ID": key,
             "AWS_SECRET_ACCESS_KEY": "local-" + key.lower(), "AWS_SESSION_TOKEN": f"local-container-{job_name}",
             "AWS_DEFAULT_REGION": aws.region, "AWS_REGION": aws.region}
 
 
 def s3_call(method: str, host: str, path: str, query: str) -> tuple[str, dict[str, Any]] | None:
-    """The S3 API call (operation, parameters) of a REST request, as :data:`smx_debug.local.iam.CALLS` names it;
+    """The S3 API call (operation, parameters) of a REST request, as :data:`smx_debug.local.iam.calls.CALLS` names it;
     None for one this module does not map. Path-style and virtual-hosted requests.
 
     Multipart uploads (CreateMultipartUpload, UploadPart, CompleteMultipartUpload) are authorized as PutObject:
@@ -99,8 +97,6 @@ def s3_call(method: str, host: str, path: str, query: str) -> tuple[str, dict[st
 
 
 def _denied(start_response: Callable[..., Any], method: str, message: str) -> list[bytes]:
-    from xml.sax.saxutils import escape
-
     body = b"" if method == "HEAD" else (
         f'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>AccessDenied</Code><Message>{escape(message)}'
         "</Message><RequestId>local</RequestId><HostId>local</HostId></Error>").encode()
@@ -108,7 +104,7 @@ def _denied(start_response: Callable[..., Any], method: str, message: str) -> li
     return [body]
 
 
-def _authorize(caller: iam.Caller, environ: dict[str, Any]) -> str | None:
+def _authorize(caller: Caller, environ: dict[str, Any]) -> str | None:
     """None when the request may proceed, else why not (AWS's message for a denial)."""
     found = _SCOPE.search(str(environ.get("HTTP_AUTHORIZATION", "")))
     service = found.group(2) if found else ""
@@ -120,22 +116,19 @@ def _authorize(caller: iam.Caller, environ: dict[str, Any]) -> str | None:
         if service == "s3" else None
     if call is None:
         message = (f"{method} {path} ({service or 'no service'}) by training job {caller.handler!r}'s container is "
-                   "not a call the local AWS authorizes for a container (smx_debug.local.container_role.s3_call): "
+                   "not a call the local AWS authorizes for a container (smx_debug.local.sagemaker.container_role.s3_call): "
                    "refused")
         return message
-    outcome = iam.authorize_call(caller, "s3", *call)
+    outcome = authorize_call(caller, "s3", *call)
     return None if outcome.allowed else outcome.message
 
 
 def install() -> None:
     """Make the local server authorize the requests of containers' keys (:func:`container_environment`). Idempotent."""
-    from moto.moto_server.werkzeug_app import DomainDispatcherApplication
-
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         def get_application(self: Any, environ: dict[str, Any]) -> Any:
             found = _SCOPE.search(str(environ.get("HTTP_AUTHORIZATION", "")))
-            with _lock:
-                caller = _containers.get(found.group(1)) if found else None
+            caller = container_of(found.group(1)) if found else None
             if caller is not None:
                 why = _authorize(caller, environ)
                 if why is not None:

@@ -17,7 +17,7 @@ records any ``RoleArn``. Here:
 - :func:`install` makes CreateTrainingJob check the role in the local IAM before moto creates the job: a role with
   exactly that ARN (path included) must exist in the job's account, and its trust policy must allow the SageMaker
   service principal ``sts:AssumeRole``, as decided by the local IAM's own evaluator
-  (:func:`smx_debug.local.iam.service_may_assume`: explicit deny wins, conditions, wildcards). Otherwise the call
+  (:func:`smx_debug.local.iam.authorize.service_may_assume`: explicit deny wins, conditions, wildcards). Otherwise the call
   fails with SageMaker's ``ValidationException`` and message above. The assumption is evaluated without
   ``aws:SourceArn``/``aws:SourceAccount``: AWS does not document SageMaker supplying them for an execution role,
   so a trust policy conditioned on them is refused here (the stricter answer, never the kinder one).
@@ -25,7 +25,7 @@ records any ``RoleArn``. Here:
   local IAM and returns its ARN: the one helper every caller uses that creates training jobs on the local AWS
   (:func:`smx_debug.local.create_training_job`, the examples, the notebook, the benchmarks, the tests).
 
-A job's own calls from its container are made as its role (:mod:`smx_debug.local.container_role`); the local
+A job's own calls from its container are made as its role (:mod:`smx_debug.local.sagemaker.container_role`); the local
 container uploads a DebugHookConfig's LocalPath as the platform. This module needs moto (at call time only), so
 it is not part of the Lambda assets.
 """
@@ -37,12 +37,15 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from moto.iam.models import iam_backends
+from moto.sagemaker.exceptions import ValidationError
+from moto.sagemaker.models import SageMakerModelBackend
+from moto.utilities.utils import get_partition
+
 from smx_debug.local.clients import client
 from smx_debug.local.iam import service_may_assume
 from smx_debug.local.patching import patch_once
 from smx_debug.local.server import LocalAws
-
-__all__ = ["EXECUTION_ROLE", "SAGEMAKER", "TRUST_POLICY", "could_not_assume", "execution_role", "install"]
 
 SAGEMAKER = "sagemaker.amazonaws.com"
 EXECUTION_ROLE = "SageMakerExecution-local"  # matches the stack's default execution-role pattern (*SageMaker*)
@@ -57,9 +60,6 @@ def could_not_assume(role_arn: str) -> str:
 
 
 def _assumable(account: str, region: str, role_arn: str) -> bool:
-    from moto.iam.models import iam_backends
-    from moto.utilities.utils import get_partition
-
     backend = iam_backends[account][get_partition(region)]
     role = next((r for r in backend.get_roles() if r.arn == role_arn), None)  # the whole ARN: path included
     return role is not None and service_may_assume(role.assume_role_policy_document, SAGEMAKER, role_arn).allowed
@@ -68,9 +68,6 @@ def _assumable(account: str, region: str, role_arn: str) -> bool:
 def install() -> None:
     """Make CreateTrainingJob refuse an execution role SageMaker could not assume (patched once per process).
     Idempotent."""
-    from moto.sagemaker.exceptions import ValidationError
-    from moto.sagemaker.models import SageMakerModelBackend
-
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         signature = inspect.signature(original)
 

@@ -37,10 +37,13 @@ from functools import cache
 from operator import eq, ge, gt, le, lt, ne
 from typing import Any
 
+import botocore.session
+from moto.core.responses import ActionResult
+from moto.sagemaker.exceptions import ValidationError
+from moto.sagemaker.responses import SageMakerResponse
+
 from smx_debug import _json as bounded_json
 from smx_debug.local.patching import patch_once
-
-__all__ = ["DEFAULT_MAX_RESULTS", "install"]
 
 DEFAULT_MAX_RESULTS = 10
 _TEXT_ONLY = {"In", "Contains"}
@@ -55,8 +58,6 @@ class _Invalid(Exception):
 @cache
 def _members() -> tuple[frozenset[str], frozenset[str]]:
     """The TrainingJob shape's member names, and the timestamp ones (from botocore's SageMaker model)."""
-    import botocore.session
-
     shape: Any = botocore.session.get_session().get_service_model("sagemaker").shape_for("TrainingJob")
     members: Mapping[str, Any] = shape.members
     return frozenset(members), frozenset(n for n, s in members.items() if s.type_name == "timestamp")
@@ -221,10 +222,6 @@ def _sort_key(value: Any) -> tuple[int, Any]:
 
 def install() -> None:
     """Serve Search over training jobs as above (once per process). Idempotent."""
-    from moto.core.responses import ActionResult
-    from moto.sagemaker.exceptions import ValidationError
-    from moto.sagemaker.responses import SageMakerResponse
-
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         def search(self: Any) -> Any:
             if self._get_param("Resource") != "TrainingJob":

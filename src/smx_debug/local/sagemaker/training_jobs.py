@@ -4,7 +4,7 @@ moto 5 has no StopTrainingJob, creates every training job as ``Completed`` and d
 CreateTrainingJob. :func:`install` extends moto's public SageMaker backend and response classes:
 
 - **StopTrainingJob**: a stop moves an ``InProgress`` job to ``Stopping`` at once. A job whose training runs
-  here (:mod:`smx_debug.local.training_run` attaches its container, :func:`attach_container`) is told to stop
+  here (:mod:`smx_debug.local.sagemaker.training_run` attaches its container, :func:`attach_container`) is told to stop
   as SageMaker tells the algorithm (SIGTERM) and becomes ``Stopped`` when its training has ended. For any other
   job, the first DescribeTrainingJob after the stop still shows ``Stopping`` and moves it on, so the next one
   shows ``Stopped`` (or call :func:`tick`). A stop of a job in any other status is a ``ValidationException``,
@@ -27,6 +27,11 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import moto.core.responses as moto_responses
+import moto.sagemaker.exceptions as sagemaker_exceptions
+import moto.sagemaker.models as sagemaker_models
+import moto.sagemaker.responses as sagemaker_responses
+
 from smx_debug.contracts import (
     ENVIRONMENT_ENTRIES_MAX,
     ENVIRONMENT_VALUE_MAX,
@@ -39,12 +44,10 @@ from smx_debug.contracts import (
     RULE_FIELDS,
 )
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.local import execution_roles
 from smx_debug.local.clients import client
+from smx_debug.local.patching import patch_once
+from smx_debug.local.sagemaker import execution_roles
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
-
-__all__ = ["attach_container", "create_training_job", "detach_container", "install", "set_training_job_status",
-           "stop_calls", "tick", "training_job"]
 
 _STATUSES = {  # TrainingJobStatus -> the SecondaryStatus SageMaker pairs with it
     JOB_IN_PROGRESS: "Training",
@@ -54,7 +57,6 @@ _STATUSES = {  # TrainingJobStatus -> the SecondaryStatus SageMaker pairs with i
     JOB_STOPPED: JOB_STOPPED,
 }
 _lock = threading.RLock()  # moto state we change
-_installed = False
 _stop_counts: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 _pending_stop: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 _profiler_fields: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
@@ -62,9 +64,7 @@ _containers: weakref.WeakKeyDictionary[Any, Callable[[], None]] = weakref.WeakKe
 
 
 def _backend(aws: LocalAws) -> Any:
-    from moto.sagemaker.models import sagemaker_backends
-
-    return sagemaker_backends[LOCAL_ACCOUNT_ID][aws.region]
+    return sagemaker_models.sagemaker_backends[LOCAL_ACCOUNT_ID][aws.region]
 
 
 def training_job(aws: LocalAws, name: str) -> Any:
@@ -97,15 +97,13 @@ def _transition(job: Any, status: str, secondary: str, message: str) -> None:
 
 
 def _stop(backend: Any, name: str) -> None:
-    from moto.sagemaker.exceptions import ValidationError
-
     job = backend.training_jobs.get(name)
     if job is None:
-        raise ValidationError(message="Requested resource not found.")
+        raise sagemaker_exceptions.ValidationError(message="Requested resource not found.")
     with _lock:
         _stop_counts[job] = _stop_counts.get(job, 0) + 1
         if job.training_job_status != JOB_IN_PROGRESS:
-            raise ValidationError(
+            raise sagemaker_exceptions.ValidationError(
                 message=f"The request was rejected because the training job is in status {job.training_job_status}."
             )
         _transition(job, JOB_STOPPING, JOB_STOPPING, "Stopping the training job")
@@ -125,68 +123,66 @@ def _advance(job: Any) -> None:
 def _check_environment(environment: Any) -> None:
     """SageMaker's ValidationException for an Environment value over its 512 characters or more than its 100
     entries (botocore does not check a maximum before sending)."""
-    from moto.sagemaker.exceptions import ValidationError
-
     if environment and len(environment) > ENVIRONMENT_ENTRIES_MAX:
-        raise ValidationError(message=(
+        raise sagemaker_exceptions.ValidationError(message=(
             "1 validation error detected: Value at 'environment' failed to satisfy constraint: Member must have "
             f"length less than or equal to {ENVIRONMENT_ENTRIES_MAX}"))
     for key, value in (environment or {}).items():
         if isinstance(value, str) and len(value) > ENVIRONMENT_VALUE_MAX:
-            raise ValidationError(message=(
+            raise sagemaker_exceptions.ValidationError(message=(
                 f"1 validation error detected: Value at 'environment.{key}' failed to satisfy constraint: Member "
                 f"must have length less than or equal to {ENVIRONMENT_VALUE_MAX}"))
 
 
 def install() -> None:
     """Add StopTrainingJob, keep the profiler fields and check the execution role of CreateTrainingJob
-    (:mod:`~smx_debug.local.execution_roles`), once per process. Idempotent."""
-    global _installed
+    (:mod:`~smx_debug.local.sagemaker.execution_roles`), once per process. Idempotent."""
     execution_roles.install()
-    if _installed:
-        return
-    with _lock:
-        if _installed:
-            return
-        from moto.core.responses import EmptyResult
-        from moto.sagemaker.models import SageMakerModelBackend
-        from moto.sagemaker.responses import SageMakerResponse
+    patch_once(sagemaker_responses.SageMakerResponse, "stop_training_job", _stop_training_job)
+    patch_once(sagemaker_responses.SageMakerResponse, "create_training_job", _create_training_job)
+    patch_once(sagemaker_models.SageMakerModelBackend, "describe_training_job", _describe_training_job)
 
-        def stop_training_job(self: Any) -> Any:
-            _stop(self.sagemaker_backend, self._get_param("TrainingJobName"))
-            return EmptyResult()
 
-        original_create = SageMakerResponse.create_training_job
-        original_describe = SageMakerModelBackend.describe_training_job
+def _stop_training_job(original: Callable[..., Any] | None) -> Callable[..., Any]:
+    """StopTrainingJob, which moto lacks (``original`` is None)."""
 
-        def create_training_job(self: Any) -> Any:
-            _check_environment(self._get_param("Environment"))
-            result = original_create(self)
-            # moto drops the profiler fields and the Environment of the request; keep them as SageMaker does.
-            job = self.sagemaker_backend.training_jobs.get(self._get_param("TrainingJobName"))
-            if job is not None:
-                _profiler_fields[job] = {
-                    key: self._get_param(key)
-                    for key in ("ProfilerConfig", RULE_FIELDS["profiler"][1], "Environment")
-                    if self._get_param(key) is not None
-                }
-            return result
+    def stop_training_job(self: Any) -> Any:
+        _stop(self.sagemaker_backend, self._get_param("TrainingJobName"))
+        return moto_responses.EmptyResult()
 
-        def describe_training_job(self: Any, training_job_name: str) -> dict[str, Any]:
-            response: dict[str, Any] = dict(original_describe(self, training_job_name))
-            job = self.training_jobs.get(training_job_name)
-            if job is not None and _profiler_fields.get(job):
-                response.update(copy.deepcopy(_profiler_fields[job]))
-                if "ProfilerConfig" in _profiler_fields[job]:
-                    response.setdefault("ProfilingStatus", "Enabled")
-            if job is not None and _pending_stop.get(job):
-                _advance(job)  # shown as Stopping this time, Stopped on the next describe
-            return response
+    return stop_training_job
 
-        setattr(SageMakerResponse, "stop_training_job", stop_training_job)  # noqa: B010 (moto has no such call)
-        setattr(SageMakerResponse, "create_training_job", create_training_job)  # noqa: B010
-        setattr(SageMakerModelBackend, "describe_training_job", describe_training_job)  # noqa: B010
-        _installed = True
+
+def _create_training_job(original: Callable[..., Any]) -> Callable[..., Any]:
+    def create_training_job(self: Any) -> Any:
+        _check_environment(self._get_param("Environment"))
+        result = original(self)
+        # moto drops the profiler fields and the Environment of the request; keep them as SageMaker does.
+        job = self.sagemaker_backend.training_jobs.get(self._get_param("TrainingJobName"))
+        if job is not None:
+            _profiler_fields[job] = {
+                key: self._get_param(key)
+                for key in ("ProfilerConfig", RULE_FIELDS["profiler"][1], "Environment")
+                if self._get_param(key) is not None
+            }
+        return result
+
+    return create_training_job
+
+
+def _describe_training_job(original: Callable[..., Any]) -> Callable[..., Any]:
+    def describe_training_job(self: Any, training_job_name: str) -> dict[str, Any]:
+        response: dict[str, Any] = dict(original(self, training_job_name))
+        job = self.training_jobs.get(training_job_name)
+        if job is not None and _profiler_fields.get(job):
+            response.update(copy.deepcopy(_profiler_fields[job]))
+            if "ProfilerConfig" in _profiler_fields[job]:
+                response.setdefault("ProfilingStatus", "Enabled")
+        if job is not None and _pending_stop.get(job):
+            _advance(job)  # shown as Stopping this time, Stopped on the next describe
+        return response
+
+    return describe_training_job
 
 
 def attach_container(aws: LocalAws, job: str, stop: Callable[[], None]) -> None:
@@ -237,7 +233,7 @@ def set_training_job_status(
 def create_training_job(aws: LocalAws, name: str, tags: Mapping[str, str] | None = None, **fields: Any) -> None:
     """CreateTrainingJob on the local AWS with the fields SageMaker requires (moto creates it Completed): the one
     minimal request of the tests, the benchmarks and the examples. ``fields`` add to or replace the request's;
-    the role is the local SageMaker execution role (:func:`~smx_debug.local.execution_roles.execution_role`)."""
+    the role is the local SageMaker execution role (:func:`~smx_debug.local.sagemaker.execution_roles.execution_role`)."""
     request: dict[str, Any] = {
         "TrainingJobName": name,
         "AlgorithmSpecification": {"TrainingImage": f"{LOCAL_ACCOUNT_ID}.dkr.ecr.us-west-2.amazonaws.com/t:1",

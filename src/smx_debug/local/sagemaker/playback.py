@@ -23,19 +23,22 @@ from smx_debug.contracts import (
     RULE_IN_PROGRESS,
     RULE_STOPPED,
 )
+from smx_debug.data import SystemMetricsReader, framework_metrics, step_durations
+from smx_debug.data.sources import split_s3_uri
 from smx_debug.errors import ConfigError, NotFoundError
+from smx_debug.evaluate import LiveEvaluator
 from smx_debug.local import install as install_local
-from smx_debug.local.rule_statuses import rule_status, set_rule_statuses
+from smx_debug.local.sagemaker.rule_statuses import rule_status, set_rule_statuses
+from smx_debug.local.sagemaker.training_jobs import set_training_job_status
 from smx_debug.local.server import LocalAws
-from smx_debug.local.training_jobs import set_training_job_status
 from smx_debug.rules.params import PROFILER_REPORT
+from smx_debug.simulate import Simulation, SimulationSpec
 
 if TYPE_CHECKING:
     from smx_debug.config import DebugPlan
     from smx_debug.simulate import ScenarioKind
 
-__all__ = ["JobPlayback"]
-
+_HOSTS = {"nodes": 1, "cpus": 8, "gpus": 1, "seed": 0}  # a small simulated job: one node, 8 vCPUs, one GPU
 _TENSOR_DETAILS = "the local AWS does not evaluate tensor rules (no tensors are written)"
 
 
@@ -44,7 +47,7 @@ class JobPlayback:
 
     Example:
         >>> playback = JobPlayback(aws, job, plan, scenario="cpu_bottleneck", minutes=20).start()  # doctest: +SKIP
-        >>> reports.wait_for_rules(job, sagemaker_client=sm)  # the rules settle as the job plays  # doctest: +SKIP
+        >>> data.wait_for_rules(job, sagemaker_client=sm)  # the rules settle as the job plays  # doctest: +SKIP
     """
 
     def __init__(
@@ -57,13 +60,10 @@ class JobPlayback:
         minutes: int = 20,
         onset_min: float = 5.0,
         speed: float = 120.0,
-        nodes: int = 1,
-        cpus: int = 8,
-        gpus: int = 1,
-        seed: int = 0,
+        **hosts: int,
     ) -> None:
-        from smx_debug.simulate import Simulation, SimulationSpec
-
+        """``hosts``: ``nodes``, ``cpus``, ``gpus`` and ``seed`` of the simulated job (by default one node, 8 vCPUs,
+        one GPU, seed 0), checked by :class:`~smx_debug.simulate.SimulationSpec`."""
         for field, value in (("minutes", minutes), ("speed", speed)):
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ConfigError(f"{field} must be a positive number, got {value!r}", field=field, value=value)
@@ -73,7 +73,7 @@ class JobPlayback:
         self.speed = float(speed)
         start = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=minutes)
         self.spec = SimulationSpec(scenario=scenario, onset_s=onset_min * 60.0, job_start=start,
-                                   duration_s=minutes * 60.0, nodes=nodes, cpus=cpus, gpus=gpus, seed=seed)
+                                   duration_s=minutes * 60.0, **{**_HOSTS, **hosts})
         self._simulation = Simulation(self.spec)
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None
@@ -101,10 +101,6 @@ class JobPlayback:
 
     def run(self) -> None:
         """Play the whole job in this thread."""
-        from smx_debug.data.sources import split_s3_uri
-        from smx_debug.evaluate import LiveEvaluator
-        from smx_debug.reports import SystemMetricsReader, framework_metrics, step_durations
-
         install_local(self.aws)
         s3 = self.aws.client("s3")
         bucket, key = split_s3_uri(self.plan.profiler.s3_output_path or self.plan.s3_output_path)

@@ -2,7 +2,7 @@
 
 moto records a CreateTrainingJob and never trains. :func:`start_training` plays the container's part for a job
 that exists on the local AWS. As SageMaker does, it gives the entry point the job's ``Environment``,
-``TRAINING_JOB_NAME`` and the job's execution role (:func:`smx_debug.local.container_role.container_environment`:
+``TRAINING_JOB_NAME`` and the job's execution role (:func:`smx_debug.local.sagemaker.container_role.container_environment`:
 the role session's credentials, the local endpoint; the server authorizes its calls with the local IAM), in place
 of the caller's AWS credentials. For a job with a ``DebugHookConfig``:
 
@@ -44,7 +44,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Required, TypedDict, Unpack
 
 from botocore.exceptions import ClientError
 
@@ -59,15 +59,12 @@ from smx_debug.contracts import (
     hook_trial_uri,
 )
 from smx_debug.errors import ConfigError, NotFoundError
-from smx_debug.local import training_jobs
 from smx_debug.local.clients import client
-from smx_debug.local.container_role import container_environment
-from smx_debug.local.iam import PLUGIN_ENV
+from smx_debug.local.iam.plugin import PLUGIN_ENV
+from smx_debug.local.sagemaker import training_jobs
+from smx_debug.local.sagemaker.container_role import container_environment
 from smx_debug.local.server import LocalAws
 from smx_debug.tensors.layout import END_OF_JOB
-
-__all__ = ["CONTAINER_CONFIG", "DEFAULT_LOCAL_PATH", "RunningTraining", "TrainingRun", "run_training",
-           "start_training"]
 
 CONTAINER_CONFIG = "/opt/ml/input/config/debughookconfig.json"
 DEFAULT_LOCAL_PATH = "/opt/ml/output/tensors"
@@ -276,19 +273,20 @@ class RunningTraining:
         return self._result
 
 
-def run_training(
-    aws: LocalAws,
-    job_name: str,
-    entry_point: str | os.PathLike[str],
-    *,
-    workdir: str | os.PathLike[str],
-    args: Sequence[str] = (),
-    env: Mapping[str, str] | None = None,
-    timeout: float = 600,
-) -> TrainingRun:
+class _RunOptions(TypedDict, total=False):
+    """:func:`start_training`'s keyword options that :func:`run_training` takes too."""
+
+    workdir: Required[str | os.PathLike[str]]
+    args: Sequence[str]
+    env: Mapping[str, str] | None
+    timeout: float
+
+
+def run_training(aws: LocalAws, job_name: str, entry_point: str | os.PathLike[str],
+                 **options: Unpack[_RunOptions]) -> TrainingRun:
     """Run ``entry_point`` (a Python script) as job ``job_name``'s training and wait for it to end (see
-    :func:`start_training`, which raises the same errors)."""
-    return start_training(aws, job_name, entry_point, workdir=workdir, args=args, env=env, timeout=timeout).wait()
+    :func:`start_training`, whose options it takes, and which raises the same errors)."""
+    return start_training(aws, job_name, entry_point, **options).wait()
 
 
 def _upload_failure(exc: ClientError, where: str) -> str:

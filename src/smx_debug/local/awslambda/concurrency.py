@@ -7,7 +7,7 @@ a minimum of 100. Here, at a new account's default quota:
 
 - :func:`install` makes PutFunctionConcurrency refuse with Lambda's ``InvalidParameterValueException``;
 - :func:`check_template` refuses a template's reserved concurrency before
-  :func:`smx_debug.local.deploy.deploy_stack` creates it, as CloudFormation reports the function's failure.
+  :func:`smx_debug.local.cloudformation.deploy.deploy_stack` creates it, as CloudFormation reports the function's failure.
 
 This module needs moto, so it is not part of the Lambda assets.
 """
@@ -17,10 +17,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from moto.awslambda.exceptions import InvalidParameterValueException
+from moto.awslambda.models import LambdaBackend
+
 from smx_debug.errors import AwsError
 from smx_debug.local.patching import patch_once
-
-__all__ = ["ACCOUNT_CONCURRENT_EXECUTIONS", "MINIMUM_UNRESERVED", "check_template", "install"]
 
 ACCOUNT_CONCURRENT_EXECUTIONS = 10  # a new account's default ConcurrentExecutions quota
 MINIMUM_UNRESERVED = 10  # what Lambda keeps unreserved at that quota
@@ -34,9 +35,6 @@ def _fits(reserved_total: int) -> bool:
 
 def install() -> None:
     """Make PutFunctionConcurrency refuse what a new account refuses (patched once per process). Idempotent."""
-    from moto.awslambda.exceptions import InvalidParameterValueException
-    from moto.awslambda.models import LambdaBackend
-
     def wrap(original: Any) -> Any:
         def put_function_concurrency(self: Any, function_name: str, reserved_concurrency: str) -> str:
             others = sum(int(fn.reserved_concurrency) for fn in self.list_functions()

@@ -3,7 +3,7 @@
 :func:`evaluate_alarms` evaluates every metric alarm once, as CloudWatch would (simplified: see its docstring):
 it reads the alarm's metric with GetMetricStatistics, compares it with the threshold, sets the state with
 SetAlarmState and, on a change, publishes CloudWatch's notification JSON to the alarm's SNS actions (moto
-delivers SNS to SQS; a Lambda subscription runs its handler through :mod:`smx_debug.local.delivery`) when the
+delivers SNS to SQS; a Lambda subscription runs its handler through :mod:`smx_debug.local.awslambda.invoke`) when the
 topic's policy and its KMS key's policy let CloudWatch publish for that alarm (:mod:`smx_debug.local.iam`).
 
 This module needs moto, so it is not part of the Lambda assets.
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from smx_debug.local import delivery, iam
 from smx_debug.local.clients import client
+from smx_debug.local.iam.authorize import authorize_service
+from smx_debug.local.patching import serve
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
-
-__all__ = ["AlarmTransition", "evaluate_alarms"]
+from smx_debug.local.sns import delivery as sns_delivery
 
 _REGION_NAMES = {
     "us-east-1": "US East (N. Virginia)",
@@ -93,7 +93,8 @@ def evaluate_alarms(aws: LocalAws, now: datetime | None = None) -> list[AlarmTra
     least DatapointsToAlarm (default EvaluationPeriods... capped at the datapoints present, minimum 1)
     datapoints breach. Only single-metric alarms with a Statistic are evaluated.
     """
-    delivery.install(aws)  # an alarm action subscribed by a Lambda runs its handler in-process
+    sns_delivery.install()  # an alarm action subscribed by a Lambda runs its handler in-process
+    serve(aws)
     now = now or datetime.now(UTC)
     cloudwatch, sns = client(aws, "cloudwatch"), client(aws, "sns")
     transitions: list[AlarmTransition] = []
@@ -144,7 +145,7 @@ def evaluate_alarms(aws: LocalAws, now: datetime | None = None) -> list[AlarmTra
                 for arn in alarm.get(actions, []):
                     # CloudWatch publishes as cloudwatch.amazonaws.com for the alarm: the topic's policy and
                     # its key's policy must allow that (smx_debug.local.iam); a refused notification is lost.
-                    if ":sns:" in arn and iam.authorize_service(
+                    if ":sns:" in arn and authorize_service(
                         aws, "cloudwatch.amazonaws.com", "sns:Publish", arn, source_arn=alarm["AlarmArn"],
                         edge=f"alarm {alarm['AlarmName']} -> topic").allowed:
                         sns.publish(TopicArn=arn, Subject=subject, Message=message)

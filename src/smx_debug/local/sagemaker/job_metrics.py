@@ -22,14 +22,13 @@ from datetime import datetime, timedelta
 from typing import Any, Literal
 
 import numpy as np
+from moto.sagemaker.models import FakeTrainingJob, sagemaker_backends
 
 from smx_debug.contracts import JOB_ENDED_STATUSES
 from smx_debug.errors import ConfigError
-from smx_debug.local.metric_data import put_datapoints
+from smx_debug.local.cloudwatch.metric_data import put_datapoints
 from smx_debug.local.patching import patch_once
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
-
-__all__ = ["NAMESPACE", "Scenario", "install", "publish_minutes", "set_end_time", "set_start_time"]
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 Kind = Literal["healthy", "cpu_bottleneck", "loss_plateau"]
@@ -37,8 +36,6 @@ Kind = Literal["healthy", "cpu_bottleneck", "loss_plateau"]
 
 def install() -> None:
     """Keep each training job's MetricDefinitions as requested (moto replaces them). Idempotent."""
-    from moto.sagemaker.models import FakeTrainingJob
-
     def wrap(original: Callable[..., None]) -> Callable[..., None]:
         def init(self: Any, *args: Any, **kwargs: Any) -> None:
             spec = kwargs.get("algorithm_specification")
@@ -54,8 +51,6 @@ def install() -> None:
 
 def _fake_job(aws: LocalAws, job: str, doing: str) -> Any:
     """moto's job ``job``, read from its backend (a Describe would advance the job's emulated lifecycle)."""
-    from moto.sagemaker.models import sagemaker_backends
-
     fake = sagemaker_backends[LOCAL_ACCOUNT_ID][aws.region].training_jobs.get(job)
     if fake is None:
         raise ConfigError(f"{doing}: no training job {job!r} in the local AWS", field="job", value=job)

@@ -23,12 +23,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
+from moto.cloudwatch.exceptions import ValidationError
+from moto.cloudwatch.models import MetricDatum, cloudwatch_backends
+from moto.cloudwatch.responses import CloudWatchResponse
+from moto.core.responses import ActionResult
 
 from smx_debug.errors import ConfigError
 from smx_debug.local.patching import patch_once
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
-
-__all__ = ["MAX_QUERIES", "install", "put_datapoints"]
 
 MAX_QUERIES = 500
 _STATS = {"Average", "Sum", "Minimum", "Maximum", "SampleCount"}
@@ -49,8 +51,6 @@ class _Index:
         self.source: list[Any] | None = None
 
     def catch_up(self, data: list[Any]) -> None:
-        from moto.cloudwatch.models import MetricDatum
-
         if self.source is not data or len(data) < self.upto:  # the backend was reset
             self.upto, self.lists, self.arrays, self.source = 0, {}, {}, data
         for datum in data[self.upto :]:
@@ -100,8 +100,6 @@ def _aggregate(values: np.ndarray, bucket: np.ndarray, n: int, stat: str) -> tup
 
 
 def _query(index: _Index, query: Mapping[str, Any], start: datetime, end: datetime, scan_by: str) -> dict[str, Any]:
-    from moto.cloudwatch.exceptions import ValidationError
-
     stat_spec = query["MetricStat"]
     metric = stat_spec["Metric"]
     stat = stat_spec["Stat"]
@@ -139,10 +137,6 @@ def _aware(value: datetime) -> datetime:
 
 def install() -> None:
     """Replace moto's CloudWatch GetMetricData with the indexed one (once per process). Idempotent."""
-    from moto.cloudwatch.exceptions import ValidationError
-    from moto.cloudwatch.responses import CloudWatchResponse
-    from moto.core.responses import ActionResult
-
     def wrap(original: Callable[..., Any]) -> Callable[..., Any]:
         def get_metric_data(self: Any) -> Any:
             params = self._get_params()
@@ -183,8 +177,6 @@ def put_datapoints(
     Raises:
         ConfigError: ``timestamps`` and ``values`` differ in length, or a timestamp has no time zone.
     """
-    from moto.cloudwatch.models import MetricDatum, cloudwatch_backends
-
     if len(timestamps) != len(values):
         raise ConfigError(
             f"put_datapoints: {len(timestamps)} timestamps but {len(values)} values", field="values", value=len(values)

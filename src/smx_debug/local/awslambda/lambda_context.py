@@ -5,7 +5,7 @@ AWS hands a handler ``context`` (``function_name``, ``invoked_function_arn``, ``
 reporting ``<time> <request id> Task timed out after N.NN seconds`` as the invocation's error, of type
 ``Sandbox.Timedout`` (what a synchronous Invoke's caller and a Step Functions task see; AWS Lambda developer
 guide, "Troubleshoot invocation issues", timeouts). The local delivery
-(:mod:`smx_debug.local.delivery`) runs handlers in process, where nothing can be killed mid-call: a deployed
+(:mod:`smx_debug.local.awslambda.invoke`) runs handlers in process, where nothing can be killed mid-call: a deployed
 function's handler gets a context built from its configuration, and one that returns after its Timeout fails
 with that error and its result is dropped, so what AWS would cut off never passes locally. A handler called
 without a deployed function (a plain callable target, a test of a handler) gets ``None``, as before.
@@ -19,8 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-
-__all__ = ["FunctionLimits", "LambdaContext", "LambdaTimeout", "function_limits", "timed_out"]
 
 
 class LambdaTimeout(TimeoutError):

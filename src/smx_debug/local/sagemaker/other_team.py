@@ -8,7 +8,7 @@ end that nothing touched them (:meth:`OtherTeam.touched`). The jobs are built to
   are not the opt-in (none, ``false``, ``" true"`` with a space, ``yes``), one of them with a rule-action tag
   (``smx-debug:on:CPUBottleneck = stop notify``) that only a watched job's actions honour;
 - **bad metrics** that would fire rules: a CPU bottleneck and a loss plateau from their first minute, published
-  to CloudWatch as SageMaker publishes every job's (:mod:`smx_debug.local.job_metrics`);
+  to CloudWatch as SageMaker publishes every job's (:mod:`smx_debug.local.sagemaker.job_metrics`);
 - **damaged profiler output** in Debugger's layout, where their ``ProfilerConfig`` points: every file carries a
   lone surrogate escape, a 5,000-deep array, NaN, Infinity and 1e400, and ends with a line cut mid-write.
 
@@ -22,6 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from moto.sns.models import sns_backends
+
 from smx_debug.contracts import (
     DEFAULT_NAMESPACE,
     FLEET_TEAM_TAG,
@@ -30,12 +32,11 @@ from smx_debug.contracts import (
     MANAGED_TAG,
     RULE_TAG_PREFIX,
 )
-from smx_debug.local import job_metrics, training_jobs
-from smx_debug.local.execution_roles import execution_role
-from smx_debug.local.job_metrics import Kind, Scenario, publish_minutes
+from smx_debug.local.sagemaker import job_metrics, training_jobs
+from smx_debug.local.sagemaker.execution_roles import execution_role
+from smx_debug.local.sagemaker.job_metrics import Kind, Scenario, publish_minutes
 from smx_debug.local.server import LOCAL_ACCOUNT_ID, LocalAws
-
-__all__ = ["DAMAGE", "PREFIX", "OtherTeam", "start_other_team"]
+from smx_debug.simulate import Simulation, SimulationSpec
 
 PREFIX = "ml-research-"
 # (job suffix, tags, scenario kind): none of these tag sets opts a job in (contracts.is_opted_in)
@@ -71,8 +72,6 @@ class OtherTeam:
     def touched(self, aws: LocalAws, *, namespace: str = DEFAULT_NAMESPACE,
                 ledger_table: str | None = None) -> list[str]:
         """Everything anyone did to these jobs (empty when they were left alone)."""
-        from moto.sns.models import sns_backends
-
         found: list[str] = []
         sagemaker = aws.client("sagemaker")
         for job in self.jobs:
@@ -104,8 +103,6 @@ class OtherTeam:
 
 
 def _profiler_output(aws: LocalAws, bucket: str, key_prefix: str, job: str, start: datetime, minutes: int) -> None:
-    from smx_debug.simulate import Simulation, SimulationSpec
-
     sim = Simulation(SimulationSpec(scenario="cpu_bottleneck", onset_s=0, job_start=start, duration_s=minutes * 60.0,
                                     nodes=1, cpus=4, gpus=1, interval_ms=5000, seed=13, initialization_s=0))
     s3 = aws.client("s3")

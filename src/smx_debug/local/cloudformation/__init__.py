@@ -1,0 +1,1 @@
+"""CloudFormation on the local AWS: a synthesized stack deployed onto moto."""

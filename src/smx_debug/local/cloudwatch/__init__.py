@@ -1,0 +1,1 @@
+"""CloudWatch on the local AWS: alarm evaluation and GetMetricData at scale."""

@@ -1,0 +1,1 @@
+"""EventBridge on the local AWS: events and schedule ticks delivered to Lambda targets."""

@@ -1,0 +1,1 @@
+"""SageMaker on the local AWS: training jobs, their roles, Search, rule statuses, metrics and runs."""

@@ -1,0 +1,1 @@
+"""SNS on the local AWS: deliveries authorized, Lambda subscriptions run in-process."""
