@@ -53,12 +53,18 @@ def _clock(minute: float) -> Any:
     return lambda: at(minute)
 
 
-def test_fanout_run_above_jobs_per_invocation_sends_disjoint_shards_and_evaluates_nothing(aws: LocalAws) -> None:
+def _scheduled_run(aws: LocalAws, jobs_per_invocation: int) -> tuple[Any, str]:
+    """The five watched jobs and the shard queue, then one scheduled run at minute 8: its report, the queue's URL."""
     _jobs(aws)
     url = _queue(aws)
-    config = settings(jobs_per_invocation=2)
+    config = settings(jobs_per_invocation=jobs_per_invocation)
     report = run_once(config, clients(aws), Recorder(), now=at(8) + 5,
                       shards=queue_sender(aws.client("sqs"), url, config.jobs_per_invocation))
+    return report, url
+
+
+def test_fanout_run_above_jobs_per_invocation_sends_disjoint_shards_and_evaluates_nothing(aws: LocalAws) -> None:
+    report, url = _scheduled_run(aws, jobs_per_invocation=2)
     assert (report.watched, report.shards, report.outcomes) == (5, 3, {})
     shards = _shard_jobs(_event(aws, url))
     assert sorted(len(s) for s in shards) == [1, 2, 2]
@@ -66,11 +72,7 @@ def test_fanout_run_above_jobs_per_invocation_sends_disjoint_shards_and_evaluate
 
 
 def test_fanout_run_at_jobs_per_invocation_evaluates_itself(aws: LocalAws) -> None:
-    _jobs(aws)
-    url = _queue(aws)
-    config = settings(jobs_per_invocation=5)
-    report = run_once(config, clients(aws), Recorder(), now=at(8) + 5,
-                      shards=queue_sender(aws.client("sqs"), url, config.jobs_per_invocation))
+    report, url = _scheduled_run(aws, jobs_per_invocation=5)
     assert report.shards == 0 and sorted(report.outcomes) == JOBS
     assert _event(aws, url) == {"Records": []}
 
