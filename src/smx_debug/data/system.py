@@ -28,7 +28,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 import pandas as pd
 import pyarrow as pa
@@ -735,35 +735,31 @@ def tables_frame(
     return df
 
 
+class ReaderOptions(TypedDict, total=False):
+    """:class:`SystemMetricsReader`'s options besides the window: clients, read threads, progress."""
+
+    sagemaker_client: Any
+    s3_client: Any
+    workers: int
+    progress: bool | None
+
+
 def system_metrics(
     job_or_path: str | os.PathLike[str] | Source,
     start: TimeLike = None,
     end: TimeLike = None,
     nodes: str | Iterable[str] | None = None,
-    *,
-    sagemaker_client: Any = None,
-    s3_client: Any = None,
-    workers: int = DEFAULT_WORKERS,
-    progress: bool | None = None,
+    **options: Unpack[ReaderOptions],
 ) -> pd.DataFrame:
     """System metrics of a job (name), an ``s3://`` prefix or a local folder, as one long DataFrame.
 
     Columns: ``timestamp`` (datetime64[ns, UTC]), ``node``, ``type``, ``name``, ``dimension`` (categoricals)
     and ``value`` (float64); rows in file order (minute, node, line). ``start``/``end`` (datetimes, ISO
-    strings or epoch seconds; end exclusive) and ``nodes`` restrict what is downloaded and returned.
+    strings or epoch seconds; end exclusive) and ``nodes`` restrict what is downloaded and returned; ``options``
+    are the reader's (``sagemaker_client``, ``s3_client``, ``workers``, ``progress``).
     Skipped records are counted in ``df.attrs["skipped_lines"]`` and by reason in ``df.attrs["skipped_by_reason"]``.
     """
-    reader = SystemMetricsReader(
-        job_or_path,
-        start=start,
-        end=end,
-        nodes=nodes,
-        sagemaker_client=sagemaker_client,
-        s3_client=s3_client,
-        workers=workers,
-        progress=progress,
-    )
-    return reader.refresh(release=True)
+    return SystemMetricsReader(job_or_path, start=start, end=end, nodes=nodes, **options).refresh(release=True)
 
 
 def system_metrics_wide(df: pd.DataFrame, freq: str | None = "1s") -> pd.DataFrame:
