@@ -168,3 +168,16 @@ def test_cli_abbreviated_option_is_usage_error_exit_2(argv: list[str], capsys: p
     # an abbreviation would change meaning the day an option sharing its prefix is added: options are spelled out
     assert _run(argv) == 2
     assert f"unrecognized arguments: {argv[2]}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--version"], ["--help"], ["fleet", "--help"], ["rules", "list", "--bad"]])
+def test_cli_parse_only_lines_load_no_heavy_library(argv: list[str]) -> None:
+    # the parser (cli._parser) is light: --version, --help and usage errors never wait for pandas, the SDK or boto3
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom smx_debug.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+            "heavy = ('pandas', 'numpy', 'pyarrow', 'duckdb', 'boto3', 'botocore', 'pydantic', 'sagemaker', 'yaml')\n"
+            "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)")
+    err = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True).stderr
+    assert err.strip().splitlines()[-1] == "[]"
