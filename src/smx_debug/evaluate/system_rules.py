@@ -127,7 +127,6 @@ def gpu_memory_increase(data: JobData, params: RuleParams) -> RuleResult:
     if not series:
         return RuleResult(rule="GPUMemoryIncrease", rule_parameters=rp)
     bounds = _bounds(data, params)
-    interval = params.scan_interval_us
     w, inc = params.window, params.increase
     first_scan: int | None = None
     last_scan = -1
@@ -160,7 +159,8 @@ def gpu_memory_increase(data: JobData, params: RuleParams) -> RuleResult:
         reasons.append(f"{s.node}/{s.name} memory average rose by {diff[viol][k]:.1f} points to {v[at[k]]:.0f}% "
                        f"({len(at)} violations)")
     if count:
-        details["last_timestamp"] = _scan_start_us(bounds, min(last_scan, len(bounds) - 1), interval)
+        details["last_timestamp"] = _scan_start_us(bounds, min(last_scan, len(bounds) - 1),
+                                                     params.scan_interval_us)
     first = None if first_scan is None else first_scan + 1
     return _counted("GPUMemoryIncrease", count, details, len(series[-1].values), rp, first, reasons)  # datapoints: the GPU read last
 

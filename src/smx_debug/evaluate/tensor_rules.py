@@ -438,27 +438,25 @@ class PoorWeightInitialization(TensorRule):
             return
         state.analysed.extend(new)
         window = set(new)
-        self._variances(state, batch, params, sorted(acts), window)
-        self._gradients(state, batch, params, sorted(grads), window)
-        self._losses(state, batch, params, sorted(losses), window)
+        self._variances(state.tally, batch, params.threshold, sorted(acts), window)
+        self._gradients(state.tally, batch, params.distribution_range, sorted(grads), window)
+        self._losses(state, batch, params.patience, sorted(losses), window)
 
     @staticmethod
-    def _variances(state: _InitState, batch: TensorBatch, params: RuleParams, names: list[str],
-                   window: set[int]) -> None:
-        thr = params.threshold
+    def _variances(tally: Tally, batch: TensorBatch, thr: float, names: list[str], window: set[int]) -> None:
+        """The largest/smallest variance across the activation inputs, per step, against ``thr``."""
         per_step = _window_values((batch.reduction(name, "variance") for name in names), window)
         for step in sorted(step for step, layers in per_step.items() if len(layers) >= 2):  # a ratio: two layers
             vs = np.asarray(per_step[step], np.float64)
             lo, hi = float(vs.min()), float(vs.max())
             ratio = hi / lo if lo > 0 else np.inf
-            state.tally.add_one(f"activation inputs ({len(vs)} layers)", step, ratio, bool(ratio > thr),
+            tally.add_one(f"activation inputs ({len(vs)} layers)", step, ratio, bool(ratio > thr),
                                 f"largest/smallest variance across layers {{v:.4g}} > threshold {thr:g}",
                                 statistic="largest/smallest variance across layers", upper=thr)
 
     @staticmethod
-    def _gradients(state: _InitState, batch: TensorBatch, params: RuleParams, names: list[str],
-                   window: set[int]) -> None:
-        rng = params.distribution_range
+    def _gradients(tally: Tally, batch: TensorBatch, rng: float, names: list[str], window: set[int]) -> None:
+        """The 5th-95th percentile range of all gradients, per step, against ``rng``."""
         per_step = _window_values((batch.arrays.get(name) for name in names), window,
                                   keep=lambda v: v.dtype.kind in "fiub")
         for step in sorted(per_step):
@@ -468,14 +466,13 @@ class PoorWeightInitialization(TensorRule):
                 continue
             p5, p95 = np.percentile(values, [5, 95])
             width = float(p95 - p5)
-            state.tally.add_one(f"gradients ({len(per_step[step])} tensors)", step, width, width < rng,
+            tally.add_one(f"gradients ({len(per_step[step])} tensors)", step, width, width < rng,
                                 f"5th-95th percentile range of the gradients {{v:.4g}} < distribution_range {rng:g}",
                                 statistic="5th-95th percentile range of the gradients", lower=rng)
 
     @staticmethod
-    def _losses(state: _InitState, batch: TensorBatch, params: RuleParams, names: list[str],
-                window: set[int]) -> None:
-        patience = params.patience
+    def _losses(state: _InitState, batch: TensorBatch, patience: int, names: list[str], window: set[int]) -> None:
+        """Each loss's saved steps since its last new minimum, against ``patience``."""
         for name in names:
             stat = batch.reduction(name, "mean")
             if stat is None:
