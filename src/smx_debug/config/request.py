@@ -141,6 +141,18 @@ def debug_hook_config(plan: PlanView) -> dict[str, Any]:
     return hook
 
 
+def _rule_configurations(rules: tuple[RuleConfig, ...], image: str, job_name: str | None) -> list[dict[str, Any]]:
+    """``DebugRuleConfigurations`` or ``ProfilerRuleConfigurations``: one entry per rule configuration."""
+    return [
+        {
+            "RuleConfigurationName": r.rule_configuration_name,
+            "RuleEvaluatorImage": image,
+            "RuleParameters": rule_parameters(r, job_name=job_name),
+        }
+        for r in rules
+    ]
+
+
 def request_dict(plan: PlanView, *, job_name: str | None) -> dict[str, Any]:
     """All debugger-related CreateTrainingJob fields of ``plan``."""
     image = rule_evaluator_image(plan.region)
@@ -150,14 +162,7 @@ def request_dict(plan: PlanView, *, job_name: str | None) -> dict[str, Any]:
         out["DebugHookConfig"] = debug_hook_config(plan)
 
     if plan.debugger_rules:
-        out["DebugRuleConfigurations"] = [
-            {
-                "RuleConfigurationName": r.rule_configuration_name,
-                "RuleEvaluatorImage": image,
-                "RuleParameters": rule_parameters(r, job_name=job_name),
-            }
-            for r in plan.debugger_rules
-        ]
+        out["DebugRuleConfigurations"] = _rule_configurations(plan.debugger_rules, image, job_name)
 
     if plan.tensorboard_output_path is not None:
         out["TensorBoardOutputConfig"] = {"S3OutputPath": plan.tensorboard_output_path}
@@ -173,13 +178,8 @@ def request_dict(plan: PlanView, *, job_name: str | None) -> dict[str, Any]:
             config["ProfilingParameters"] = profiling_parameters(prof.framework)
         out["ProfilerConfig"] = config
     if plan.profiler_rules:
-        out["ProfilerRuleConfigurations"] = [
-            {
-                "RuleConfigurationName": r.rule_configuration_name,
-                "RuleEvaluatorImage": image,
-                "RuleParameters": rule_parameters(r, job_name=job_name),
-            }
-            for r in plan.profiler_rules
-        ]
+        out["ProfilerRuleConfigurations"] = _rule_configurations(plan.profiler_rules, image, job_name)
     out["Tags"] = plan.tags_list()
     return out
+
+
