@@ -25,7 +25,7 @@ import re
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -299,33 +299,29 @@ class _Unresolvable(Exception):
     """A value refers to something this resolver cannot compute (reported as skipped, never raised)."""
 
 
+@dataclass
 class _Resolver:
     """Resolves intrinsic functions against the deployed stack's physical ids."""
 
-    def __init__(
-        self,
-        clients: Clients,
-        region: str,
-        resources: Mapping[str, Any],
-        physical: dict[str, str],
-        stack_name: str,
-        stack_id: str,
-        parameters: Mapping[str, str],
-    ) -> None:
-        self.clients = clients
-        self.region = region
-        self.resources = resources
-        self.physical = physical
-        self.parameters = parameters
+    clients: Clients
+    region: str
+    resources: Mapping[str, Any]
+    physical: dict[str, str]
+    stack_name: InitVar[str]
+    stack_id: InitVar[str]
+    parameters: Mapping[str, str]
+    pseudo: dict[str, str] = field(init=False)
+    _cache: dict[tuple[str, str], str] = field(init=False, default_factory=dict)
+
+    def __post_init__(self, stack_name: str, stack_id: str) -> None:
         self.pseudo = {
             "AWS::AccountId": LOCAL_ACCOUNT_ID,
-            "AWS::Region": region,
+            "AWS::Region": self.region,
             "AWS::Partition": "aws",
             "AWS::URLSuffix": "amazonaws.com",
             "AWS::StackName": stack_name,
             "AWS::StackId": stack_id,
         }
-        self._cache: dict[tuple[str, str], str] = {}
 
     def resolve(self, value: Any) -> Any:
         if isinstance(value, list):
