@@ -59,9 +59,9 @@ PUBLIC = {
         "tick",
     ],
     "smx_debug.hook": [
-        "Collection", "CollectionKeys", "Hook", "HookSettings", "MemorySink", "ModeKeys", "ReductionConfig",
-        "SaveConfig", "SaveConfigMode", "SavedStep", "TensorSink", "create_trial", "del_hook", "get_hook", "modes",
-        "parse_hook_config", "read_hook_config", "set_hook",
+        "Collection", "CollectionKeys", "GuardStop", "Hook", "HookSettings", "MemorySink", "ModeKeys",
+        "ReductionConfig", "SaveConfig", "SaveConfigMode", "SavedStep", "TensorSink", "create_trial", "del_hook",
+        "get_hook", "modes", "parse_hook_config", "read_hook_config", "set_hook",
     ],
     "smx_debug.tensors": [
         "Collection", "CollectionsFile", "END_OF_JOB", "ModeKeys", "NORMS", "REDUCTIONS", "REDUCTIONS_PREFIX",
