@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from notify_support import inbox, ledger_and_inbox
+
 from smx_debug import local
 from smx_debug.actions import Ledger, Runtime, Settings
 from smx_debug.contracts import HANDLER_TAG, handler_entry
@@ -55,31 +57,13 @@ class Stack:
 
     def messages(self) -> list[dict[str, Any]]:
         """Every SNS notification that reached the queue (SQS bodies are the SNS envelopes)."""
-        sqs = client(self.aws, "sqs")
-        out: list[dict[str, Any]] = []
-        while True:
-            batch = sqs.receive_message(QueueUrl=self.queue_url, MaxNumberOfMessages=10).get("Messages", [])
-            if not batch:
-                return out
-            for message in batch:
-                out.append(json.loads(message["Body"]))
-                sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=message["ReceiptHandle"])
+        return inbox(self.aws, self.queue_url)
 
 
 def make_stack(local_aws: LocalAws) -> Stack:
     local.install(local_aws)
     reset_handlers(local_aws)
-    ddb = client(local_aws, "dynamodb")
-    ddb.create_table(
-        TableName="smx-ledger",
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    sns = client(local_aws, "sns")
-    topic = sns.create_topic(Name="smx-notify")["TopicArn"]
-    queue = local.subscribe_queue(local_aws, topic, "smx-inbox")
-    return Stack(local_aws, "smx-ledger", topic, queue)
+    return Stack(local_aws, "smx-ledger", *ledger_and_inbox(local_aws, "smx-ledger"))
 
 
 _clients: dict[tuple[int, str], Any] = {}

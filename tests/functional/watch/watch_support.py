@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from notify_support import inbox, ledger_and_inbox
+
 from smx_debug import local
 from smx_debug.actions.verify import Trigger
 from smx_debug.contracts import MANAGED_TAG, is_watched
@@ -115,15 +117,7 @@ def action_env(aws: LocalAws, **extra: str) -> dict[str, str]:
     from smx_debug.local.server import LOCAL_ACCOUNT_ID
 
     local.install(aws)
-    aws.client("dynamodb").create_table(
-        TableName=LEDGER,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    sns = cached_client(aws, "sns")
-    topic = sns.create_topic(Name="smx-notify")["TopicArn"]
-    queue = local.subscribe_queue(aws, topic, "smx-inbox")
+    topic, queue = ledger_and_inbox(aws, LEDGER)
     return {
         "SMX_LEDGER_TABLE": LEDGER, "SMX_TOPIC_ARN": topic, "SMX_ACCOUNT": LOCAL_ACCOUNT_ID,
         "AWS_REGION": aws.region, "SMX_WATCH_PREFIXES": "guarded-", "SMX_DEFAULT_ACTIONS": "stop notify",
@@ -135,17 +129,7 @@ def action_env(aws: LocalAws, **extra: str) -> dict[str, str]:
 
 def messages(aws: LocalAws, env: Mapping[str, str]) -> list[dict[str, Any]]:
     """The notifications published so far (SNS envelopes; ``Message`` is the text)."""
-    import json
-
-    sqs = cached_client(aws, "sqs")
-    out: list[dict[str, Any]] = []
-    while True:
-        batch = sqs.receive_message(QueueUrl=env["SMX_INBOX"], MaxNumberOfMessages=10).get("Messages", [])
-        if not batch:
-            return out
-        for message in batch:
-            out.append(json.loads(message["Body"]))
-            sqs.delete_message(QueueUrl=env["SMX_INBOX"], ReceiptHandle=message["ReceiptHandle"])
+    return inbox(aws, env["SMX_INBOX"])
 
 
 class WatchedJobsOnly:
