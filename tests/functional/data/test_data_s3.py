@@ -13,6 +13,7 @@ import boto3
 import pandas as pd
 import pytest
 from botocore.stub import Stubber
+from s3_support import RecordingS3
 from sagemaker_answers import describe_training_job
 
 from smx_debug.data.framework_trace import framework_metrics, step_durations
@@ -26,21 +27,6 @@ BUCKET = "smx-reports"
 MIT = Path("fixtures/f3bolarinwa+AWS-Sagemaker---deep_learning_model_tuning_and_deployment/ProfilerReport")
 SPEC = SimulationSpec(nodes=2, cpus=8, gpus=2, duration_s=360.0, initialization_s=30.0, finalization_s=30.0,
                       interval_ms=500)
-
-
-class CountingS3:
-    """Delegates to a boto3 S3 client and records the keys of every GetObject."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self.gets: list[str] = []
-
-    def get_object(self, **kwargs: Any) -> Any:
-        self.gets.append(kwargs["Key"])
-        return self._client.get_object(**kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
 
 
 @pytest.fixture
@@ -72,7 +58,7 @@ def test_system_metrics_from_s3_equals_local_copy(s3: Any, tmp_path: Path) -> No
 def test_system_metrics_by_job_name_downloads_only_window_and_node(s3: Any) -> None:
     Simulation(SPEC).write_s3(BUCKET, "out/j2/profiler-output/", s3_client=s3)
     sm = boto3.client("sagemaker", region_name="us-west-2")
-    counting = CountingS3(s3)
+    counting = RecordingS3(s3)
     t0 = SPEC.job_start.timestamp()
     with Stubber(sm) as stub:
         stub.add_response("describe_training_job", _describe("j2", f"s3://{BUCKET}/out"), {"TrainingJobName": "j2"})
@@ -89,7 +75,7 @@ def test_system_metrics_reader_live_job_fetches_only_new_files(s3: Any) -> None:
     minutes = sim.minutes()
     prefix = "live/j3/profiler-output/"
     sim.write_s3(BUCKET, prefix, minutes[:2], s3_client=s3, framework=False)
-    counting = CountingS3(s3)
+    counting = RecordingS3(s3)
     reader = SystemMetricsReader(f"s3://{BUCKET}/{prefix}", s3_client=counting)
     first = reader.refresh()
     assert len(counting.gets) == 4

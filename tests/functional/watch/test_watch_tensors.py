@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from s3_support import RecordingS3
 from watch_support import BUCKET, T0, Recorder, at, clients, create_job, settings, with_clients
 
 from smx_debug.config import DebugPlan
@@ -44,34 +45,10 @@ def _steps(aws: LocalAws, steps: range, *, nan_from: int | None = None, first: b
                          tensors={"gradient/fc.weight": grad, "CrossEntropyLoss_output_0": np.float32(1.0)})
 
 
-class Reads:
-    """An S3 client that records the keys every GetObject reads and every listing returns."""
-
-    def __init__(self, client: Any) -> None:
-        self._client = client
-        self.keys: list[str] = []
-
-    def get_object(self, **kwargs: Any) -> Any:
-        self.keys.append(kwargs["Key"])
-        return self._client.get_object(**kwargs)
-
-    def get_paginator(self, name: str) -> Any:
-        real, keys = self._client.get_paginator(name), self.keys
-
-        class Paginator:
-            def paginate(self, **kwargs: Any) -> Any:
-                for page in real.paginate(**kwargs):
-                    keys.extend(o["Key"] for o in page.get("Contents", ()))
-                    yield page
-
-        return Paginator()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._client, name)
-
+class Reads(RecordingS3):
     def steps(self) -> set[int]:
         """The global steps whose index or event files were listed or read."""
-        return {int(k.rsplit("/", 1)[-1][:12]) for k in self.keys if "/index/" in k or "/events/" in k}
+        return {int(k.rsplit("/", 1)[-1][:12]) for k in self.gets + self.listed if "/index/" in k or "/events/" in k}
 
 
 def test_run_tensor_rule_fires_once_on_the_new_steps_it_reads(aws: LocalAws) -> None:
@@ -85,7 +62,7 @@ def test_run_tensor_rule_fires_once_on_the_new_steps_it_reads(aws: LocalAws) -> 
     assert reads.steps() == {0, 10, 20, 30, 40}
 
     _steps(aws, range(50, 70, 10), nan_from=60)
-    reads.keys.clear()
+    reads.clear()
     report = run_once(guard, with_clients(aws, s3=reads), recorder, now=at(3))
     assert reads.steps() == {50, 60}  # only what was saved since the last run
     assert [(t.rule, t.kind, t.step) for t in report.outcomes[JOB].triggers] == [("ExplodingTensor", "debugger", 60)]
