@@ -25,18 +25,11 @@ This package needs moto (at call time), so it is not part of the Lambda assets.
 
 from __future__ import annotations
 
-from smx_debug.local.iam.authorize import (
-    SOURCE_KEYS_TO_KMS,
-    authorize_call,
-    authorize_role_edge,
-    authorize_service,
-    service_may_assume,
-)
+from smx_debug.local.iam.authorize import SOURCE_KEYS_TO_KMS, authorize_service, service_may_assume
 from smx_debug.local.iam.calls import CALLS
 from smx_debug.local.iam.guard import install
-from smx_debug.local.iam.ledger import Caller, IamLedger, Record, ledger
+from smx_debug.local.iam.ledger import Record, ledger
 from smx_debug.local.iam.policy import (
-    Decision,
     Principal,
     Request,
     UnsupportedPolicyError,
@@ -48,18 +41,13 @@ from smx_debug.local.iam.principals import (
     LocalPrincipal,
     as_function,
     as_principal,
-    environment_of,
     function_environment,
 )
-from smx_debug.local.iam.reference import supplied_keys
 from smx_debug.local.iam.resources import identity_statements
 
 __all__ = [
     "CALLS",
     "SOURCE_KEYS_TO_KMS",
-    "Caller",
-    "Decision",
-    "IamLedger",
     "LocalPrincipal",
     "Principal",
     "Record",
@@ -67,11 +55,8 @@ __all__ = [
     "UnsupportedPolicyError",
     "as_function",
     "as_principal",
-    "authorize_call",
-    "authorize_role_edge",
     "authorize_service",
     "decide",
-    "environment_of",
     "evaluate",
     "function_environment",
     "identity_statements",
@@ -79,5 +64,4 @@ __all__ = [
     "ledger",
     "service_may_assume",
     "statement_label",
-    "supplied_keys",
 ]
