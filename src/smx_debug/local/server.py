@@ -72,7 +72,9 @@ class LocalAws:
     """A moto server bound to 127.0.0.1 and boto3 clients that talk to it.
 
     moto keeps its accounts per process: two LocalAws started in one process (a notebook cell run twice, a test
-    beside an example) are two endpoints over the same resources. :meth:`reset` empties them.
+    beside an example) are two endpoints over the same resources. :meth:`reset` empties them. What the local AWS's
+    behaviours record (the IAM's decisions, in-process deliveries, warm handlers) is each instance's own
+    (:meth:`recorder`).
 
     Example:
         >>> with LocalAws() as aws:  # doctest: +SKIP
