@@ -1,9 +1,10 @@
-"""What several benchmarks share: running training jobs in the local AWS as the evaluator benchmarks
-(bench/evaluator_bench.py, bench/fanout_bench.py) meet them. Imported as ``_common``: a benchmark runs as
+"""What the evaluator benchmarks (bench/evaluator_bench.py, bench/fanout_bench.py) share: their argument parser,
+and running training jobs in the local AWS as they meet them. Imported as ``_common``: a benchmark runs as
 ``python bench/<name>.py`` or through bench/run.py, both with bench/ first on ``sys.path``."""
 
 from __future__ import annotations
 
+import argparse
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -15,6 +16,14 @@ from smx_debug.local.sagemaker.job_metrics import Scenario
 HOSTS = 4  # ml.g4dn.12xlarge: 4 GPUs and 48 vCPUs a host
 _IMAGE = "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1"
 _LOSSES = [{"Name": "train:loss", "Regex": "loss=(.*)"}, {"Name": "validation:loss", "Regex": "vl=(.*)"}]
+
+
+def bench_parser(doc: str | None, quick: str) -> argparse.ArgumentParser:
+    """A benchmark's argument parser: the first line of its docstring ``doc`` as description, and ``--quick``
+    (help ``quick``: what the smaller run is)."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
+    parser.add_argument("--quick", action="store_true", help=quick)
+    return parser
 
 
 def publish_job_minutes(aws: Any, name: str, *, seed: int, start: datetime, first: int, last: int) -> None:

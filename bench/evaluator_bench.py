@@ -20,7 +20,6 @@ machine); ``--other 0 --poisoned 0 --throttled 0`` reproduces that setup.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -31,7 +30,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _common import HOSTS, publish_job_minutes, start_running_job
+from _common import HOSTS, bench_parser, publish_job_minutes, start_running_job
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 60.0
@@ -134,8 +133,7 @@ def _run(label: str, settings: Any, clients: Any, now: float, watched: int, othe
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="20 jobs instead of 200 (5 another team's, 1+1 failing)")
+    parser = bench_parser(__doc__, "20 jobs instead of 200 (5 another team's, 1+1 failing)")
     parser.add_argument("--jobs", type=int, default=None, help="running jobs in all (default 200)")
     parser.add_argument("--other", type=int, default=None, help="of which another team's (default 50)")
     parser.add_argument("--poisoned", type=int, default=None, help="watched jobs with poisoned profiler output (5)")

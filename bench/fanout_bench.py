@@ -30,7 +30,6 @@ over the 60 s timeout): the ratio of the projected fan-out wall time to that loo
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -41,7 +40,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from _common import HOSTS, publish_job_minutes, start_running_job
+from _common import HOSTS, bench_parser, publish_job_minutes, start_running_job
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT_S = 60.0
@@ -158,8 +157,7 @@ def _cost(run: dict[str, Any], watched: int) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--quick", action="store_true", help="60 jobs in shards of 20 (3 at once)")
+    parser = bench_parser(__doc__, "60 jobs in shards of 20 (3 at once)")
     parser.add_argument("--jobs", type=int, default=None, help="watched running jobs (default 2000)")
     parser.add_argument("--per-invocation", type=int, default=None, help="evaluator.jobs_per_invocation (200)")
     parser.add_argument("--concurrency", type=int, default=None, help="evaluator.max_concurrency (10)")
