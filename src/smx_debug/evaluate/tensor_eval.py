@@ -25,7 +25,7 @@ from smx_debug.evaluate.tensor_rules import Collections, TensorRule
 from smx_debug.evaluate.tensor_state import Snapshot, dump
 from smx_debug.evaluate.tensor_verdict import Selection, Tally, select_tensors
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure
-from smx_debug.rules.definitions import parse_summary_name
+from smx_debug.rules.definitions import SUMMARY_PREFIX, parse_summary_name
 from smx_debug.rules.params import TENSOR_RULES
 from smx_debug.rules.registry import RuleDef, rule_defs
 from smx_debug.tensors import create_trial
@@ -79,6 +79,12 @@ class OwnTensorRule(TensorRule):
         tally = getattr(state, "tally", state)
         result: RuleResult = tally.result(params)
         return result
+
+
+def _without_summaries(names: Sequence[str]) -> Sequence[str]:
+    """``names`` without the named summary tensors: Debugger's rules judge tensors, and a rule of ours's statistic
+    (``smx/summaries/share_zero/...``: a share, not a layer) is not one (AllZero, UnchangedTensor would judge it)."""
+    return [n for n in names if not n.startswith(SUMMARY_PREFIX)]
 
 
 def _builtin_rules() -> dict[str, TensorRule]:
@@ -169,8 +175,10 @@ class TensorEvaluator:
 
     def _select(self, names: list[str], collections: Mapping[str, Callable[[str], bool]]) -> set[str]:
         wanted: set[str] = set()
+        tensors = _without_summaries(names)
         for c in self.configs:
-            sel = TENSOR_REGISTRY[c.rule].select(c.params, names, collections)
+            rule = TENSOR_REGISTRY[c.rule]
+            sel = rule.select(c.params, names if isinstance(rule, OwnTensorRule) else tensors, collections)
             self._selections[c.name] = sel
             wanted.update(sel.names)
         return wanted
@@ -190,7 +198,9 @@ class TensorEvaluator:
         for c in self.configs:
             rule = TENSOR_REGISTRY[c.rule]
             params = c.params
-            sel = self._selections.get(c.name) or rule.select(params, batch.names, batch.collections)
+            sel = self._selections.get(c.name) or rule.select(
+                params, batch.names if isinstance(rule, OwnTensorRule) else _without_summaries(batch.names),
+                batch.collections)
             self._selections[c.name] = sel
             state = self._states[c.name]
             tally = getattr(state, "tally", state)

@@ -24,10 +24,11 @@ from smx_debug.tensors import create_trial  # noqa: E402
 STEPS, SAVE_INTERVAL, ONSET, BATCH = 300, 50, 150, 64
 BASE = {"name": "summaries", "region": "us-west-2", "s3_output_path": "s3://bucket/debug"}
 RECOMMENDED = DebugPlan.model_validate({**BASE, "profile": "recommended", "hook": {"save_interval": SAVE_INTERVAL}})
-OWN = tuple(d.name for d in rule_defs(family="smx") if "tensors" in d.evaluates_on)
+# the rules of our own that read summary statistics
+OWN = tuple(d.name for d in rule_defs(family="smx") if any(c.statistics for c in d.spec.collections))
 
 
-def _run(out_dir: Path, fault: str, *, summaries: bool, plan: DebugPlan = RECOMMENDED) -> None:
+def _run(out_dir: Path, fault: str, *, summaries: bool, plan: DebugPlan = RECOMMENDED, keep_raw: bool = False) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(0)
@@ -47,6 +48,9 @@ def _run(out_dir: Path, fault: str, *, summaries: bool, plan: DebugPlan = RECOMM
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     settings = settings_from_plan(plan, str(out_dir))
     hook = smd.Hook.from_settings(settings.model_copy(update={"summaries": summaries}))
+    if keep_raw:  # the statistics beside the whole tensors
+        for name in statistics_by_collection():
+            hook.get_collection(name).reduction_config = smd.ReductionConfig(save_raw_tensor=True)
     hook.register_module(model)
     hook.register_loss(loss_fn)
     hook.set_mode(smd.modes.TRAIN)
@@ -119,4 +123,27 @@ def test_hook_debugger_profile_trial_saves_whole_tensors_as_before(tmp_path: Pat
     names: Any = set(create_trial(str(tmp_path / "t")).tensor_names())
     assert not any(n.startswith(SUMMARY_PREFIX) for n in names)
     assert "gradient/Sequential_0.weight" in names
-    assert set(profile_rules("recommended")) >= set(OWN)
+    assert set(profile_rules("recommended")) >= set(OWN) and len(OWN) == 7
+
+
+def test_hook_summaries_beside_whole_tensors_leave_debuggers_rules_verdicts_unchanged(tmp_path: Path) -> None:
+    debugger = [d.name for d in rule_defs(family="debugger") if "tensors" in d.evaluates_on
+                and d.name not in ("ClassImbalance", "Confusion")]  # these read the labels, kept since the last save
+    plan = DebugPlan.model_validate({**BASE, "rules": [{"name": r} for r in debugger],
+                                     "hook": {"save_interval": SAVE_INTERVAL}})
+    _run(tmp_path / "both", "healthy", summaries=True, plan=plan, keep_raw=True)
+    _run(tmp_path / "whole", "healthy", summaries=False, plan=plan)
+    assert any(n.startswith(SUMMARY_PREFIX) for n in create_trial(str(tmp_path / "both")).tensor_names())
+
+    def verdicts(trial_dir: Path) -> tuple[dict[str, tuple[int, int]], set[str]]:
+        ev = TensorEvaluator(create_trial(str(trial_dir)), debugger)
+        results = ev.refresh()
+        read = {n for sel in ev._selections.values() for n in sel.names}
+        # the rules of every tensor (AllZero, ExplodingTensor, UnchangedTensor) also judge the labels and predictions
+        # the recommended hook keeps: their datapoints are not compared
+        every = {"AllZero", "ExplodingTensor", "UnchangedTensor"}
+        return {name: (r.rule_triggered, -1 if name in every else r.datapoints) for name, r in results.items()}, read
+
+    (both, read), (whole, _) = verdicts(tmp_path / "both"), verdicts(tmp_path / "whole")
+    assert not any(n.startswith(SUMMARY_PREFIX) for n in read)
+    assert both == whole
