@@ -37,7 +37,8 @@ import pyarrow.csv as pcsv
 import pyarrow.json as pj
 
 from smx_debug import _json as bounded_json
-from smx_debug.data._util import TimeLike, is_utf8, progress_bar, to_epoch_ns
+from smx_debug.data._util import TimeLike, is_utf8, to_epoch_ns
+from smx_debug.data.progress import progress_bar
 from smx_debug.data.sources import DEFAULT_WORKERS, ObjectInfo, Source, open_source
 from smx_debug.errors import ConfigError, NoDataYetError, NotFoundError
 

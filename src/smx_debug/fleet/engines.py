@@ -23,7 +23,7 @@ from botocore.exceptions import ClientError
 from fsspec.implementations.arrow import ArrowFSWrapper
 
 from smx_debug._lazy import lazy_module
-from smx_debug.data._util import progress_bar
+from smx_debug.data.progress import progress_bar
 from smx_debug.errors import AwsError, NotFoundError, translate_client_error
 from smx_debug.fleet.root import FleetRoot
 from smx_debug.fleet.schema import arrow_schema, fleet_table

@@ -7,7 +7,7 @@ import io
 import pytest
 from tqdm import tqdm
 
-from smx_debug.data._util import progress_bar
+from smx_debug.data.progress import progress_bar
 
 
 class _Terminal(io.StringIO):
