@@ -76,13 +76,6 @@ class RecordReader:
         self._last = -1
         self._lock = threading.Lock()
 
-    def _where(self, f: EventFile, p: int) -> tuple[_Chunk | None, int]:
-        for chunk, rows in self._slots.get(f, ()):
-            row = rows[p]
-            if row >= 0:
-                return chunk, row
-        return None, -1
-
     def value(self, files: Sequence[EventFile], positions: Sequence[int], i: int) -> np.ndarray:
         """The value of record ``i`` of a tensor's records (their files and entry positions, in step order:
         what follows is read ahead).
@@ -91,40 +84,26 @@ class RecordReader:
             DataError: when the record is damaged or holds another tensor (counted once in the catalog).
             UnknownDtypeError: for a dtype with no numpy form.
         """
-        with self._lock:  # the GIL alone would not keep the LRU order and the slots in step with a load
-            p = positions[i]
-            for chunk, rows in self._slots.get(files[i], ()):  # usually one
-                row = rows[p]
-                if row >= 0:
-                    return self._take(chunk, row, moved=chunk.serial != self._last)
-            return self._miss(files, positions, i)
-
-    def _take(self, chunk: _Chunk, row: int, *, moved: bool) -> np.ndarray:
-        """Row ``row`` of a kept chunk; ``moved``: the chunk becomes the most recently used (least recently used
-        out first)."""
-        if moved:
-            self._chunks.move_to_end(chunk.serial)
-            self._last = chunk.serial
-        block = chunk.block[row]
-        if block is not None:
-            got: np.ndarray = block[chunk.index[row]].copy()
-            return got
-        return self._cut(chunk, row)
-
-    def _miss(self, files: Sequence[EventFile], positions: Sequence[int], i: int) -> np.ndarray:
-        """Record ``i`` is not kept: read it and what follows (unless it is known to be unreadable)."""
         f, p = files[i], positions[i]
-        chunk: _Chunk | None = None
-        row = -1
-        if (f, p) not in self._bad:
-            self._load(files, positions, i)
-            chunk, row = self._where(f, p)
-        if chunk is None:
+        with self._lock:  # the GIL alone would not keep the LRU order and the slots in step with a load
+            for loaded in (False, True):  # kept, else read it and what follows, then look again
+                for chunk, rows in self._slots.get(f, ()):  # usually one
+                    row = rows[p]
+                    if row >= 0:
+                        if chunk.serial != self._last:  # least recently used out first
+                            self._chunks.move_to_end(chunk.serial)
+                            self._last = chunk.serial
+                        block = chunk.block[row]
+                        if block is not None:
+                            got: np.ndarray = block[chunk.index[row]].copy()
+                            return got
+                        return self._cut(chunk, row)
+                if loaded or (f, p) in self._bad:  # known to be unreadable: not read again
+                    break
+                self._load(files, positions, i)
             name = self._catalog.names[int(f.ids[p])]
             why = self._bad.get((f, p), "the record could not be read")
-            raise DataError(f"tensor {name!r} at step {f.step} of worker {f.worker!r} "
-                            f"({f.key}@{int(f.starts[p])}): {why}")
-        return self._take(chunk, row, moved=True)
+        raise DataError(f"tensor {name!r} at step {f.step} of worker {f.worker!r} ({f.key}@{int(f.starts[p])}): {why}")
 
     def _cut(self, chunk: _Chunk, row: int) -> np.ndarray:
         code = int(chunk.code[row])
