@@ -30,8 +30,9 @@ EVALUATES_ON: Final[Mapping[str, tuple[str, ...]]] = {
 }
 
 # The profiles besides ``debugger`` that include a built-in at its defaults (smx_debug.rules.registry.Profile):
-# ClassImbalance joins smx-debug's own rules in ``recommended`` (docs/rules.md, "Recommended profile").
-PROFILES: Final[Mapping[str, tuple[str, ...]]] = {"ClassImbalance": ("recommended",)}
+# none today. ClassImbalance was in ``recommended`` until its misprediction criterion fired on untrained models
+# once the hook kept enough labels; SmxClassImbalance judges the labels alone (docs/rules.md, "Recommended profile").
+PROFILES: Final[Mapping[str, tuple[str, ...]]] = {}
 
 # Rules the scheduled evaluator judges from CloudWatch's 1-minute data (instance metrics per host, training
 # metrics), with the parameters it uses unless the plan sets them: Debugger's defaults count datapoints at 500 ms

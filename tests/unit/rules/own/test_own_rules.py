@@ -16,7 +16,7 @@ from smx_debug.evaluate.tensor_eval import TENSOR_REGISTRY
 from smx_debug.rules.registry import find, rule_defs
 from smx_debug.tensors.arrays import TensorValues
 
-OWN = ("SmxAllZero", "SmxDeadReluShare", "SmxLossPlateau", "SmxOverfitMeans", "SmxSaturatedShare",
+OWN = ("SmxAllZero", "SmxClassImbalance", "SmxDeadReluShare", "SmxLossPlateau", "SmxOverfitMeans", "SmxSaturatedShare",
        "SmxStalledWeights", "SmxVanishingWeightGradient", "SmxWeightGrowth", "SmxWeightScale")
 
 
@@ -260,3 +260,35 @@ def test_own_rules_each_has_a_row_in_the_recommended_profile_docs() -> None:
     section = docs.split("## Recommended profile", 1)[1]
     rows = {line.split("|")[1].strip().strip("`") for line in section.splitlines() if line.startswith("| `Smx")}
     assert rows == {d.name for d in rule_defs(family="smx")}  # what it departs from, its default, the measurement
+
+
+def _labels(per_save: Sequence[Any], predictions: bool = True) -> list[TensorBatch]:
+    steps = {}
+    for k, y in enumerate(per_save):
+        y = np.asarray(y, np.int64)
+        steps[500 * k] = {"labels": y, **({"predictions": np.zeros_like(y)} if predictions else {})}
+    return [batch({s: t}, {"labels": ["labels"], "predictions": ["predictions"]}) for s, t in sorted(steps.items())]
+
+
+def test_recommended_profile_untrained_model_on_balanced_labels_is_not_flagged() -> None:
+    # an untrained classifier predicts class 0 for every sample: a model state, not a fault of the data
+    from smx_debug.rules.registry import profile_rules
+
+    rng = np.random.default_rng(10)
+    batches = _labels([rng.integers(0, 4, 512) for _ in range(3)])
+    fired = {r for r in profile_rules("recommended") if r in TENSOR_REGISTRY and judge(r, batches).triggered}
+    assert fired == set()
+
+
+def test_class_imbalance_labels_of_one_class_at_90_percent_fire_at_the_first_judged_save() -> None:
+    rng = np.random.default_rng(11)
+    skewed = [np.where(rng.random(512) < 0.9, 0, rng.integers(1, 4, 512)) for _ in range(3)]
+    got = judge("SmxClassImbalance", _labels(skewed))
+    assert (got.triggered, got.trigger_step) == (True, 0)
+
+
+def test_class_imbalance_many_balanced_classes_wait_for_samples_per_class() -> None:
+    # 100 balanced classes: 512 labels give counts from 0 to ~15 (a ratio above 10 by chance); 30 per class is 3000
+    rng = np.random.default_rng(12)
+    got = judge("SmxClassImbalance", _labels([rng.integers(0, 100, 512) for _ in range(8)], predictions=False))
+    assert not got.triggered and got.datapoints == 3  # judged from the 6th save (3072 labels) on, quiet
