@@ -1,6 +1,6 @@
 """Generate realistic SageMaker Debugger profiler output, deterministically and fast.
 
-Layout and record shapes follow real jobs (see tests/data/fixtures/INDEX.md), relative to a job's
+Layout and record shapes follow real jobs (see tests/data/third_party/INDEX.md), relative to a job's
 ``profiler-output/`` folder:
 
 - ``system/incremental/<YYYYMMDDHH>/<minute_epoch_s>.algo-<n>.json``: JSON-lines records

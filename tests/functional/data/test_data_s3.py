@@ -24,7 +24,7 @@ from smx_debug.local import LocalAws
 from smx_debug.simulate import Simulation, SimulationSpec
 
 BUCKET = "smx-reports"
-MIT = Path("fixtures/f3bolarinwa+AWS-Sagemaker---deep_learning_model_tuning_and_deployment/ProfilerReport")
+MIT = Path("third_party/f3bolarinwa+AWS-Sagemaker---deep_learning_model_tuning_and_deployment/ProfilerReport")
 SPEC = SimulationSpec(nodes=2, cpus=8, gpus=2, duration_s=360.0, initialization_s=30.0, finalization_s=30.0,
                       interval_ms=500)
 

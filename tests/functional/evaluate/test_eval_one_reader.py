@@ -16,7 +16,7 @@ from smx_debug.data.jobs import load_job
 from smx_debug.evaluate import LoadReport, load_path
 from smx_debug.simulate import Simulation, SimulationSpec
 
-RES = Path("fixtures/awslabs+sagemaker-debugger/tests/profiler/resources")
+RES = Path("third_party/awslabs+sagemaker-debugger/tests/profiler/resources")
 REAL = [
     "test_traces/system/incremental/1591160699.algo-1.json",
     "test_traces/system/incremental/1591748100.algo-1.json",

@@ -32,7 +32,7 @@ from smx_debug.simulate import Simulation, SimulationSpec
 
 ROOT = Path(__file__).resolve().parents[3]
 OUT = ROOT / "out"
-REAL = ROOT / "tests" / "data" / "fixtures" / "awslabs+sagemaker-debugger" / "tests" / "profiler" / "resources" \
+REAL = ROOT / "tests" / "data" / "third_party" / "awslabs+sagemaker-debugger" / "tests" / "profiler" / "resources" \
     / "merge_traces"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",

@@ -21,7 +21,7 @@ from smx_debug.data.sources import ObjectInfo
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.simulate import Simulation, SimulationSpec
 
-RES = Path("fixtures/awslabs+sagemaker-debugger/tests/profiler/resources")
+RES = Path("third_party/awslabs+sagemaker-debugger/tests/profiler/resources")
 PYTL = "merge_traces/framework/pevents/2020071317/1594662624718694_905-b88ab1bb8259_pythontimeline.json"
 
 

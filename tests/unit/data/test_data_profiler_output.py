@@ -11,7 +11,7 @@ import pytest
 from smx_debug.data.profiler_output import REPORT_COLUMNS, parse_rule_parameters, profiler_report
 from smx_debug.errors import NotFoundError
 
-MIT = Path("fixtures/f3bolarinwa+AWS-Sagemaker---deep_learning_model_tuning_and_deployment/ProfilerReport")
+MIT = Path("third_party/f3bolarinwa+AWS-Sagemaker---deep_learning_model_tuning_and_deployment/ProfilerReport")
 
 
 def test_profiler_report_real_outputs_every_rule_parsed(data_dir: Path) -> None:

@@ -27,7 +27,7 @@ from smx_debug.data.rule_statuses import (
 )
 from smx_debug.errors import AwsError, ConfigError, NotFoundError
 
-ACK = Path("fixtures/aws-controllers-k8s+sagemaker-controller/pkg/resource/training_job/testdata/sdkapi/describe")
+ACK = Path("third_party/aws-controllers-k8s+sagemaker-controller/pkg/resource/training_job/testdata/sdkapi/describe")
 ARN = "arn:aws:sagemaker:us-west-2:072677473360:processing-job/smdebugger-demo-mnist-tens-vanishinggradient-1db16b4d"
 
 

@@ -22,7 +22,7 @@ from smx_debug.data.system import (
 from smx_debug.errors import ConfigError, NotFoundError
 from smx_debug.simulate import Simulation, SimulationSpec
 
-RES = Path("fixtures/awslabs+sagemaker-debugger/tests/profiler/resources")
+RES = Path("third_party/awslabs+sagemaker-debugger/tests/profiler/resources")
 
 
 def _oracle(*files: Path) -> pd.DataFrame:

@@ -1,4 +1,4 @@
-"""Our rules against real Debugger output (tests/data/fixtures, see INDEX.md).
+"""Our rules against real Debugger output (tests/data/third_party, see INDEX.md).
 
 The ProfilerReport fixture comes from a CPU-only single-node PyTorch job where nothing triggered; its
 system metrics are not in the repository, so we generate CPU-only data matching what the report
@@ -37,7 +37,7 @@ RESOURCES = Path("awslabs+sagemaker-debugger/tests/profiler/resources")
 
 @pytest.fixture(scope="module")
 def recorded(data_dir) -> dict[str, dict]:
-    folder = data_dir / "fixtures" / REPORTS
+    folder = data_dir / "third_party" / REPORTS
     return {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
 
 
@@ -114,7 +114,7 @@ def test_overall_system_usage_same_metrics_and_nodes(recorded, ours):
 
 
 def test_real_32_core_capture_overall_cpu_is_mean_over_cores(data_dir):
-    folder = data_dir / "fixtures" / RESOURCES / "test_traces/system/incremental"
+    folder = data_dir / "third_party" / RESOURCES / "test_traces/system/incremental"
     files = [folder / "1591748100.algo-1.json", folder / "1591748160.algo-1.json"]
     expected = []
     for f in files:  # computed independently from the raw JSON lines
@@ -130,13 +130,13 @@ def test_real_32_core_capture_overall_cpu_is_mean_over_cores(data_dir):
 
 def test_real_corrupt_last_line_is_skipped_and_counted(data_dir):
     report = LoadReport()
-    data = load_path(data_dir / "fixtures" / RESOURCES / "1591160699.algo-1.json.corrupt", report)
+    data = load_path(data_dir / "third_party" / RESOURCES / "1591160699.algo-1.json.corrupt", report)
     assert len(data.system) == 13  # hand-made file: 14 lines, the last truncated
     assert report.skipped == {"malformed lines (system metrics)": 1}
 
 
 def test_real_sagemaker_metrics_file_splits_metric_and_mode(data_dir):
-    data = load_path(data_dir / "fixtures" / "awslabs+sagemaker-debugger" / "10272.json")
+    data = load_path(data_dir / "third_party" / "awslabs+sagemaker-debugger" / "10272.json")
     assert data.scalars[["metric", "mode", "step"]].to_dict("records") == [
         {"metric": "batch", "mode": "TRAIN", "step": 0}, {"metric": "loss", "mode": "TRAIN", "step": 0},
         {"metric": "batch", "mode": "TRAIN", "step": 9}, {"metric": "loss", "mode": "TRAIN", "step": 9},
@@ -144,7 +144,7 @@ def test_real_sagemaker_metrics_file_splits_metric_and_mode(data_dir):
 
 
 def test_real_metrics_file_scalar_rules_run(data_dir):
-    data = load_path(data_dir / "fixtures" / "awslabs+sagemaker-debugger" / "41850.json")
+    data = load_path(data_dir / "third_party" / "awslabs+sagemaker-debugger" / "41850.json")
     counts = data.scalars.groupby(["metric", "mode"]).size().to_dict()
     assert (counts[("loss", "TRAIN")], counts[("loss", "EVAL")]) == (1518, 716)
     res = evaluate(data, ["LossNotDecreasing", "StalledTrainingRule"])
@@ -153,7 +153,7 @@ def test_real_metrics_file_scalar_rules_run(data_dir):
 
 
 def test_real_python_timeline_steps_are_read(data_dir):
-    path = data_dir / "fixtures" / RESOURCES / (
+    path = data_dir / "third_party" / RESOURCES / (
         "merge_traces/framework/pevents/2020071317/1594662624718694_905-b88ab1bb8259_pythontimeline.json")
     events = json.loads(path.read_text())
     t0 = next(e["args"]["start_time_since_epoch_in_micros"] for e in events if e.get("name") == "process_name"

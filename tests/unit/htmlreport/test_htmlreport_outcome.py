@@ -13,7 +13,7 @@ from smx_debug.contracts import stop_key
 from smx_debug.htmlreport import JobOutcome, fetch_outcome
 from smx_debug.htmlreport.outcome import outcome_from_describe, outcome_from_ledger_item
 
-ACK = Path(__file__).resolve().parents[2] / "data" / "fixtures" / "aws-controllers-k8s+sagemaker-controller" / "pkg" \
+ACK = Path(__file__).resolve().parents[2] / "data" / "third_party" / "aws-controllers-k8s+sagemaker-controller" / "pkg" \
     / "resource" / "training_job" / "testdata" / "sdkapi" / "describe"
 
 

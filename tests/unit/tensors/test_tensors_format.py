@@ -25,7 +25,7 @@ from smx_debug.tensors.tfrecord import (
     split_records,
 )
 
-REAL = Path(__file__).parents[2] / "data/fixtures/awslabs+sagemaker-debugger/newlogsRunTest1/test_hook_from_json_config"
+REAL = Path(__file__).parents[2] / "data/third_party/awslabs+sagemaker-debugger/newlogsRunTest1/test_hook_from_json_config"
 REAL_EVENT = REAL / "events/000000000000/000000000000_worker_0.tfevents"
 
 

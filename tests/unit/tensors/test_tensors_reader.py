@@ -32,7 +32,7 @@ from smx_debug.tensors import (
 from smx_debug.tensors.catalog import BAD_ENTRY, DAMAGED_INDEX, MISSING_EVENT_FILE, UNKNOWN_DTYPE
 from smx_debug.tensors.tfrecord import TRUNCATED, frame
 
-DATA = Path(__file__).parents[2] / "data/fixtures"
+DATA = Path(__file__).parents[2] / "data/third_party"
 REAL_TF = DATA / "awslabs+sagemaker-debugger/newlogsRunTest1/test_hook_from_json_config"
 REAL_MXNET = DATA / "aws+amazon-sagemaker-examples/aws_sagemaker_studio/sagemaker_debugger/mnist_tensor_plot/debug-output"
 
