@@ -22,6 +22,7 @@ import atexit
 import logging
 import os
 import re
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -135,6 +136,27 @@ def _reduce(tensor: torch.Tensor, reduction: str, absolute: bool) -> torch.Tenso
         return norm
     result: torch.Tensor = getattr(t, reduction)()
     return result
+
+
+class _KeptLabels:
+    """One tensor's values of the steps since the last save: the latest that hold at least INTERVAL_LABELS samples."""
+
+    __slots__ = ("coll", "sizes", "total", "values")
+
+    def __init__(self, coll: str) -> None:
+        self.coll = coll
+        self.values: deque[Any] = deque()
+        self.sizes: deque[int] = deque()
+        self.total = 0
+
+    def add(self, value: Any) -> None:
+        size = int(value.shape[0]) if value.ndim else 1
+        self.values.append(value)
+        self.sizes.append(size)
+        self.total += size
+        while len(self.values) > 1 and self.total - self.sizes[0] >= INTERVAL_LABELS:
+            self.total -= self.sizes.popleft()
+            self.values.popleft()
 
 
 def _worker() -> tuple[str, int]:
@@ -261,7 +283,7 @@ class Hook:
         # summaries: per-layer statistics instead of the rules' collections' whole tensors, and each mode's labels
         # and predictions since its last save (save_tensor's, else the registered classification loss's inputs)
         self.summaries = bool(summaries)
-        self._interval_labels: dict[ModeKeys, dict[str, tuple[list[Any], str]]] = {}
+        self._interval_labels: dict[ModeKeys, dict[str, _KeptLabels]] = {}
         # registration
         self._modules: list[tuple[nn.Module, nn.Module]] = []  # (where the step pre-hook is, the model)
         self._module_names: dict[int, str] = {}  # id(module) -> tensor-name base
@@ -432,8 +454,8 @@ class Hook:
     # --- labels and predictions of every step between saves (summaries) ------------------------------
 
     def _add_loss_labels(self, inputs: Any) -> None:
-        """A classification loss's targets (``labels``) and its inputs' argmax (``predictions``), as smdebug names
-        a loss module's inputs 1 and 0: integer class ids of shape (N,) against scores of shape (N, C)."""
+        """A classification loss's targets (``labels``) and scores (``predictions``: their argmax, taken at the save
+        step), as smdebug names a loss module's inputs 1 and 0: class ids of shape (N,) against scores (N, C)."""
         if not (isinstance(inputs, tuple) and len(inputs) >= 2):
             return
         scores, targets = inputs[0], inputs[1]
@@ -441,21 +463,16 @@ class Hook:
                 or targets.dim() != 1 or scores.dim() != 2 or scores.shape[0] != targets.shape[0]:
             return
         self._keep_labels(LOSS_LABELS, targets.detach(), LOSS_LABELS, source="loss")
-        self._keep_labels(LOSS_PREDICTIONS, scores.detach().argmax(-1), LOSS_PREDICTIONS, source="loss")
+        self._keep_labels(LOSS_PREDICTIONS, scores.detach(), LOSS_PREDICTIONS, source="loss")
 
     def _keep_labels(self, name: str, value: Any, coll: str, *, source: str) -> None:
-        """Keep ``value`` (this step's, on its device) for the mode's next save: the latest steps' values that hold at
-        least :data:`INTERVAL_LABELS` samples (the newest ones ClassImbalance judges, from a model as trained as
-        the save's)."""
-        kept = self._interval_labels.setdefault(self.mode, {}).setdefault(f"{source}:{name}", ([], coll))[0]
-        kept.append(value)
-        sizes = [int(v.shape[0]) if v.ndim else 1 for v in kept]
-        total = sum(sizes)
-        drop = 0
-        while drop < len(kept) - 1 and total - sizes[drop] >= INTERVAL_LABELS:
-            total -= sizes[drop]
-            drop += 1
-        del kept[:drop]
+        """Keep ``value`` (this step's, on its device: no copy, no sync) for the mode's next save: the latest steps'
+        values that hold at least :data:`INTERVAL_LABELS` samples (the newest ones ClassImbalance judges, from a
+        model as trained as the save's)."""
+        kept = self._interval_labels.setdefault(self.mode, {}).get(f"{source}:{name}")
+        if kept is None:
+            kept = self._interval_labels[self.mode][f"{source}:{name}"] = _KeptLabels(coll)
+        kept.add(value)
 
     def _interval_label_arrays(self, mode: ModeKeys) -> dict[str, tuple[np.ndarray, str]]:
         """The mode's kept labels and predictions, concatenated, by tensor name (what save_tensor gave wins over the
@@ -463,15 +480,19 @@ class Hook:
         kept = self._interval_labels.pop(mode, {})
         custom = any(key.startswith("custom:") for key in kept)
         out: dict[str, tuple[np.ndarray, str]] = {}
-        for key, (values, coll) in kept.items():
+        for key, labels in kept.items():
             source, _, name = key.partition(":")
             if source == "loss" and custom:  # the script saves its own: the loss's would count them twice
                 continue
-            arrays = [_to_numpy(v) if isinstance(v, torch.Tensor) else np.asarray(v) for v in values]
+            if source == "loss":
+                joined = torch.cat(list(labels.values))
+                out[name] = (_to_numpy(joined.argmax(-1) if name == LOSS_PREDICTIONS else joined), labels.coll)
+                continue
+            arrays = [_to_numpy(v) if isinstance(v, torch.Tensor) else np.asarray(v) for v in labels.values]
             try:
-                out[name] = (np.concatenate([a.reshape(-1) if a.ndim <= 1 else a for a in arrays]), coll)
+                out[name] = (np.concatenate([a.reshape(-1) if a.ndim <= 1 else a for a in arrays]), labels.coll)
             except ValueError:  # shapes that do not stack: the step's own value only
-                out[name] = (arrays[-1], coll)
+                out[name] = (arrays[-1], labels.coll)
         return out
 
     def _save_loss_mean(self, mode: ModeKeys, name: str) -> None:
