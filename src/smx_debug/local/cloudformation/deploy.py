@@ -25,7 +25,7 @@ import re
 import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import InitVar, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -160,7 +160,8 @@ def deploy_stack(
         for summary in page["StackResourceSummaries"]:
             if summary.get("LogicalResourceId") in resources:  # moto may list an unnamed extra entry
                 physical[summary["LogicalResourceId"]] = summary["PhysicalResourceId"]
-    resolver = _Resolver(clients, aws.region, resources, physical, stack_name, stack_id, parameters or {})
+    resolver = _Resolver(clients, resources, physical, parameters or {},
+                         _pseudo_parameters(aws.region, stack_name, stack_id))
     emulated, skipped = _emulate(clients, resources, physical, resolver)
     outputs = {o["OutputKey"]: o.get("OutputValue", "") for o in stack.get("Outputs", [])}
     # moto may leave outputs of skipped resources unresolved; resolve them from the template instead.
@@ -299,29 +300,20 @@ class _Unresolvable(Exception):
     """A value refers to something this resolver cannot compute (reported as skipped, never raised)."""
 
 
-@dataclass
+def _pseudo_parameters(region: str, stack_name: str, stack_id: str) -> dict[str, str]:
+    """CloudFormation's pseudo parameters for the stack (``AWS::Region``, ``AWS::StackName``, ...)."""
+    return {"AWS::AccountId": LOCAL_ACCOUNT_ID, "AWS::Region": region, "AWS::Partition": "aws",
+            "AWS::URLSuffix": "amazonaws.com", "AWS::StackName": stack_name, "AWS::StackId": stack_id}
+
+
 class _Resolver:
-    """Resolves intrinsic functions against the deployed stack's physical ids."""
+    """Resolves intrinsic functions against the deployed stack's physical ids (``pseudo``: its pseudo parameters)."""
 
-    clients: Clients
-    region: str
-    resources: Mapping[str, Any]
-    physical: dict[str, str]
-    stack_name: InitVar[str]
-    stack_id: InitVar[str]
-    parameters: Mapping[str, str]
-    pseudo: dict[str, str] = field(init=False)
-    _cache: dict[tuple[str, str], str] = field(init=False, default_factory=dict)
-
-    def __post_init__(self, stack_name: str, stack_id: str) -> None:
-        self.pseudo = {
-            "AWS::AccountId": LOCAL_ACCOUNT_ID,
-            "AWS::Region": self.region,
-            "AWS::Partition": "aws",
-            "AWS::URLSuffix": "amazonaws.com",
-            "AWS::StackName": stack_name,
-            "AWS::StackId": stack_id,
-        }
+    def __init__(self, clients: Clients, resources: Mapping[str, Any], physical: dict[str, str],
+                 parameters: Mapping[str, str], pseudo: Mapping[str, str]) -> None:
+        self.clients, self.resources, self.physical = clients, resources, physical
+        self.parameters, self.pseudo, self.region = parameters, pseudo, pseudo["AWS::Region"]
+        self._cache: dict[tuple[str, str], str] = {}
 
     def resolve(self, value: Any) -> Any:
         if isinstance(value, list):
