@@ -66,14 +66,14 @@ STEPS, SAVE_INTERVAL, BATCH, VAL_BATCHES = 2000, db.SAVE_INTERVAL, db.BATCH, db.
 TARGET_DETECTED, TARGET_FLAGGED = 0.95, 0.05
 TUNING_ARCHS = db.HEALTHY_ARCHS
 HELDOUT_ARCHS = ("mlp_bn", "resmlp_ln", "gru", "attn")
-RECOMMENDED_DEBUGGER_RULES = ("ClassImbalance",)  # Debugger's rules the recommended set keeps at their defaults
 
 
 def recommended_rules() -> tuple[str, ...]:
-    """The recommended set: every rule of our own (family ``smx``) and the Debugger rules it keeps."""
-    from smx_debug.rules.registry import rule_defs
+    """The recommended set: the ``recommended`` profile's rules at their defaults (the rules of our own in it, and
+    any of Debugger's it keeps)."""
+    from smx_debug.rules.registry import profile_rules
 
-    return (*(d.name for d in rule_defs(family="smx") if "tensors" in d.evaluates_on), *RECOMMENDED_DEBUGGER_RULES)
+    return profile_rules("recommended")
 
 
 def _heldout_faults() -> tuple[Fault, ...]:
@@ -208,6 +208,28 @@ def _frozen_params(model: Any, arch: str, torch: Any) -> list[Any]:
     return list(model.encoder.linear1.parameters())
 
 
+def summarising_hook(out_dir: str) -> Any:
+    """The detection benchmark's hook (its collections hold what either set reads) with the recommended profile's
+    summary statistics (``save_summaries``) beside the whole tensors: the recommended rules read the statistics (a
+    rule of our own prefers them), Debugger's the tensors. The saturation rule's collection is added (the
+    detection plan has Debugger's tanh/sigmoid inputs, not the recommended profile's collection of them)."""
+    import smx_debug.hook as smd
+    from smx_debug.config import CollectionConfig
+    from smx_debug.hook.json_config import settings_from_plan
+    from smx_debug.hook.summaries import statistics_by_collection
+
+    plan = db._plan()
+    plan = plan.model_copy(update={"hook": plan.hook.model_copy(update={"collections": (
+        *plan.hook.collections,
+        CollectionConfig(name="smx_saturation_inputs", include_regex=".*tanh_input|.*sigmoid_input",
+                         save_interval=SAVE_INTERVAL))})})
+    settings = settings_from_plan(plan, out_dir).model_copy(update={"summaries": True})
+    hook = smd.Hook.from_settings(settings)
+    for name in statistics_by_collection():
+        hook.get_collection(name).reduction_config = smd.ReductionConfig(save_raw_tensor=True)
+    return hook
+
+
 def train(run: Run, out_dir: str, *, steps: int = STEPS) -> list[tuple[float, float]]:
     """One run recorded by the hook; returns each validation pass's mean loss and accuracy (ground truth)."""
     import smx_debug.hook as smd
@@ -219,7 +241,7 @@ def train(run: Run, out_dir: str, *, steps: int = STEPS) -> list[tuple[float, fl
     model = _model(run.arch, fault.init if fault else "default", torch)
     loss_fn = torch.nn.CrossEntropyLoss()
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    hook = smd.Hook.from_plan(db._plan(), out_dir)  # its collections hold what either set reads
+    hook = summarising_hook(out_dir)
     hook.register_module(model)
     hook.register_loss(loss_fn)
     g = torch.Generator().manual_seed(run.seed + 1)

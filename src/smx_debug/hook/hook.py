@@ -150,7 +150,9 @@ class _KeptLabels:
         self.total = 0
 
     def add(self, value: Any) -> None:
-        size = int(value.shape[0]) if value.ndim else 1
+        """Keep one step's value (a loss's (targets, scores): its targets' count)."""
+        first = value[0] if isinstance(value, tuple) else value
+        size = len(first) if first.ndim else 1
         self.values.append(value)
         self.sizes.append(size)
         self.total += size
@@ -462,8 +464,7 @@ class Hook:
         if not (isinstance(scores, torch.Tensor) and isinstance(targets, torch.Tensor)) or targets.is_floating_point() \
                 or targets.dim() != 1 or scores.dim() != 2 or scores.shape[0] != targets.shape[0]:
             return
-        self._keep_labels(LOSS_LABELS, targets.detach(), LOSS_LABELS, source="loss")
-        self._keep_labels(LOSS_PREDICTIONS, scores.detach(), LOSS_PREDICTIONS, source="loss")
+        self._keep_labels(LOSS_LABELS, (targets.detach(), scores.detach()), LOSS_LABELS, source="loss")
 
     def _keep_labels(self, name: str, value: Any, coll: str, *, source: str) -> None:
         """Keep ``value`` (this step's, on its device: no copy, no sync) for the mode's next save: the latest steps'
@@ -484,9 +485,10 @@ class Hook:
             source, _, name = key.partition(":")
             if source == "loss" and custom:  # the script saves its own: the loss's would count them twice
                 continue
-            if source == "loss":
-                joined = torch.cat(list(labels.values))
-                out[name] = (_to_numpy(joined.argmax(-1) if name == LOSS_PREDICTIONS else joined), labels.coll)
+            if source == "loss":  # (targets, scores) per step
+                out[LOSS_LABELS] = (_to_numpy(torch.cat([t for t, _ in labels.values])), LOSS_LABELS)
+                predictions = torch.cat([p for _, p in labels.values]).argmax(-1)
+                out[LOSS_PREDICTIONS] = (_to_numpy(predictions), LOSS_PREDICTIONS)
                 continue
             arrays = [_to_numpy(v) if isinstance(v, torch.Tensor) else np.asarray(v) for v in labels.values]
             try:
