@@ -103,7 +103,7 @@ def _run(label: str, settings: Any, clients: Any, now: float, watched: int, othe
     _count_calls(clients, calls, others)
     tracemalloc.start()
     started = time.perf_counter()
-    report = run_once(settings, clients, lambda job, triggers, deadline=None: {}, now=now)
+    report = run_once(settings, clients, lambda job, triggers, deadline=None, description=None: {}, now=now)
     wall = time.perf_counter() - started
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()

@@ -18,8 +18,6 @@ from pathlib import Path
 from smx_debug.contracts import handler_entry
 from smx_debug.errors import NotFoundError
 
-__all__ = ["LAMBDAS_DIR", "PACKAGE_DIR", "asset_files", "stage_files", "stage_handler"]
-
 ROOT = Path(__file__).resolve().parents[1]
 LAMBDAS_DIR = ROOT / "lambdas"
 PACKAGE_DIR = ROOT / "src" / "smx_debug"

@@ -30,8 +30,6 @@ from infra.config import GuardConfig, config_from_context  # noqa: E402
 from infra.stacks import GuardStack  # noqa: E402
 from smx_debug.errors import SmxDebugError  # noqa: E402
 
-__all__ = ["LOCAL_ASSETS_BUCKET", "build_app", "build_stack", "cdk_json_context", "main"]
-
 # Where `deploy_stack` uploads file assets for the local AWS (context local=true).
 LOCAL_ASSETS_BUCKET = "smx-debug-local-assets-${AWS::AccountId}-${AWS::Region}"
 

@@ -15,15 +15,22 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from smx_debug.actions.retrain import MAX_RETRAINING, RETRAIN_PREFIX_MAX, STRATEGY_KEYS
-from smx_debug.contracts import DEFAULT_NAMESPACE, MANAGED_TAG, SFN_HISTORY_LIMIT, retrain_history_events
+from smx_debug.actions.retrain import (
+    DEFAULT_MAX_RETRAINING,
+    MAX_RETRAINING,
+    RETRAIN_PREFIX_MAX,
+    STRATEGY_KEYS,
+)
+from smx_debug.contracts import (
+    DEFAULT_NAMESPACE,
+    DEFAULT_STACK_NAME,
+    MANAGED_TAG,
+    SFN_HISTORY_LIMIT,
+    retrain_history_events,
+)
 from smx_debug.errors import ConfigError, UnknownNameError
+from smx_debug.rules.watch_spec import WatchSpec
 from smx_debug.watch.settings import DEFAULT_JOBS_PER_INVOCATION, MAX_JOBS_PER_INVOCATION
-
-__all__ = [
-    "CONTEXT_KEYS", "DEFAULT_RETRAIN_INSTANCE_TYPES", "LOG_RETENTION_DAYS", "EvaluatorConfig", "FleetConfig",
-    "GuardConfig", "RetrainingConfig", "config_from_context", "dead_letter_queue_name", "retraining_state_machine_name",
-]
 
 # CloudWatch Logs retention periods (days) -> aws_logs.RetentionDays member; 0 means "never expire".
 LOG_RETENTION_DAYS = {
@@ -116,7 +123,7 @@ class RetrainingConfig(BaseModel):
     enabled: bool = True
     wait_seconds: int = Field(default=300, ge=10, le=86_400)
     max_runtime_seconds: int = Field(default=86_400, ge=60, le=2_419_200)
-    max_retraining: int = Field(default=10, ge=1, le=MAX_RETRAINING)
+    max_retraining: int = Field(default=DEFAULT_MAX_RETRAINING, ge=1, le=MAX_RETRAINING)
     instance_types: tuple[str, ...] = DEFAULT_RETRAIN_INSTANCE_TYPES
     redact_keys: tuple[str, ...] = ()
 
@@ -216,8 +223,6 @@ class EvaluatorConfig(BaseModel):
     @field_validator("default_rules", mode="before")
     @classmethod
     def _rules(cls, value: Any) -> Any:
-        from smx_debug.rules.watch_spec import WatchSpec
-
         items = _as_list(value) if not isinstance(value, str) else tuple(json.loads(value))
         spec = WatchSpec.from_json(json.dumps(list(items)), source="evaluator.default_rules")  # ConfigError if bad
         return tuple(r.as_dict() for r in spec.rules)
@@ -267,7 +272,7 @@ class GuardConfig(BaseModel):
 
     model_config = _BASE
 
-    stack_name: str = "SmxDebugGuard"
+    stack_name: str = DEFAULT_STACK_NAME
     watch_prefixes: tuple[str, ...] = ()
     opt_in_tag: str | None = MANAGED_TAG
     default_actions: tuple[str, ...] = ("notify",)

@@ -32,18 +32,6 @@ from infra.assets import stage_files
 from smx_debug.contracts import handler_entry
 from smx_debug.errors import ConfigError
 
-__all__ = [
-    "LAMBDA_LIMIT_BYTES",
-    "LAMBDA_TARGET",
-    "LAYER_PACKAGES",
-    "Target",
-    "build_layer",
-    "host_target",
-    "main",
-    "stage_evaluator_code",
-    "unzipped_size",
-]
-
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DIR = ROOT / "src" / "smx_debug"
 LAMBDA_LIMIT_BYTES = 250 * 1024 * 1024

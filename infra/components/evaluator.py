@@ -42,8 +42,6 @@ from infra.components.storage import keyed_table
 from infra.evaluator_asset import LAMBDA_TARGET, build_layer, stage_evaluator_code
 from smx_debug.contracts import DEBUG_OUTPUT, EVALUATOR_SPEC_PREFIX, JOB_ERRORS_METRIC, PROFILER_OUTPUT, Env
 
-__all__ = ["EVALUATOR_MEMORY_MB", "EVALUATOR_TIMEOUT_SECONDS", "Evaluator"]
-
 EVALUATOR_TIMEOUT_SECONDS = 60  # a run must end before the next one starts (benchmark: 200 jobs x 4 hosts)
 EVALUATOR_MEMORY_MB = 1024  # pandas + pyarrow; more memory is also more CPU for the evaluation
 RUNTIME = lambda_.Runtime.PYTHON_3_14  # the layer's wheels are built for this Python on arm64 (LAMBDA_TARGET)

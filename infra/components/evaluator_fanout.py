@@ -31,8 +31,6 @@ from constructs import Construct
 
 from smx_debug.contracts import Env
 
-__all__ = ["MAX_RECEIVE_COUNT", "POLLER_ACTIONS", "EvaluatorFanout"]
-
 POLLER_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 MAX_RECEIVE_COUNT = 3
 

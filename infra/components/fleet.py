@@ -26,8 +26,7 @@ from smx_debug.contracts import (
     fleet_database_name,
     fleet_workgroup_name,
 )
-
-__all__ = ["ATHENA_ENGINE", "MIN_BYTES_SCANNED_CUTOFF", "PROJECTION_START", "RESULTS_PREFIX", "FleetAnalytics"]
+from smx_debug.fleet import list_queries, to_athena
 
 RESULTS_PREFIX: Final = "smx-debug/athena-results/"
 MIN_BYTES_SCANNED_CUTOFF: Final = 10_000_000  # Athena's own minimum for BytesScannedCutoffPerQuery
@@ -60,7 +59,6 @@ class FleetAnalytics(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, bucket: s3.IBucket, stack_name: str,
                  bytes_scanned_cutoff: int) -> None:
         super().__init__(scope, construct_id)
-        from smx_debug.fleet import list_queries, to_athena
 
         if bytes_scanned_cutoff < MIN_BYTES_SCANNED_CUTOFF:  # the config validates first; this guards direct use
             raise ValueError(f"bytes_scanned_cutoff {bytes_scanned_cutoff} < {MIN_BYTES_SCANNED_CUTOFF}")

@@ -38,14 +38,6 @@ from infra.components.nag import acknowledge_wildcards
 from infra.evaluator_asset import LAMBDA_TARGET, build_layer, stage_evaluator_code
 from smx_debug.contracts import FLEET_INBOX_PREFIX, FLEET_PREFIX, SYSTEM_MINUTES_TABLE, Env
 
-__all__ = [
-    "COLLECTOR_MAX_EVENT_AGE_SECONDS",
-    "COLLECTOR_TIMEOUT_SECONDS",
-    "FleetCollector",
-    "grant_system_minutes",
-    "grant_verdict_log",
-]
-
 COLLECTOR_TIMEOUT_SECONDS = 300
 COLLECTOR_MAX_EVENT_AGE_SECONDS = 60  # Lambda's minimum: a throttled run is dropped, the next one catches up
 VERDICT_INBOX = f"{FLEET_INBOX_PREFIX}verdicts/"

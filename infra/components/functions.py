@@ -20,8 +20,6 @@ from smx_debug.contracts import (  # the local AWS maps a function to its code b
     handler_entry,
 )
 
-__all__ = ["RUNTIME", "GuardFunction", "errors_alarm", "handler_function", "role_and_logs"]
-
 # The newest Python runtime this aws-cdk-lib knows; cdk-nag (AwsSolutions-L1) asks for the latest.
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 

@@ -13,8 +13,6 @@ from typing import Any
 import aws_cdk as cdk
 from constructs import IConstruct
 
-__all__ = ["acknowledge", "acknowledge_wildcards", "nag_name"]
-
 
 def acknowledge(scope: IConstruct, rule: str, reason: str) -> None:
     """Acknowledge one cdk-nag finding on ``scope`` (and its children) with a reason."""

@@ -11,8 +11,6 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-__all__ = ["Notifications"]
-
 
 class Notifications(Construct):
     """The notification topic (subscribed by the configured emails and phone numbers) and the alarm topic.

@@ -27,12 +27,9 @@ from aws_cdk import aws_stepfunctions_tasks as tasks
 from constructs import Construct
 
 from infra.config import RetrainingConfig
+from smx_debug.actions.retrain import LAUNCH_NEW, MONITOR, STEP_END, STEP_INIT, STEP_MONITOR, STEP_TRAIN
 from smx_debug.contracts import retrain_max_polls
 
-__all__ = ["BACKSTOP_SECONDS", "NEXT_ACTIONS", "RetrainingWorkflow", "run_spec_defaults"]
-
-# The retrain handler's answer in ``$.next_action`` and where the loop goes next.
-NEXT_ACTIONS = ("launch_new", "monitor", "end")
 # The execution timeout is the poll budget plus this: the loop ends (and reports) through `end` first.
 BACKSTOP_SECONDS = 3600
 
@@ -105,14 +102,14 @@ class RetrainingWorkflow(Construct):
                            interval=cdk.Duration.seconds(2), max_attempts=2, backoff_rate=2)
             return task
 
-        end_after_failure = step("EndAfterFailure", "end")
+        end_after_failure = step("EndAfterFailure", STEP_END)
         end_after_failure.add_catch(notify_failure, errors=[sfn.Errors.ALL], result_path="$.end_error")
         end_after_failure.next(failed)
-        end = step("End", "end")
+        end = step("End", STEP_END)
         end.add_catch(notify_failure, errors=[sfn.Errors.ALL], result_path="$.end_error")
         end.next(sfn.Succeed(self, "Done"))
 
-        init, train, monitor = step("Init", "init"), step("Train", "train"), step("Monitor", "monitor")
+        init, train, monitor = step("Init", STEP_INIT), step("Train", STEP_TRAIN), step("Monitor", STEP_MONITOR)
         for task in (init, train, monitor):
             task.add_catch(end_after_failure, errors=[sfn.Errors.ALL], result_path="$.error")
         defaults = sfn.Pass(
@@ -129,13 +126,13 @@ class RetrainingWorkflow(Construct):
         wait = sfn.Wait(self, "Wait", time=sfn.WaitTime.seconds_path("$.run_spec.wait_seconds"))
         after_init = (
             sfn.Choice(self, "AfterInit")
-            .when(sfn.Condition.string_equals("$.next_action", "launch_new"), train)
+            .when(sfn.Condition.string_equals("$.next_action", LAUNCH_NEW), train)
             .otherwise(end)
         )
         choice = (
             sfn.Choice(self, "NextAction")
-            .when(sfn.Condition.string_equals("$.next_action", "launch_new"), train)
-            .when(sfn.Condition.string_equals("$.next_action", "monitor"), wait)
+            .when(sfn.Condition.string_equals("$.next_action", LAUNCH_NEW), train)
+            .when(sfn.Condition.string_equals("$.next_action", MONITOR), wait)
             .otherwise(end)  # "end", or anything else: report and stop
         )
         train.next(wait)

@@ -10,8 +10,6 @@ from constructs import Construct
 
 from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE
 
-__all__ = ["LedgerTable", "OutputBucket", "keyed_table"]
-
 # What a SageMaker execution role needs on the output bucket: Debugger/profiler writes, reads for reports.
 _SAGEMAKER_OUTPUT_ACTIONS = (
     "s3:PutObject",

@@ -59,18 +59,6 @@ from smx_debug.contracts import (
     watch_pattern,
 )
 
-__all__ = [
-    "DATA_KEY_ACTIONS",
-    "KEY_PENDING_DAYS",
-    "LEASE_MARGIN_SECONDS",
-    "LEDGER_ACTIONS",
-    "RETRAIN_STARTERS",
-    "TIMEOUTS",
-    "VERDICT_LOGGERS",
-    "GuardStack",
-    "StageHandler",
-]
-
 LEDGER_ACTIONS = ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem")
 # What writing to a KMS-encrypted topic or queue needs (not Encrypt/ReEncrypt*, not GenerateDataKeyWithoutPlaintext
 # or GenerateDataKeyPair*: SNS and SQS call GenerateDataKey).

@@ -8,116 +8,12 @@ Lambda assets ship this module.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeGuard
 from urllib.parse import quote
-
-__all__ = [
-    "ACTION_HANDLERS",
-    "DEBUG_OUTPUT",
-    "DEFAULT_FUNCTION_TIMEOUT_SECONDS",
-    "DEFAULT_LEASE_SECONDS",
-    "DEFAULT_NAMESPACE",
-    "DEFAULT_RETRAIN_WAIT_SECONDS",
-    "DETAIL_TYPE",
-    "DIMENSION_SETS",
-    "ENVIRONMENT_ENTRIES_MAX",
-    "ENVIRONMENT_VALUE_MAX",
-    "EVALUATOR_SPEC_PREFIX",
-    "EVALUATOR_TAG",
-    "EVENT_SOURCE",
-    "EXECUTION_DETAIL_TYPE",
-    "EXECUTION_EVENT_SOURCE",
-    "FLEET_HOUR_COLUMN",
-    "FLEET_HOUR_FORMAT",
-    "FLEET_INBOX_PREFIX",
-    "FLEET_PREFIX",
-    "FLEET_STATE_KEY",
-    "FLEET_TABLES",
-    "FLEET_TEAM_TAG",
-    "HANDLER_TAG",
-    "HOOK_CONFIG_ENV",
-    "HOOK_OUTPUT_ENV",
-    "ISSUES_FOUND",
-    "JOB_COMPLETED",
-    "JOB_ENDED_STATUSES",
-    "JOB_ERRORS_METRIC",
-    "JOB_ERROR_REASONS",
-    "JOB_FAILED",
-    "JOB_IN_PROGRESS",
-    "JOB_STOPPED",
-    "JOB_STOPPING",
-    "LEDGER_CLAIMED_AT_ATTRIBUTE",
-    "LEDGER_DONE_AT_ATTRIBUTE",
-    "LEDGER_KEY_ATTRIBUTE",
-    "LEDGER_LEASE_ATTRIBUTE",
-    "LEDGER_RETENTION_SECONDS",
-    "LEDGER_TTL_ATTRIBUTE",
-    "MANAGED_TAG",
-    "METRIC_NAME",
-    "NO_ISSUES_FOUND",
-    "OPT_IN_VALUE",
-    "PLAN_TAG",
-    "PROFILER_OUTPUT",
-    "REASON_DIMENSION",
-    "RETRAIN_RUN_TAG",
-    "RULE_CONFIGURATION_NAME_MAX_LENGTH",
-    "RULE_ERROR",
-    "RULE_FIELDS",
-    "RULE_IN_PROGRESS",
-    "RULE_KINDS",
-    "RULE_SETTLED_STATUSES",
-    "RULE_STOPPED",
-    "RULE_TAG_PREFIX",
-    "SFN_HISTORY_LIMIT",
-    "SOURCE_DEBUGGER",
-    "SOURCE_EVALUATOR",
-    "SYSTEM_MINUTES_TABLE",
-    "TAG_PREFIX",
-    "TRAINING_JOBS_TABLE",
-    "TRAINING_JOB_NAME_ENV",
-    "TRAINING_JOB_NAME_PATTERN",
-    "TRIGGER_SOURCES",
-    "UNREPORTED_EXECUTION_STATUSES",
-    "VERDICTS_TABLE",
-    "Env",
-    "FleetTable",
-    "RuleKind",
-    "alarm_key",
-    "condition_met_details",
-    "console_domain",
-    "console_job_url",
-    "details_step",
-    "fleet_database_name",
-    "fleet_workgroup_name",
-    "handler_entry",
-    "hook_config_environment",
-    "hook_trial_uri",
-    "is_hook_config_part",
-    "is_opted_in",
-    "is_rule_configuration_name",
-    "is_training_job_name",
-    "is_watched",
-    "job_lease_key",
-    "join_hook_config",
-    "ledger_key",
-    "metric_dimensions",
-    "opt_in_iam_condition",
-    "opt_in_pattern",
-    "partition_of_region",
-    "prefix_pattern",
-    "retrain_execution_name",
-    "retrain_history_events",
-    "retrain_key",
-    "retrain_max_polls",
-    "rule_action_key",
-    "rule_logs_url",
-    "rule_logs_url_from_arn",
-    "stop_key",
-    "watch_pattern",
-]
 
 # ---------------------------------------------------------------------------------------------- tags
 TAG_PREFIX: Final = "smx-debug:"
@@ -265,6 +161,8 @@ DETAIL_TYPE: Final = "SageMaker Training Job State Change"
 RULE_IN_PROGRESS: Final = "InProgress"
 ISSUES_FOUND: Final = "IssuesFound"
 NO_ISSUES_FOUND: Final = "NoIssuesFound"
+# A rule evaluation's status while it runs and once it settled clean or not (an in-process evaluator's board).
+RuleEvaluationStatus = Literal["InProgress", "IssuesFound", "NoIssuesFound"]
 RULE_ERROR: Final = "Error"
 RULE_STOPPED: Final = "Stopped"
 RULE_SETTLED_STATUSES: Final = (NO_ISSUES_FOUND, ISSUES_FOUND, RULE_ERROR, RULE_STOPPED)
@@ -367,8 +265,6 @@ def retrain_execution_name(job_name: str) -> str:
     Step Functions allows 1-80 characters ``[A-Za-z0-9_-]``; a digest of the full name keeps long or
     similar names apart.
     """
-    import hashlib
-
     digest = hashlib.sha256(job_name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
     safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_") else "-" for c in job_name)[:56]
     return f"smx-retrain-{safe}-{digest}"
@@ -381,6 +277,7 @@ def alarm_key(alarm_name: str, state: str, when: str) -> str:
 
 # ------------------------------------------------------------------------------------------- metric
 DEFAULT_NAMESPACE: Final = "SmxDebug"
+DEFAULT_STACK_NAME: Final = "SmxDebugGuard"  # the guard stack's default name (cdk.json stack_name; fleet's Athena names)
 METRIC_NAME: Final = "RuleTriggered"
 # Each triggered rule puts one datapoint per dimension set: all rules (for the ["*"] alarm), per rule, per job.
 DIMENSION_SETS: Final[tuple[tuple[str, ...], ...]] = ((), ("RuleName",), ("TrainingJobName", "RuleName"))
@@ -404,7 +301,7 @@ JOB_ERROR_REASONS: Final = (
     "watch-spec",  # the job's watch spec is missing, unreadable or invalid: the default rules applied
     "bad-data",  # the job's data could not be read or evaluated (e.g. poisoned profiler output)
     "internal",  # anything else: a defect of ours, logged with its traceback
-    "out-of-time",  # not started (or its action not claimed): too little of the invocation left (watch.budget)
+    "out-of-time",  # not started (or its action not claimed): too little of the invocation left (watch.report.RunBudget)
 )
 
 

@@ -37,20 +37,6 @@ from smx_debug.contracts import (
 )
 from smx_debug.errors import ConfigError
 
-__all__ = [
-    "ACTION_KINDS",
-    "MANAGED_TAG",
-    "PLAN_TAG",
-    "RULE_TAG_PREFIX",
-    "ActionSpec",
-    "DecodedTags",
-    "decode_tags",
-    "encode_tags",
-    "tags_as_dict",
-    "watch_rule_from_env",
-    "watched_actions",
-]
-
 ACTION_KINDS = ("stop", "notify", "retrain")
 
 MAX_KEY_LEN = 128

@@ -193,7 +193,7 @@ def test_aws_call_scan_places_every_receiver() -> None:
 def test_aws_call_scan_finds_the_known_calls() -> None:
     """The scan itself works: calls written in three ways (a named client, ``clients("...")``, a paginator)."""
     calls, _ = code_calls()
-    assert {("actions/stop.py", "sagemaker:StopTrainingJob"), ("actions/respond.py", "cloudwatch:PutMetricData"),
+    assert {("actions/once.py", "sagemaker:StopTrainingJob"), ("actions/respond.py", "cloudwatch:PutMetricData"),
             ("watch/discover.py", "sagemaker:Search"), ("watch/handler.py", "sqs:SendMessageBatch")} <= set(calls)
 
 

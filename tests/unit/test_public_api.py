@@ -18,14 +18,10 @@ PUBLIC = {
         "TensorUnavailableError", "UnknownDtypeError", "UnknownNameError", "__version__",
     ],
     "smx_debug.actions": [
-        "ACTIONS", "ActionSpec", "AlarmChange", "ClaimInProgressError", "DEFAULT_NAMESPACE",
-        "DEFAULT_STRATEGIES", "Deadline", "DecodedTags", "EventRefusedError", "JobStateChange", "Ledger", "LedgerLike",
-        "METRIC_NAME", "MalformedEventError", "MemoryLedger", "Notification", "Once", "OutOfTimeError", "RuleStatus", "Runtime",
-        "Settings", "Trigger", "VerifiedJob", "alarm_notification", "call_budget_seconds", "debugger_triggers",
-        "decode_tags", "encode_tags", "handle_notify", "handle_retrain", "handle_rule_metrics",
-        "handle_state_change", "handle_stop_training", "once",
-        "parse_alarm_message", "parse_state_change", "respond",
-        "rule_notification", "shown_values", "stop_once", "verify_job",
+        "ACTIONS", "ClaimInProgressError", "Deadline", "EventRefusedError", "Ledger", "MalformedEventError",
+        "MemoryLedger", "OutOfTimeError", "Runtime", "Settings", "Trigger", "VerifiedJob", "handle_notify",
+        "handle_retrain", "handle_rule_metrics", "handle_state_change", "handle_stop_training", "once", "respond",
+        "verify_job",
     ],
     "smx_debug.data": [
         "SystemMetricsReader", "framework_metrics", "profiler_report", "rule_summary", "rule_summary_many",
@@ -70,8 +66,7 @@ PUBLIC = {
         "reduction_tensor_name"
     ],
     "smx_debug.watch": [
-        "Clients", "EVALUATOR_RULES", "EvaluatorSettings", "JobOutcome", "MINUTE_DEFAULTS",
-        "Responder", "RunReport", "TENSOR_WATCH_RULES", "Trigger", "WatchSpec", "WatchedRule", "run_once",
+        "Clients", "EvaluatorSettings", "WatchSpec", "WatchedRule", "run_once",
     ],
 }
 

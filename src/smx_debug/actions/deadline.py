@@ -20,8 +20,6 @@ from typing import Any
 
 from smx_debug.errors import SmxDebugError
 
-__all__ = ["Deadline", "OutOfTimeError"]
-
 
 class OutOfTimeError(SmxDebugError, TimeoutError):
     """Raised when too little of the invocation is left to start a call; the redelivery does the rest."""

@@ -33,21 +33,6 @@ from smx_debug.contracts import (
 )
 from smx_debug.errors import DataError
 
-__all__ = [
-    "AlarmChange",
-    "ExecutionChange",
-    "JobArn",
-    "JobStateChange",
-    "MalformedEventError",
-    "RuleStatus",
-    "parse_alarm_message",
-    "parse_execution_change",
-    "parse_job_arn",
-    "parse_state_change",
-    "parse_time",
-    "rule_statuses_from_description",
-]
-
 _EXECUTION_ARN = re.compile(
     r"arn:aws[a-z-]*:states:[a-z0-9-]{1,32}:\d{12}:execution:[A-Za-z0-9_-]{1,80}:[A-Za-z0-9_-]{1,80}"
 )

@@ -36,14 +36,6 @@ from smx_debug.contracts import (
 )
 from smx_debug.errors import ConfigError
 
-__all__ = [
-    "Runtime",
-    "handle_notify",
-    "handle_retrain",
-    "handle_rule_metrics",
-    "handle_state_change",
-    "handle_stop_training",
-]
 
 def _guard(name: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     try:

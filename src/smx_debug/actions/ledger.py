@@ -32,8 +32,6 @@ from smx_debug.contracts import (
     LEDGER_TTL_ATTRIBUTE,
 )
 
-__all__ = ["CLAIMED", "DONE", "Ledger", "LedgerLike", "MemoryLedger"]
-
 CLAIMED = "claimed"
 DONE = "done"
 _RESERVED = {LEDGER_KEY_ATTRIBUTE, "state", LEDGER_CLAIMED_AT_ATTRIBUTE, LEDGER_LEASE_ATTRIBUTE, LEDGER_DONE_AT_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE}

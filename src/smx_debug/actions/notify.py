@@ -26,18 +26,6 @@ from smx_debug.contracts import (
     rule_logs_url_from_arn,
 )
 
-__all__ = [
-    "HIDDEN",
-    "MAX_MESSAGE_BYTES",
-    "MAX_SUBJECT",
-    "Notification",
-    "alarm_notification",
-    "execution_notification",
-    "rule_notification",
-    "safe_subject",
-    "shown_values",
-]
-
 MAX_SUBJECT = 100
 MAX_MESSAGE_BYTES = 256 * 1024
 HIDDEN = "(value hidden)"

@@ -18,7 +18,10 @@
    retries) rather than failing the invocation, whose redelivery would act a second time.
 
 A process that dies between 1 and 4 releases nothing: its claim blocks others until the lease runs out,
-then the next delivery takes it over. Imports only botocore and the standard library.
+then the next delivery takes it over.
+
+:func:`stop_once` is the stop through this path (StopTrainingJob under ``<job>#stop``), for the rule actions and
+the retraining loop alike. Imports only botocore and the standard library.
 """
 
 from __future__ import annotations
@@ -26,15 +29,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from botocore.exceptions import ConnectionClosedError, ReadTimeoutError
+from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
 
 from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import DONE, LedgerLike
-from smx_debug.contracts import LEDGER_LEASE_ATTRIBUTE
+from smx_debug.contracts import JOB_IN_PROGRESS, LEDGER_LEASE_ATTRIBUTE, stop_key
 from smx_debug.errors import SmxDebugError
-
-__all__ = ["ANSWER_LOST", "COMPLETE_ATTEMPTS", "ClaimInProgressError", "Once", "once"]
 
 # The request was sent and its answer never came: it may have taken effect. (A connection that could not be
 # made, EndpointConnectionError or ConnectTimeoutError, sent nothing: its claim is released.)
@@ -131,3 +133,31 @@ def _complete(ledger: LedgerLike, key: str, outcome: Mapping[str, object],
             if code not in _THROTTLED or attempt == COMPLETE_ATTEMPTS:
                 raise
             sleep(0.1 * 2**attempt)
+
+
+def describe_status(sagemaker: Any, job_name: str) -> str | None:
+    """The job's current status, or None if SageMaker does not know the job."""
+    try:
+        return str(sagemaker.describe_training_job(TrainingJobName=job_name)["TrainingJobStatus"])
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") == "ValidationException":
+            return None
+        raise
+
+
+def stop_once(sagemaker: Any, ledger: LedgerLike, job_name: str, record: Mapping[str, object],
+              deadline: Deadline | None = None) -> Once:
+    """StopTrainingJob ``job_name`` under the ledger key ``<job>#stop``: whoever asks first (a rule action,
+    the retraining loop) stops it; everyone else finds the record. A job that left InProgress before the
+    call is recorded as not stopped, not raised."""
+
+    def act() -> dict[str, object]:
+        try:
+            sagemaker.stop_training_job(TrainingJobName=job_name)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") != "ValidationException":
+                raise
+            return {"outcome": f"not stopped: job was {describe_status(sagemaker, job_name) or 'unknown'}"}
+        return {"outcome": "stopped", "previous_status": JOB_IN_PROGRESS}
+
+    return once(ledger, stop_key(job_name), {"action": "stop", "job": job_name, **record}, act, deadline=deadline)

@@ -34,11 +34,10 @@ from botocore.exceptions import ClientError
 from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import DONE, LedgerLike
 from smx_debug.actions.notify import rule_notification
-from smx_debug.actions.once import once
+from smx_debug.actions.once import once, stop_once
 from smx_debug.actions.retrain import run_spec_from_job
 from smx_debug.actions.runtime import ClientFactory, log_json
 from smx_debug.actions.settings import Settings
-from smx_debug.actions.stop import stop_once
 from smx_debug.actions.verdict_log import log_verdicts
 from smx_debug.actions.verify import Trigger, VerifiedJob
 from smx_debug.contracts import (
@@ -54,8 +53,6 @@ from smx_debug.contracts import (
 )
 from smx_debug.errors import ConfigError
 from smx_debug.tags import ActionSpec, decode_tags, watched_actions
-
-__all__ = ["ACTIONS", "METRIC_NAME", "respond"]
 
 ACTIONS = ("metric", "stop", "retrain", "notify")
 _STOP, _RETRAIN = ActionSpec("stop"), ActionSpec("retrain")
@@ -109,11 +106,14 @@ def respond(
             )
             for t in triggered
         ]
+    # stop and retrain: once per job, for the first triggered rule that asks for it
+    stopping, retraining = _first_asking(asked, _STOP), _first_asking(asked, _RETRAIN)
     if "stop" in actions:
-        result["stop"] = failures.run("stop", lambda: _stop(job, asked, settings, ledger, clients, deadline))
+        result["stop"] = _no_rule_asks("stop") if stopping is None else failures.run(
+            "stop", lambda: _stop(job, stopping, settings, ledger, clients, deadline))
     if "retrain" in actions:
-        result["retrain"] = failures.run("retrain",
-                                         lambda: _retrain(job, asked, settings, ledger, clients, deadline))
+        result["retrain"] = _no_rule_asks("retrain") if retraining is None else failures.run(
+            "retrain", lambda: _retrain(job, retraining, settings, ledger, clients, deadline))
     if "notify" in actions:
         result["notify"] = _notify(job, asked, settings, ledger, clients, failures, deadline)
     # After the actions, whatever they did (a failure to log never stops or undoes one): the verdict log.
@@ -161,6 +161,10 @@ def _metric(
     return {"rule": trigger.rule, "published": done.acted}
 
 
+def _no_rule_asks(action: str) -> dict[str, Any]:
+    return {"skipped": f"no triggered rule asks for {action}"}
+
+
 def _first_asking(
     asked: Sequence[tuple[Trigger, tuple[ActionSpec, ...]]], spec: ActionSpec
 ) -> Trigger | None:
@@ -178,17 +182,8 @@ def _record(job: VerifiedJob, trigger: Trigger, settings: Settings) -> dict[str,
     }
 
 
-def _stop(
-    job: VerifiedJob,
-    asked: Sequence[tuple[Trigger, tuple[ActionSpec, ...]]],
-    settings: Settings,
-    ledger: LedgerLike,
-    clients: ClientFactory,
-    deadline: Deadline | None,
-) -> dict[str, Any]:
-    trigger = _first_asking(asked, _STOP)
-    if trigger is None:
-        return {"skipped": "no triggered rule asks for stop"}
+def _stop(job: VerifiedJob, trigger: Trigger, settings: Settings, ledger: LedgerLike, clients: ClientFactory,
+          deadline: Deadline | None) -> dict[str, Any]:
     if job.status != JOB_IN_PROGRESS:
         # Already stopping, finished: nothing to do, and not an error.
         return {"rule": trigger.rule, "skipped": f"job status is {job.status}"}
@@ -198,17 +193,8 @@ def _stop(
     return {"rule": trigger.rule, "outcome": done.record.get("outcome"), "step": trigger.step}
 
 
-def _retrain(
-    job: VerifiedJob,
-    asked: Sequence[tuple[Trigger, tuple[ActionSpec, ...]]],
-    settings: Settings,
-    ledger: LedgerLike,
-    clients: ClientFactory,
-    deadline: Deadline | None,
-) -> dict[str, Any]:
-    trigger = _first_asking(asked, _RETRAIN)
-    if trigger is None:
-        return {"skipped": "no triggered rule asks for retrain"}
+def _retrain(job: VerifiedJob, trigger: Trigger, settings: Settings, ledger: LedgerLike, clients: ClientFactory,
+             deadline: Deadline | None) -> dict[str, Any]:
     owner = job.tags.get(RETRAIN_RUN_TAG)
     if owner is not None:
         return {"rule": trigger.rule, "skipped": _owned_text(owner)}

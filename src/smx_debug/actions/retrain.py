@@ -43,10 +43,9 @@ from botocore.validate import ParamValidator
 
 from smx_debug.actions.deadline import Deadline, OutOfTimeError
 from smx_debug.actions.events import rule_statuses_from_description
-from smx_debug.actions.notify import shown_values
-from smx_debug.actions.once import ClaimInProgressError
+from smx_debug.actions.notify import safe_subject, shown_values
+from smx_debug.actions.once import ClaimInProgressError, describe_status, stop_once
 from smx_debug.actions.runtime import log_json
-from smx_debug.actions.stop import describe_status, stop_once
 from smx_debug.contracts import (
     DEFAULT_RETRAIN_WAIT_SECONDS,
     ISSUES_FOUND,
@@ -65,26 +64,11 @@ if TYPE_CHECKING:
     from smx_debug.actions.runtime import Runtime
     from smx_debug.actions.verify import Trigger, VerifiedJob
 
-__all__ = [
-    "DEFAULT_STRATEGIES",
-    "END",
-    "LAUNCH_NEW",
-    "MONITOR",
-    "REDACTED",
-    "RETRAIN_PREFIX_MAX",
-    "STRATEGY_KEYS",
-    "RetrainSpecError",
-    "end_step",
-    "init_state",
-    "monitor_step",
-    "plan_next",
-    "run_spec_from_job",
-    "run_step",
-    "train_step",
-    "validate_request",
-]
 
-LAUNCH_NEW, MONITOR, END = "launch_new", "monitor", "end"
+# The handler's answer in ``$.next_action``, where the state machine goes next; and the steps it is asked for
+# (``{"step": ...}``). One owner: infra/components/retraining.py builds its states and choices from these.
+LAUNCH_NEW, MONITOR, END = NEXT_ACTIONS = ("launch_new", "monitor", "end")
+STEP_INIT, STEP_TRAIN, STEP_MONITOR, STEP_END = STEPS = ("init", "train", "monitor", "end")
 # The hyperparameters the strategies change: they travel in run_spec.hyperparameters, so they are never redacted.
 STRATEGY_KEYS = ("warmup_learning_rate", "learning_rate", "add_batch_norm")
 # The value a redacted hyperparameter or environment variable has in the run spec (SMX_REDACT_KEYS).
@@ -425,8 +409,6 @@ def _publish(runtime: Runtime, state: Mapping[str, Any], subject: str, message: 
     if deadline is not None and not deadline.fits():  # best effort: never at the cost of the step's answer
         log_json(logging.WARNING, handler="retrain", progress_not_sent=f"no time left ({deadline.left():.1f} s)")
         return
-    from smx_debug.actions.notify import safe_subject
-
     try:
         runtime.clients("sns").publish(
             TopicArn=topic, Subject=safe_subject(subject), Message=message[:200_000]
@@ -693,8 +675,6 @@ def end_step(state: dict[str, Any], runtime: Runtime, deadline: Deadline | None 
     if stopped:
         message += stopped + "\n"
     if topic:
-        from smx_debug.actions.notify import safe_subject
-
         runtime.clients("sns").publish(
             TopicArn=topic, Subject=safe_subject(subject), Message=message[:200_000]
         )
@@ -739,9 +719,6 @@ def run_spec_from_job(job: VerifiedJob, trigger: Trigger, sagemaker: Any,
     }
 
 
-_STEPS = ("init", "train", "monitor", "end")
-
-
 def run_step(event: object, runtime: Runtime, deadline: Deadline | None = None) -> dict[str, Any]:
     """Dispatch ``{"step": "init"|"train"|"monitor"|"end", "state": {...}}`` within the invocation's ``deadline``
     (:mod:`smx_debug.actions.deadline`); returns the state document.
@@ -749,9 +726,9 @@ def run_step(event: object, runtime: Runtime, deadline: Deadline | None = None) 
     Expected failures land in ``state.error`` (too little time left to start the stop is retryable: the next
     poll does it); an unexpected exception (a bug) propagates.
     """
-    if not isinstance(event, Mapping) or event.get("step") not in _STEPS:
+    if not isinstance(event, Mapping) or event.get("step") not in STEPS:
         step = event.get("step") if isinstance(event, Mapping) else None
-        reason = f"event.step: {str(step)[:64]!r} is not one of {', '.join(_STEPS)}"
+        reason = f"event.step: {str(step)[:64]!r} is not one of {', '.join(STEPS)}"
         log_json(logging.WARNING, handler="retrain", rejected=True, reason=reason)
         return {
             "next_action": END,
@@ -761,10 +738,10 @@ def run_step(event: object, runtime: Runtime, deadline: Deadline | None = None) 
     step = str(event["step"])
     raw = event.get("state")
     base = copy.deepcopy(dict(raw)) if isinstance(raw, Mapping) else {}
-    if step == "end":
+    if step == STEP_END:
         return end_step(base, runtime, deadline)
     try:
-        if step == "init":
+        if step == STEP_INIT:
             source = raw if isinstance(raw, Mapping) and "run_spec" in raw else event
             return init_state(source.get("run_spec") if isinstance(source, Mapping) else None)
         if not isinstance(raw, Mapping) or not isinstance(raw.get("history"), Mapping):
@@ -772,7 +749,7 @@ def run_step(event: object, runtime: Runtime, deadline: Deadline | None = None) 
         state = copy.deepcopy(dict(raw))
         state["history"] = _check_history(state["history"])
         state["run_spec"] = _check_spec(state.get("run_spec"))
-        return train_step(state, runtime, deadline) if step == "train" else monitor_step(state, runtime, deadline)
+        return train_step(state, runtime, deadline) if step == STEP_TRAIN else monitor_step(state, runtime, deadline)
     except (RetrainSpecError, ParamValidationError) as exc:
         return _fail(base, step, exc, retryable=False)
     except ClientError as exc:

@@ -20,8 +20,6 @@ from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import Ledger, LedgerLike, MemoryLedger
 from smx_debug.actions.settings import Settings
 
-__all__ = ["ClientFactory", "Runtime", "client_factory", "log_json", "logger", "retry_config"]
-
 logger = logging.getLogger("smx_debug.actions")
 logger.setLevel(logging.INFO)
 

@@ -28,8 +28,6 @@ from smx_debug.contracts import (
 from smx_debug.errors import ConfigError
 from smx_debug.tags import ActionSpec, watch_rule_from_env
 
-__all__ = ["DEFAULT_NAMESPACE", "Settings", "call_budget_seconds"]
-
 DEFAULT_MAX_ATTEMPTS = 3
 DEFAULT_CONNECT_TIMEOUT = 2.0
 DEFAULT_READ_TIMEOUT = 5.0

@@ -40,8 +40,6 @@ from smx_debug.contracts import (
 )
 from smx_debug.tags import ActionSpec, watched_actions
 
-__all__ = ["ACTION_EVENT", "TRIGGER_EVENT", "inbox_key", "log_verdicts", "verdict_rows"]
-
 TRIGGER_EVENT: Final = "trigger"  # the verdicts table's ``event``: a rule found issues ...
 ACTION_EVENT: Final = "action"  # ... or an action was taken on it (``action``: metric, stop, notify, retrain)
 _DETAIL_CHARS = 1000

@@ -25,8 +25,6 @@ from smx_debug.contracts import ISSUES_FOUND, RULE_KINDS, SOURCE_DEBUGGER, TRIGG
 from smx_debug.errors import ConfigError, SmxDebugError
 from smx_debug.tags import tags_as_dict
 
-__all__ = ["EventRefusedError", "Trigger", "VerifiedJob", "debugger_triggers", "verify_job"]
-
 _MAX_RULE_NAME = 256
 
 
@@ -138,8 +136,12 @@ def verify_job(
     job_arn: str | None = None,
     event_account: str | None = None,
     event_region: str | None = None,
+    description: Mapping[str, Any] | None = None,
 ) -> VerifiedJob:
     """Describe ``job_name`` and read its tags, after checking that the event names a job of this deployment.
+
+    ``description``: the job's DescribeTrainingJob answer when the caller read it moments ago in the same
+    invocation (the evaluator, for a job it met for the first time): checked the same way, not read again.
 
     Raises:
         EventRefusedError: see the module docstring; nothing may be done for this event.
@@ -159,14 +161,8 @@ def verify_job(
         )
     if job_arn is not None:
         _check_arn(job_arn, job_name, deployment_account, deployment_region, "event")
-    try:
-        description = sagemaker.describe_training_job(TrainingJobName=job_name)
-    except ClientError as exc:
-        if exc.response.get("Error", {}).get("Code") in ("ValidationException", "ResourceNotFound"):
-            raise EventRefusedError(
-                f"training job {job_name!r} does not exist in {deployment_region}"
-            ) from None
-        raise
+    if description is None:
+        description = _describe(sagemaker, job_name, deployment_region)
     real_name, real_arn = description.get("TrainingJobName"), description.get("TrainingJobArn")
     if real_name != job_name or not isinstance(real_arn, str):
         raise EventRefusedError(f"SageMaker describes {real_name!r}, not {job_name!r}")
@@ -187,6 +183,16 @@ def verify_job(
         rules=rule_statuses_from_description(description),
         description={k: v for k, v in description.items() if k != "ResponseMetadata"},
     )
+
+
+def _describe(sagemaker: Any, job_name: str, region: str) -> Mapping[str, Any]:
+    try:
+        answer: Mapping[str, Any] = sagemaker.describe_training_job(TrainingJobName=job_name)
+    except ClientError as exc:
+        if exc.response.get("Error", {}).get("Code") in ("ValidationException", "ResourceNotFound"):
+            raise EventRefusedError(f"training job {job_name!r} does not exist in {region}") from None
+        raise
+    return answer
 
 
 def _check_arn(arn: str, job_name: str, account: str, region: str, whose: str) -> Any:

@@ -13,8 +13,6 @@ running jobs cannot be listed, the cursors cannot be read or written) fails the 
 from __future__ import annotations
 
 import logging
-from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -24,19 +22,6 @@ from smx_debug.actions.deadline import OutOfTimeError
 from smx_debug.contracts import JOB_ERROR_REASONS
 from smx_debug.errors import AccessDeniedError, translate_client_error
 
-__all__ = [
-    "ACCESS_DENIED",
-    "AWS_ERROR",
-    "BAD_DATA",
-    "INTERNAL",
-    "OUT_OF_TIME",
-    "THROTTLED",
-    "WATCH_SPEC",
-    "JobError",
-    "count_by_reason",
-    "job_error",
-    "reason_of",
-]
 
 ACCESS_DENIED, THROTTLED, AWS_ERROR, WATCH_SPEC, BAD_DATA, INTERNAL, OUT_OF_TIME = JOB_ERROR_REASONS
 _log = logging.getLogger(__name__)
@@ -81,8 +66,3 @@ def job_error(exc: BaseException, *, job: str, doing: str, otherwise: str = INTE
         _log.warning("evaluator: %s for %s failed", doing, job, exc_info=exc)
     text = f"{type(exc).__name__}: {exc}"
     return JobError(reason, f"{doing} failed ({reason}), tried again next run: {text[:400]}")
-
-
-def count_by_reason(errors: Mapping[str, JobError]) -> dict[str, int]:
-    """How many jobs failed for each reason."""
-    return dict(Counter(e.reason for e in errors.values()))

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
-from smx_debug.contracts import ISSUES_FOUND, NO_ISSUES_FOUND, RULE_IN_PROGRESS, condition_met_details
+from smx_debug.contracts import (
+    ISSUES_FOUND,
+    NO_ISSUES_FOUND,
+    RULE_IN_PROGRESS,
+    RuleEvaluationStatus,
+    condition_met_details,
+)
 from smx_debug.data.frames import (
     JobData,
     empty_dataloader,
@@ -22,8 +28,6 @@ from smx_debug.evaluate.result import RuleResult
 from smx_debug.rules.configured import ConfiguredRule, RuleLike, configure
 from smx_debug.rules.params import PROFILER_RULES
 
-RuleStatus = Literal["InProgress", "IssuesFound", "NoIssuesFound"]
-
 
 class Transition(BaseModel):
     """One ``RuleEvaluationStatus`` change, with a ``StatusDetails`` text like AWS's.
@@ -34,8 +38,8 @@ class Transition(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     rule: str
-    previous: RuleStatus | None
-    status: RuleStatus
+    previous: RuleEvaluationStatus | None
+    status: RuleEvaluationStatus
     step: int | None
     status_details: str
     result: RuleResult
@@ -58,7 +62,7 @@ class StatusBoard:
     """
 
     def __init__(self, names: Iterable[str]) -> None:
-        self.status: dict[str, RuleStatus] = dict.fromkeys(names, RULE_IN_PROGRESS)
+        self.status: dict[str, RuleEvaluationStatus] = dict.fromkeys(names, RULE_IN_PROGRESS)
         self.results: dict[str, RuleResult] = {}
 
     def in_progress(self) -> list[str]:
@@ -87,7 +91,7 @@ class StatusBoard:
             out.append(self._move(rule, NO_ISSUES_FOUND, None, "", result))
         return out
 
-    def _move(self, rule: str, status: RuleStatus, step: int | None, details: str, result: RuleResult) -> Transition:
+    def _move(self, rule: str, status: RuleEvaluationStatus, step: int | None, details: str, result: RuleResult) -> Transition:
         previous = self.status[rule]
         self.status[rule] = status
         self.results[rule] = result
@@ -137,7 +141,7 @@ class LiveEvaluator:
         self._dataloader = empty_dataloader()
 
     @property
-    def status(self) -> dict[str, RuleStatus]:
+    def status(self) -> dict[str, RuleEvaluationStatus]:
         """Each configuration's status."""
         return self.board.status
 

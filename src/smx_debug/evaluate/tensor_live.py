@@ -24,7 +24,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from smx_debug.evaluate.live import RuleStatus, StatusBoard, Transition
+from smx_debug.contracts import RuleEvaluationStatus
+from smx_debug.evaluate.live import StatusBoard, Transition
 from smx_debug.evaluate.result import RuleResult
 from smx_debug.evaluate.tensor_eval import TensorEvaluator
 from smx_debug.rules.configured import RuleLike
@@ -47,7 +48,7 @@ class TensorLiveEvaluator:
         self.board = StatusBoard(c.name for c in self.evaluator.configs)
 
     @property
-    def status(self) -> dict[str, RuleStatus]:
+    def status(self) -> dict[str, RuleEvaluationStatus]:
         """Each configuration's status, by configuration name."""
         return self.board.status
 

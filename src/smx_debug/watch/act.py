@@ -35,7 +35,8 @@ def action_responder(runtime: Runtime) -> Responder:
             value=runtime.settings.account or runtime.settings.region,
         )
 
-    def responder(job: str, triggers: Sequence[Trigger], *, deadline: Deadline | None = None) -> Mapping[str, Any]:
+    def responder(job: str, triggers: Sequence[Trigger], *, deadline: Deadline | None = None,
+                  description: Mapping[str, Any] | None = None) -> Mapping[str, Any]:
         if deadline is not None:
             deadline.require(f"verify {job}")  # nothing started: the next run finds the triggers again
         try:
@@ -44,6 +45,7 @@ def action_responder(runtime: Runtime) -> Responder:
                 job_name=job,
                 deployment_account=runtime.settings.account,
                 deployment_region=runtime.settings.region,
+                description=description,  # read by this run's discover step: not described again
             )
         except EventRefusedError as exc:
             return {"job": job, "refused": str(exc)[:500]}

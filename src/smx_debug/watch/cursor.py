@@ -7,7 +7,7 @@ configurations that already fired and, for a job with tensor rules, their state 
 (``tensors``, compressed, at most :data:`smx_debug.watch.evaluate.STATE_BUDGET` bytes of DynamoDB's 400 KB item). Each run reads all cursors with BatchGetItem (100 a call) and writes the
 changed ones with BatchWriteItem (25 a call), so the cost of a run does not grow with a job's length. Items
 expire (DynamoDB TTL on ``expires_at``) a week after their job was last seen running. The same table holds the
-run lease (:data:`smx_debug.watch.run.RUN_LEASE_KEY`) and the job leases (:func:`smx_debug.contracts.job_lease_key`),
+run lease (:data:`RUN_LEASE_KEY`) and the job leases (:func:`smx_debug.contracts.job_lease_key`),
 deleted in the same BatchWriteItem calls that save the cursors. An item that cannot be read (not JSON, nested too
 deep, a window that is not zlib) is logged and its job starts over, as after another version's item: one damaged
 item never fails every run.
@@ -30,6 +30,7 @@ from smx_debug.contracts import LEDGER_KEY_ATTRIBUTE, LEDGER_TTL_ATTRIBUTE, job_
 from smx_debug.rules.watch_spec import WatchedRule
 
 CURSOR_RETENTION_SECONDS = 7 * 24 * 3600
+RUN_LEASE_KEY = "#evaluator-run"  # the run lease's item (no job name can be it: SageMaker names have no "#")
 _log = logging.getLogger(__name__)
 _FORMAT = 3  # 3: the tensor rules' state (2: watched jobs only; 1 kept unwatched jobs too): older items start over
 # epoch minute -> value, per host and metric (instance data) or per metric name (training data)
@@ -139,14 +140,27 @@ class CursorStore:
                         out[cursor.job] = cursor
         return out
 
+    def claim_run(self, *, lease_seconds: int) -> bool:
+        """Take the run lease (:data:`RUN_LEASE_KEY`, the action ledger's lease claim for ``lease_seconds``): False
+        when another run holds it."""
+        now = self.clock()
+        return self._leases(now, lease_seconds).claim(RUN_LEASE_KEY, {"run_at": now})
+
+    def release_run(self) -> None:
+        """Give the run lease back (AWS errors propagate: the caller reports them; the lease then expires)."""
+        self._leases(self.clock(), 1).release(RUN_LEASE_KEY)
+
+    def _leases(self, now: float, lease_seconds: int) -> Ledger:
+        return Ledger(self.dynamodb, self.table, clock=lambda: now, lease_seconds=lease_seconds,
+                      retention_seconds=86_400)
+
     def claim(self, jobs: Iterable[str], *, lease_seconds: int, workers: int = 8) -> set[str]:
         """The jobs whose lease (:func:`smx_debug.contracts.job_lease_key`) this evaluation now holds, for
         ``lease_seconds`` (conditional PutItems, overlapped); the others are held by an evaluation still going
         (another shard, a slow run). :meth:`save` or :meth:`release` gives them back."""
         now = self.clock()
         names = list(dict.fromkeys(jobs))
-        leases = Ledger(self.dynamodb, self.table, clock=lambda: now, lease_seconds=lease_seconds,
-                        retention_seconds=86_400)
+        leases = self._leases(now, lease_seconds)
         with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
             won = list(pool.map(lambda n: leases.claim(job_lease_key(n), {"run_at": now}), names))
         return {n for n, ok in zip(names, won, strict=True) if ok}

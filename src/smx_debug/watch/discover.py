@@ -29,9 +29,8 @@ from smx_debug.data.sources import describe_job, job_paths
 from smx_debug.errors import ConfigError
 from smx_debug.rules.watch_spec import WatchSpec
 from smx_debug.tags import tags_as_dict, watched_actions
-from smx_debug.watch.budget import RunBudget
 from smx_debug.watch.cursor import Cursor, CursorStore
-from smx_debug.watch.report import Clients, RunReport
+from smx_debug.watch.report import Clients, RunBudget, RunReport
 from smx_debug.watch.settings import EvaluatorSettings
 
 SEARCH_PAGE = 100  # Search's MaxResults limit (its default is 10)
@@ -166,6 +165,7 @@ class Refreshed:
     cursor: Cursor
     notes: list[str] = field(default_factory=list)
     spec_error: JobError | None = None
+    description: Mapping[str, Any] | None = None  # DescribeTrainingJob's answer, when this run described the job
 
 
 def refresh(
@@ -195,8 +195,10 @@ def refresh(
     if tags is None:
         tags = _tags(sagemaker, summary["TrainingJobArn"])
     info = dict(cursor.info) if cursor is not None else {}
+    description = None
     if "hosts" not in info:
-        info.update(job_facts(describe_job(name, sagemaker)))
+        description = describe_job(name, sagemaker)
+        info.update(job_facts(description))
     key = tags.get(EVALUATOR_TAG)
     problem = None
     if key != info.get("spec_key") or info.get("spec") is None:
@@ -210,7 +212,8 @@ def refresh(
     info["rules"] = [r.as_dict() for r in rules]
     checked = now if problem is None else (cursor.checked_at if cursor is not None else 0.0)  # retried next run
     base = cursor if cursor is not None else Cursor(job=name, checked_at=checked, rules=())
-    return Refreshed(base.with_changes(checked_at=checked, info=info, rules=rules), spec_error=problem)
+    return Refreshed(base.with_changes(checked_at=checked, info=info, rules=rules), spec_error=problem,
+                     description=description)
 
 
 def discover(settings: EvaluatorSettings, clients: Clients, store: CursorStore, report: RunReport) -> list[WatchedJob]:
@@ -260,10 +263,11 @@ def _is_watched(settings: EvaluatorSettings, job: str, tags: Mapping[str, str]) 
 def refresh_all(
     settings: EvaluatorSettings, clients: Clients, report: RunReport, jobs: Sequence[WatchedJob],
     cursors: Mapping[str, Cursor], changed: dict[str, Cursor], budget: RunBudget,
-) -> list[Cursor]:
+) -> tuple[list[Cursor], dict[str, Mapping[str, Any]]]:
     """The discover step's second half, for the jobs this evaluation holds: each job's cursor with fresh facts
-    (:func:`refresh`; new or stale jobs' calls overlapped), those whose facts changed put in ``changed``. A job
-    whose refresh fails, or that no longer has time for it, fails in ``report`` (isolation: that job only)."""
+    (:func:`refresh`; new or stale jobs' calls overlapped), those whose facts changed put in ``changed``, and the
+    descriptions read (the act step verifies those jobs on them instead of describing them again). A job whose
+    refresh fails, or that no longer has time for it, fails in ``report`` (isolation: that job only)."""
     now = report.now
     summaries = {j.name: j.summary for j in jobs}
     tags_of = {j.name: j.tags for j in jobs}
@@ -283,6 +287,7 @@ def refresh_all(
     with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
         refreshed = list(pool.map(fresh, names))
     watched: list[Cursor] = []
+    described: dict[str, Mapping[str, Any]] = {}
     for name, found in zip(names, refreshed, strict=True):
         outcome = report.outcomes[name]
         if isinstance(found, JobError):
@@ -294,4 +299,6 @@ def refresh_all(
         if found.cursor is not cursors.get(name):
             changed[name] = found.cursor  # its facts; its data and ``through`` move once it is evaluated
         watched.append(found.cursor)
-    return watched
+        if found.description is not None:
+            described[name] = found.description
+    return watched, described

@@ -42,7 +42,7 @@ from smx_debug.rules.watch_spec import WatchedRule
 from smx_debug.tensors import create_trial
 from smx_debug.watch.cursor import Cursor
 from smx_debug.watch.read import keep_minutes, merge_minutes
-from smx_debug.watch.report import JobOutcome
+from smx_debug.watch.report import RunOutcome
 from smx_debug.watch.settings import EvaluatorSettings
 
 STATE_BUDGET: Final = 256 * 1024  # bytes of compressed tensor rule state per job, in its cursor item
@@ -53,7 +53,7 @@ def tensor_rules(cursor: Cursor) -> list[WatchedRule]:
     return [r for r in cursor.rules if r.reads_tensors and r.name not in cursor.fired]
 
 
-def evaluate_tensors(cursor: Cursor, outcome: JobOutcome, *, s3: Any, now: float) -> tuple[Cursor, list[Trigger]]:
+def evaluate_tensors(cursor: Cursor, outcome: RunOutcome, *, s3: Any, now: float) -> tuple[Cursor, list[Trigger]]:
     """Read the job's tensors saved since its cursor, fold them into its tensor rules, and return the cursor with
     the new state and the configurations that fired (notes go to ``outcome``)."""
     rules = tensor_rules(cursor)
@@ -163,7 +163,7 @@ def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tu
 
 
 def evaluate_job(
-    cursor: Cursor, settings: EvaluatorSettings, outcome: JobOutcome, result: ReadResult, profiler: Any, *,
+    cursor: Cursor, settings: EvaluatorSettings, outcome: RunOutcome, result: ReadResult, profiler: Any, *,
     end: int, now: float,
 ) -> tuple[Cursor, list[Trigger]]:
     """The job's cursor with its new minutes merged and ``through`` moved to ``end``, and its new triggers."""

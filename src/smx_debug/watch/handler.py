@@ -38,7 +38,7 @@ isolation, cursors and exactly-once actions of a whole run.
   only its jobs' leases; one whose evaluation breaks (its cursors cannot be read) counts its jobs in
   ``EvaluatorJobErrors`` and is reported as a partial batch failure, so SQS redelivers only that message.
 - **Inside the function's timeout.** A shard starts a job only while it fits in what is left of its invocation
-  (:mod:`smx_debug.watch.budget`); a job it cut is counted ``out-of-time`` and keeps its cursor, and the message is
+  (:class:`smx_debug.watch.report.RunBudget`); a job it cut is counted ``out-of-time`` and keeps its cursor, and the message is
   not failed: SQS would redeliver it after the visibility timeout, stale by then and dropped, while the next run
   has already sent the job again (furthest behind, it goes first).
 - **No backlog.** A shard older than the schedule's period (``SentTimestamp``) is dropped: the newer run already
@@ -78,12 +78,11 @@ from smx_debug.actions.settings import (
     DEFAULT_READ_TIMEOUT,
     call_budget_seconds,
 )
-from smx_debug.data.job_errors import job_error
 from smx_debug.errors import AwsError, SmxDebugError
 from smx_debug.watch.act import action_responder
 from smx_debug.watch.cursor import CursorStore
 from smx_debug.watch.discover import WatchedJob, watched_jobs
-from smx_debug.watch.report import Clients, JobOutcome, RunReport
+from smx_debug.watch.report import Clients, RunReport
 from smx_debug.watch.run import Responder, ShardSender, evaluate_jobs, run_once
 from smx_debug.watch.save import publish_job_errors
 from smx_debug.watch.settings import EvaluatorSettings
@@ -93,7 +92,7 @@ from smx_debug.watch.settings import EvaluatorSettings
 class EvaluatorRuntime:
     """What one cold start builds: the evaluator's settings, the AWS clients, the responder, when the stack has a
     shard queue the sender of shards, and one AWS call's worst case with the clients' retries and timeouts
-    (``call_seconds``: the unit of the invocation's time bound, :mod:`smx_debug.watch.budget`)."""
+    (``call_seconds``: the unit of the invocation's time bound, :class:`smx_debug.watch.report.RunBudget`)."""
 
     settings: EvaluatorSettings
     clients: Clients
@@ -282,11 +281,8 @@ def handle_shards(
             if jobs:
                 evaluate_jobs(settings, clients, responder, report, jobs, deadline=deadline)
         except Exception as exc:  # what breaks this shard (its cursors): its jobs, not the others' shards
-            error = job_error(exc, job=f"shard {message}", doing="evaluating the shard (its cursors)")
-            for job in jobs:
-                outcome = report.outcomes.setdefault(job.name, JobOutcome(job=job.name))
-                if outcome.status not in ("evaluated", "no data", "held", "failed"):
-                    outcome.fail(error)
+            report.fail_unfinished([j.name for j in jobs], exc, of=f"shard {message}",
+                                   doing="evaluating the shard (its cursors)")
             failures.append(message)
         publish_job_errors(clients.cloudwatch, settings.metric_namespace, report.error_counts(), now=now)
         shards.append({"message": message, **report.summary(), "unwatched": unwatched})

@@ -27,18 +27,17 @@ from typing import Any
 
 from smx_debug.data.cloudwatch_batch import MetricRead, ReadResult, read_metrics
 from smx_debug.data.job_errors import BAD_DATA, JobError, job_error
+from smx_debug.data.sources import S3Source, job_paths, split_s3_uri
+from smx_debug.data.system import SystemMetricsReader
 from smx_debug.errors import NoDataYetError, NotFoundError
-from smx_debug.watch.budget import RunBudget
 from smx_debug.watch.cursor import Cursor
-from smx_debug.watch.report import Clients, RunReport
+from smx_debug.watch.report import Clients, RunBudget, RunReport
 from smx_debug.watch.settings import EvaluatorSettings
 
 DEVICE_WINDOW = 10  # minutes of profiler output read per run: the longest device-rule window
 
 
 def _one(job: str, output_path: str, s3: Any, start_s: int, end_s: int) -> tuple[Any, JobError | None]:
-    from smx_debug.data.sources import S3Source, job_paths, split_s3_uri
-    from smx_debug.data.system import SystemMetricsReader
 
     prefix = job_paths(job, description={"ProfilerConfig": {"S3OutputPath": output_path}}).profiler
     if prefix is None:

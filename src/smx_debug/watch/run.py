@@ -29,7 +29,7 @@ its cursor and is tried again next run; the run goes on for the others and the i
 breaks the whole run fails it: the running jobs cannot be listed, the cursors cannot be read or written, the
 job errors cannot be put. A job without data is reported, never stopped.
 
-Each run ends inside its Lambda timeout (:mod:`smx_debug.watch.budget`): given the invocation's deadline, it
+Each run ends inside its Lambda timeout (:class:`smx_debug.watch.report.RunBudget`): given the invocation's deadline, it
 keeps one AWS call's worst case (botocore's retries x timeouts, 24 s by default) for steps 9 and 11, which always
 happen, starts a step that calls AWS for many jobs (4, 5, 6, 8 and 10) only while one call's worst case still fits
 before that margin, a job's own step (7: its rules, tensors and actions) only while the longest job step measured in this run
@@ -41,7 +41,7 @@ Overlapping runs (one still going when the next schedule fires, a delayed or man
 evaluate a job twice and act before either saved its cursor. Two leases of the cursor table prevent it, both
 claimed with the action ledger's lease claim (:class:`smx_debug.actions.ledger.Ledger`: a conditional PutItem that
 succeeds only when no claim is live), held ``lease_seconds`` (longer than the function's timeout, so an invocation
-Lambda killed blocks the next one for at most that long): the run lease (:data:`RUN_LEASE_KEY`; no job name can be
+Lambda killed blocks the next one for at most that long): the run lease (:data:`smx_debug.watch.cursor.RUN_LEASE_KEY`; no job name can be
 it: SageMaker names are letters, digits and hyphens) that a scheduled run takes first, and one lease per job
 (:func:`smx_debug.contracts.job_lease_key`) that every evaluation, a run's or a shard's, takes before reading the
 job's cursor; a job held by another evaluation is left to it. Leases rather than conditional cursor writes: with
@@ -61,21 +61,17 @@ from typing import Any, Protocol
 from botocore.exceptions import BotoCoreError, ClientError
 
 from smx_debug.actions.deadline import Deadline
-from smx_debug.actions.ledger import Ledger
 from smx_debug.actions.verify import Trigger
 from smx_debug.contracts import job_lease_key
 from smx_debug.data.cloudwatch_batch import ReadResult
-from smx_debug.data.job_errors import AWS_ERROR, BAD_DATA, OUT_OF_TIME, JobError, job_error, reason_of
-from smx_debug.watch.budget import RunBudget
+from smx_debug.data.job_errors import BAD_DATA
 from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discover import WatchedJob, discover, refresh_all
 from smx_debug.watch.evaluate import evaluate_job, evaluate_tensors, tensor_rules
 from smx_debug.watch.read import read_new_minutes
-from smx_debug.watch.report import Clients, JobOutcome, RunReport
+from smx_debug.watch.report import Clients, RunBudget, RunOutcome, RunReport
 from smx_debug.watch.save import append_ended, append_minutes, publish_job_errors
 from smx_debug.watch.settings import EvaluatorSettings
-
-RUN_LEASE_KEY = "#evaluator-run"  # the run lease's item in the cursor table
 
 # Sends the watched jobs in shards to be evaluated elsewhere (smx_debug.watch.handler); returns the shards sent.
 ShardSender = Callable[[Sequence[WatchedJob], float], int]
@@ -83,11 +79,13 @@ ShardSender = Callable[[Sequence[WatchedJob], float], int]
 
 class Responder(Protocol):
     """Acts on a job's new triggers through the action path, starting no call that would not fit ``deadline``
-    (the invocation's, less the run's margin: :meth:`smx_debug.watch.budget.RunBudget.for_actions`); returns a
-    JSON-able summary. What it raises is recorded for that job, whose triggers are tried again next run."""
+    (the invocation's, less the run's margin: :meth:`smx_debug.watch.report.RunBudget.for_actions`); returns a
+    JSON-able summary. What it raises is recorded for that job, whose triggers are tried again next run.
+    ``description``: the job's DescribeTrainingJob answer when this run read it (a job met for the first time),
+    so that the action path does not describe it again."""
 
-    def __call__(self, job: str, triggers: Sequence[Trigger], *, deadline: Deadline | None = None
-                 ) -> Mapping[str, Any]: ...
+    def __call__(self, job: str, triggers: Sequence[Trigger], *, deadline: Deadline | None = None,
+                 description: Mapping[str, Any] | None = None) -> Mapping[str, Any]: ...
 
 
 def run_once(
@@ -103,17 +101,15 @@ def run_once(
     """One scheduled run: every watched running job, evaluated here or, with ``shards`` and more than
     ``settings.jobs_per_invocation`` watched jobs, sent in shards to be evaluated in parallel (see the module
     docstring). ``deadline``: the invocation's (None: unbounded); work starts only while it fits
-    (:mod:`smx_debug.watch.budget`)."""
+    (:class:`smx_debug.watch.report.RunBudget`)."""
     now = clock() if now is None else now
     report = RunReport(now=now)
-    lease = Ledger(clients.dynamodb, settings.cursor_table, clock=lambda: now, lease_seconds=settings.lease_seconds,
-                   retention_seconds=86_400)
-    if not lease.claim(RUN_LEASE_KEY, {"run_at": now}):
+    store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
+    if not store.claim_run(lease_seconds=settings.lease_seconds):
         report.skipped = ("another evaluator run holds the run lease: this run did nothing; the next one resumes "
                           "from the saved cursors")
         return report
     try:
-        store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
         jobs = discover(settings, clients, store, report)
         if shards is not None and len(jobs) > settings.jobs_per_invocation:
             report.shards = shards(jobs, now)  # evaluated in parallel by the shards' invocations
@@ -122,10 +118,10 @@ def run_once(
         append_ended(settings, clients, report, deadline=deadline)  # the watched jobs that ended: their last minutes
     finally:
         try:
-            lease.release(RUN_LEASE_KEY)
+            store.release_run()
         except (ClientError, BotoCoreError) as exc:
-            report.errors.append(JobError(reason_of(exc, AWS_ERROR), f"releasing the run lease failed ({exc}); it "
-                                                                      f"expires after {settings.lease_seconds} s"))
+            report.run_error(exc, f"releasing the run lease failed ({exc}); it expires after "
+                                  f"{settings.lease_seconds} s")
     publish_job_errors(clients.cloudwatch, settings.metric_namespace, report.error_counts(), now=now)
     return report
 
@@ -137,7 +133,7 @@ def evaluate_jobs(
     """Evaluate ``jobs`` (the whole run's, or one shard's) into ``report``, each under its job lease.
 
     A job whose lease another evaluation holds is left to it (status ``held``). A job the invocation has no time
-    left for (``deadline``, :mod:`smx_debug.watch.budget`) is not started: it fails ``out-of-time`` and keeps its
+    left for (``deadline``, :class:`smx_debug.watch.report.RunBudget`) is not started: it fails ``out-of-time`` and keeps its
     cursor. What breaks the whole evaluation (the cursors cannot be read or written) raises; the leases then
     expire after ``lease_seconds``.
     """
@@ -150,7 +146,7 @@ def evaluate_jobs(
     store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
     held = store.claim([j.name for j in jobs], lease_seconds=settings.lease_seconds, workers=settings.workers)
     for job in jobs:
-        report.outcomes[job.name] = JobOutcome(job=job.name, status="evaluating" if job.name in held else "held")
+        report.outcomes[job.name] = RunOutcome(job=job.name, status="evaluating" if job.name in held else "held")
         if job.name not in held:
             report.outcomes[job.name].notes.append("held by another evaluation still going (a shard or run): left "
                                                    "to it, evaluated next run")
@@ -172,7 +168,7 @@ def _evaluate_all(
     jobs: Sequence[WatchedJob], cursors: Mapping[str, Cursor], changed: dict[str, Cursor], budget: RunBudget,
 ) -> None:
     now = report.now
-    watched = refresh_all(settings, clients, report, jobs, cursors, changed, budget)
+    watched, described = refresh_all(settings, clients, report, jobs, cursors, changed, budget)
     late = budget.short_of_call()
     if late is not None:  # no time for the CloudWatch read: every job keeps its cursor (and its new facts)
         report.out_of_time([c.job for c in watched], late)
@@ -186,14 +182,14 @@ def _evaluate_all(
             continue
         late = budget.short_of_job(calls=bool(tensor_rules(cursor)) and bool(cursor.info.get("tensors_s3")))
         if late is not None:  # keeps its cursor; goes first next run
-            outcome.fail(JobError(OUT_OF_TIME, late))
+            report.out_of_time([cursor.job], late)
             continue
         with budget.step():
             _evaluate_one(cursor, settings, clients, responder, outcome, result, profiler, changed, budget,
-                          end=end, now=now)
+                          end=end, now=now, description=described.get(cursor.job))
     if settings.fleet_bucket and budget.short_of_call() is not None:
-        report.errors.append(JobError(OUT_OF_TIME, "fleet append left to the next run (out of time); the jobs' "
-                                                   "fleet cursors keep the minutes to append"))
+        report.run_out_of_time("fleet append left to the next run (out of time); the jobs' fleet cursors keep the "
+                               "minutes to append")
     elif settings.fleet_bucket:  # the evaluated jobs' new minutes, to the fleet dataset (never in an action's way)
         evaluated = [changed[j] for j, o in report.outcomes.items() if o.status == "evaluated" and j in changed]
         changed.update(append_minutes(settings, clients.s3, report, evaluated, profiler, last=end // 60 - 1))
@@ -210,9 +206,9 @@ def _order(cursors: Sequence[Cursor], *, seed: int) -> list[Cursor]:
 
 
 def _evaluate_one(
-    cursor: Cursor, settings: EvaluatorSettings, clients: Clients, responder: Responder, outcome: JobOutcome,
+    cursor: Cursor, settings: EvaluatorSettings, clients: Clients, responder: Responder, outcome: RunOutcome,
     result: ReadResult, profiler: Mapping[str, Any], changed: dict[str, Cursor], budget: RunBudget, *,
-    end: int, now: float,
+    end: int, now: float, description: Mapping[str, Any] | None = None,
 ) -> None:
     """One job's step: its rules and tensors, then its new triggers handed to the responder within the budget."""
     try:
@@ -221,13 +217,13 @@ def _evaluate_one(
         cursor, tensor_triggers = evaluate_tensors(cursor, outcome, s3=clients.s3, now=now)
         triggers += tensor_triggers
     except Exception as exc:  # isolation: data that breaks the evaluation fails this job only
-        outcome.fail(job_error(exc, job=cursor.job, doing="evaluating its rules", otherwise=BAD_DATA))
+        outcome.fail_on(exc, doing="evaluating its rules", otherwise=BAD_DATA)
         return
     if triggers:
         try:
-            outcome.response = responder(cursor.job, triggers, deadline=budget.for_actions())
+            outcome.response = responder(cursor.job, triggers, deadline=budget.for_actions(), description=description)
         except Exception as exc:  # isolation: acted on again next run (the ledger acts once)
-            outcome.fail(job_error(exc, job=cursor.job, doing=f"acting on {[t.rule for t in triggers]}"))
+            outcome.fail_on(exc, doing=f"acting on {[t.rule for t in triggers]}")
             return
         outcome.triggers = triggers
         cursor = cursor.with_changes(fired={**cursor.fired, **{t.rule: t.step for t in triggers}})

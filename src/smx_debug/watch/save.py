@@ -66,11 +66,10 @@ from smx_debug.data.cloudwatch_batch import MetricRead, read_metrics
 from smx_debug.data.job_errors import BAD_DATA, JobError, job_error
 from smx_debug.data.minute_frames import device_counts, system_frame
 from smx_debug.tags import tags_as_dict, watched_actions
-from smx_debug.watch.budget import RunBudget
 from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discover import SEARCH_PAGE, job_facts
 from smx_debug.watch.read import profiler_frames
-from smx_debug.watch.report import ENDED, Clients, JobOutcome, RunReport
+from smx_debug.watch.report import ENDED, Clients, RunBudget, RunOutcome, RunReport
 from smx_debug.watch.settings import EvaluatorSettings
 
 if TYPE_CHECKING:
@@ -80,12 +79,9 @@ FLEET_THROUGH = "fleet_through"  # cursor info: the last epoch minute appended t
 FLEET_COMPLETE = "fleet_complete"  # cursor info: the job ended and its minutes through its end are appended
 
 
-def _frame(cursor: Cursor, profiler: Any, lo: int, last: int) -> tuple[Any, Source, dict[str, int] | None] | str:
-    """The job's minutes ``lo..last`` as a system frame, its source and devices; or why there are none."""
-    from smx_debug.fleet.append import (
-        cloudwatch_devices,  # local: the fleet code (pydantic) only with a fleet bucket
-    )
-
+def _frame(cursor: Cursor, profiler: Any, lo: int, last: int) -> tuple[Any, Source, tuple[int, int] | None] | str:
+    """The job's minutes ``lo..last`` as a system frame, its source and (CloudWatch's) its device counts; or why
+    there are none."""
     if profiler is not None:
         ns = profiler["timestamp"].astype("int64").to_numpy()
         keep = (ns >= lo * 60_000_000_000) & (ns < (last + 1) * 60_000_000_000)
@@ -94,7 +90,7 @@ def _frame(cursor: Cursor, profiler: Any, lo: int, last: int) -> tuple[Any, Sour
     if devices is None:
         return (f"fleet dataset: instance type {cursor.info.get('instance_type')!r} has no vCPU/GPU counts in the "
                 "table, so its host sums cannot be divided per device; its minutes are not appended")
-    return system_frame(cursor.data, lo, last, devices), "cloudwatch", cloudwatch_devices(*devices)
+    return system_frame(cursor.data, lo, last, devices), "cloudwatch", devices
 
 
 def append_minutes(
@@ -105,10 +101,11 @@ def append_minutes(
     whose ``fleet_through`` moved. A job whose minutes are complete (``FLEET_COMPLETE``: it ended and
     :func:`append_ended` appended its last ones) gets nothing more. Failures are recorded in the jobs'
     outcomes of ``report``."""
-    from smx_debug.fleet.append import (
-        append_system_minutes,  # local: the fleet code (pydantic) only with a bucket
+    from smx_debug.fleet.append import (  # local: pydantic, with a bucket
+        append_system_minutes,
+        cloudwatch_devices,
     )
-    from smx_debug.fleet.s3_boto import stack_root  # local: as above
+    from smx_debug.fleet.s3_boto import stack_root  # local: the fleet code loads only with a fleet bucket
 
     cursors = [c for c in cursors if not c.info.get(FLEET_COMPLETE)]
     if not settings.fleet_bucket or not cursors:
@@ -123,10 +120,11 @@ def append_minutes(
             found = _frame(cursor, profiler.get(cursor.job), lo, upto)
             if isinstance(found, str):
                 return cursor, found
-            frame, source, devices = found
+            frame, source, counts = found
             if not len(frame):
                 return cursor, None
-            append_system_minutes(root, cursor.job, frame, source=source, devices=devices)
+            append_system_minutes(root, cursor.job, frame, source=source,
+                                  devices=cloudwatch_devices(*counts) if counts is not None else None)
         except Exception as exc:  # isolation: this job's append only, after its evaluation and actions
             return cursor, exc
         return cursor, cursor.with_changes(info={**cursor.info, FLEET_THROUGH: upto})
@@ -185,7 +183,7 @@ def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunRepor
                  deadline: Deadline | None = None) -> None:
     """Append the last minutes of the watched jobs that ended (see the module docstring) into ``report``. Each
     step that calls AWS starts only while one call's worst case fits the invocation (``deadline``,
-    :mod:`smx_debug.watch.budget`); the jobs not started fail ``out-of-time`` and are tried again next run."""
+    :class:`smx_debug.watch.report.RunBudget`); the jobs not started fail ``out-of-time`` and are tried again next run."""
     budget = RunBudget(deadline)
     if not settings.fleet_bucket or budget.short_of_call() is not None:  # no time left: the next run looks
         return
@@ -215,7 +213,7 @@ def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunRepor
     mine = [n for n in pending if n in held]
     for name in pending:
         if name not in held:
-            report.outcomes[name] = JobOutcome(job=name, status="held", notes=[
+            report.outcomes[name] = RunOutcome(job=name, status="held", notes=[
                 "ended; held by an evaluation still going (a shard): its last minutes are appended next run"])
     release = [job_lease_key(n) for n in mine]
     try:
@@ -240,7 +238,7 @@ def _append(settings: EvaluatorSettings, clients: Clients, report: RunReport, cu
     firsts: dict[str, int] = {}
     uptos: dict[str, int] = {}
     for name in lasts:
-        outcome = report.outcomes[name] = JobOutcome(job=name, status=ENDED)
+        outcome = report.outcomes[name] = RunOutcome(job=name, status=ENDED)
         cursor = cursors[name]
         if cursor is None or "hosts" not in cursor.info:  # no run saw it: its facts from Search's description
             try:

@@ -109,9 +109,7 @@ class EvaluatorSettings:
         from_env`: pass its ``actions`` settings when the cold start has them (the evaluator's handler does)."""
         env = os.environ if environ is None else environ
         if actions is None:
-            from smx_debug.actions.settings import (
-                Settings,  # local: this module stays stdlib-only for debug plans
-            )
+            from smx_debug.actions.settings import Settings  # local: stdlib-only module for debug plans
 
             actions = Settings.from_env(env)
         shared = actions

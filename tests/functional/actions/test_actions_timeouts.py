@@ -16,8 +16,9 @@ from collections.abc import Iterator
 import pytest
 from botocore.exceptions import ReadTimeoutError
 
-from smx_debug.actions import Settings, call_budget_seconds
+from smx_debug.actions import Settings
 from smx_debug.actions.runtime import client_factory
+from smx_debug.actions.settings import call_budget_seconds
 
 
 class HangingServer:

@@ -98,7 +98,8 @@ class SlowRecorder(Recorder):
         self.clock, self.seconds = clock, seconds
         self.deadlines: list[float] = []
 
-    def __call__(self, job: str, triggers: Sequence[Any], *, deadline: Deadline | None = None) -> Any:
+    def __call__(self, job: str, triggers: Sequence[Any], *, deadline: Deadline | None = None,
+                 description: Any = None) -> Any:
         self.deadlines.append(deadline.left() if deadline is not None else float("inf"))
         self.clock.now += self.seconds
         return super().__call__(job, triggers)

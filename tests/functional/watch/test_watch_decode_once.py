@@ -1,5 +1,5 @@
 """Each value of the evaluator's walk is decoded and validated once (issue 32): the environment, the watch spec,
-the rules in a job's cursor, and the triggers handed to the action core."""
+the rules in a job's cursor, a new job's description, and the triggers handed to the action core."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from watch_support import BUCKET, Recorder, action_env, at, clients, create_job,
 from smx_debug import actions, tags
 from smx_debug.contracts import EVALUATOR_TAG, MANAGED_TAG
 from smx_debug.local import LocalAws
+from smx_debug.local.clients import client as cached_client
 from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.rules.watch_spec import WatchedRule, WatchSpec
 from smx_debug.watch import run_once
@@ -91,3 +92,30 @@ def test_run_triggers_are_the_action_cores_triggers(aws: LocalAws) -> None:
     assert found, "the CPU bottleneck fires"
     assert all(type(t) is actions.Trigger for t in found)  # one Trigger: nothing converts it on the way to act
     assert [t for _, ts in recorder.calls for t in ts] == found
+
+
+def test_evaluator_new_job_that_triggers_in_its_first_run_is_described_once(aws: LocalAws) -> None:
+    from smx_debug.actions import Runtime
+    from smx_debug.watch.act import action_responder
+
+    env = action_env(aws, SMX_DEFAULT_ACTIONS="stop")
+    create_job(aws, "guarded-late")
+    publish(aws, "guarded-late", 0, 20, CPU)
+    sagemaker = cached_client(aws, "sagemaker")
+    described: list[str] = []
+    original = sagemaker.describe_training_job
+
+    def counted(**kwargs: Any) -> Any:
+        described.append(kwargs["TrainingJobName"])
+        return original(**kwargs)
+
+    responder = action_responder(Runtime.from_env(env, clients=lambda service: cached_client(aws, service)))
+    sagemaker.describe_training_job = counted
+    try:
+        report = run_once(settings(), clients(aws), responder, now=at(19) + 5)  # first seen with the fault on
+    finally:
+        del sagemaker.describe_training_job
+    assert [t.rule for t in report.triggers] == ["CPUBottleneck"]
+    assert report.outcomes["guarded-late"].response is not None
+    assert report.outcomes["guarded-late"].response["stop"]["outcome"] == "stopped"
+    assert described == ["guarded-late"]  # discover's DescribeTrainingJob; the act step verifies on it

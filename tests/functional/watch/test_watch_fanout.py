@@ -156,7 +156,7 @@ def test_fanout_overlapping_shards_never_evaluate_or_act_on_a_job_twice(aws: Loc
     event = {"Records": [{"messageId": "m", "body": body, "eventSource": "aws:sqs",
                           "attributes": {"SentTimestamp": str(int(at(14) * 1000))}}]}
 
-    def responder(job: str, triggers: Any, *, deadline: Any = None) -> Any:
+    def responder(job: str, triggers: Any, *, deadline: Any = None, description: Any = None) -> Any:
         if not second:  # a duplicate of the shard (two runs, a redelivery) starts while this one acts
             second.append(handle_shards(event, config, clients(aws), recorder, clock=_clock(14.1)))
         return recorder(job, triggers)

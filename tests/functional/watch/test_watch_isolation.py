@@ -35,9 +35,8 @@ from smx_debug.local.sagemaker import training_jobs
 from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.local.throttling import throttle
 from smx_debug.watch import WatchedRule, WatchSpec, run_once
-from smx_debug.watch.cursor import CursorStore
+from smx_debug.watch.cursor import RUN_LEASE_KEY, CursorStore
 from smx_debug.watch.report import RunReport
-from smx_debug.watch.run import RUN_LEASE_KEY
 
 CPU = Scenario(kind="cpu_bottleneck", onset=10)
 HEALTHY = Scenario()
@@ -289,7 +288,7 @@ def test_run_overlapping_runs_never_evaluate_or_act_on_a_job_twice(aws: LocalAws
     second: list[RunReport] = []
     started: list[bool] = []
 
-    def responder(job: str, triggers: Any, *, deadline: Any = None) -> Any:
+    def responder(job: str, triggers: Any, *, deadline: Any = None, description: Any = None) -> Any:
         if not started:  # the next run starts while this one is between reading and saving the cursors
             started.append(True)
             second.append(run_once(settings(), clients(aws), responder, now=at(14) + 35))

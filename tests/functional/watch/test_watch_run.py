@@ -202,7 +202,7 @@ def test_run_action_failure_costs_that_job_only_and_is_tried_again_next_minute(a
     recorder = Recorder()
     calls: list[str] = []
 
-    def flaky(job: str, triggers: object, *, deadline: object = None) -> dict[str, str]:
+    def flaky(job: str, triggers: object, *, deadline: object = None, description: object = None) -> dict[str, str]:
         calls.append(job)
         if job == "guarded-a" and calls.count("guarded-a") == 1:
             raise ClientError({"Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"}}, "StopTrainingJob")

@@ -101,7 +101,8 @@ class Recorder:
 
     calls: list[tuple[str, list[Trigger]]] = field(default_factory=list)
 
-    def __call__(self, job: str, triggers: Sequence[Trigger], *, deadline: Any = None) -> Mapping[str, Any]:
+    def __call__(self, job: str, triggers: Sequence[Trigger], *, deadline: Any = None,
+                 description: Any = None) -> Mapping[str, Any]:
         self.calls.append((job, list(triggers)))
         return {"job": job, "acted": [t.rule for t in triggers]}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from smx_debug.actions import MalformedEventError, parse_state_change
-from smx_debug.actions.events import parse_alarm_message, parse_time
+from smx_debug.actions import MalformedEventError
+from smx_debug.actions.events import parse_alarm_message, parse_state_change, parse_time
 from smx_debug.contracts import details_step as parse_step
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"

@@ -6,17 +6,16 @@ from pathlib import Path
 import pytest
 from actions_fakes import ACCOUNT, REGION, FakeSageMaker
 
-from smx_debug.actions import (
-    Trigger,
-    VerifiedJob,
+from smx_debug.actions import Trigger, VerifiedJob, verify_job
+from smx_debug.actions.events import parse_alarm_message
+from smx_debug.actions.notify import (
+    MAX_MESSAGE_BYTES,
     alarm_notification,
-    debugger_triggers,
-    parse_alarm_message,
     rule_notification,
+    safe_subject,
     shown_values,
-    verify_job,
 )
-from smx_debug.actions.notify import MAX_MESSAGE_BYTES, safe_subject
+from smx_debug.actions.verify import debugger_triggers
 from smx_debug.contracts import SOURCE_EVALUATOR, console_job_url, rule_logs_url
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"

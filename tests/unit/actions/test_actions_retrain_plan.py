@@ -9,8 +9,9 @@ import pytest
 from actions_fakes import FakeSageMaker, FakeSns, fake_runtime, settings
 from botocore.exceptions import ParamValidationError
 
-from smx_debug.actions import DEFAULT_STRATEGIES, handle_retrain
+from smx_debug.actions import handle_retrain
 from smx_debug.actions.retrain import (
+    DEFAULT_STRATEGIES,
     RETRAIN_PREFIX_MAX,
     RetrainSpecError,
     build_request,

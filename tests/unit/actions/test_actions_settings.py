@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from smx_debug.actions import ActionSpec, Settings
+from smx_debug.actions import Settings
 from smx_debug.errors import ConfigError
-from smx_debug.tags import watched_actions
+from smx_debug.tags import ActionSpec, watched_actions
 
 TOPIC = "arn:aws:sns:us-west-2:123456789012:ml-alerts"
 

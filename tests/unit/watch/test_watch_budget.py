@@ -9,7 +9,7 @@ import pytest
 from lambda_support import Clock, Context
 
 from smx_debug.actions.deadline import Deadline
-from smx_debug.watch.budget import RunBudget
+from smx_debug.watch.report import RunBudget
 
 CALL = 24.0
 
