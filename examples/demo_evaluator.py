@@ -83,7 +83,7 @@ def guard_second_job(
     show: Callable[[str], None] | None = None,
 ) -> EvaluatorJobResult:
     """Launch ``job`` without Debugger, simulate its CloudWatch metrics, run the evaluator every job minute."""
-    from smx_debug.watch.scheduled import EvaluatorRuntime
+    from smx_debug.watch.handler import EvaluatorRuntime
 
     from smx_debug.local.cloudwatch import metric_data
     from smx_debug.local.sagemaker import job_metrics

@@ -48,7 +48,7 @@ ALLOWED = {
     ("infra/stacks/guard_stack.py", "true"): "writing the boolean SMX_EVALUATOR_APPENDS",
     ("src/smx_debug/simulate/generator.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
     ("src/smx_debug/simulate/fleet.py", "%Y%m%d%H"): "Debugger's hour folders (system/incremental/<yyyyMMddHH>)",
-    ("src/smx_debug/watch/fanout.py", "Failed"): "SendMessageBatch's answer field, not a job status",
+    ("src/smx_debug/watch/handler.py", "Failed"): "SendMessageBatch's answer field, not a job status",
     ("src/smx_debug/htmlreport/render.py", "Stopped"): "a row label of the report's outcome table",
     ("src/smx_debug/cli/evaluate.py", "Reason"): "a column header of the rules table, not the metric dimension",
 }
@@ -57,7 +57,7 @@ ALLOWED = {
 def _owned_values() -> dict[str, str]:
     """Every string a contract names (constants, tuples of them, the Env names) -> the contract's name."""
     owned: dict[str, str] = {}
-    for name in contracts.__all__:
+    for name in sorted(n for n in vars(contracts) if n.isupper()):  # the contracts' constants
         value = getattr(contracts, name)
         if isinstance(value, Mapping) and all(isinstance(v, contracts.FleetTable) for v in value.values()):
             values: tuple[object, ...] = tuple(value)  # FLEET_TABLES: the table names
