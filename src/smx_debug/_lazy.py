@@ -13,8 +13,6 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-__all__ = ["lazy_getattr", "lazy_module"]
-
 
 def lazy_getattr(package: str, modules: Mapping[str, str]) -> Callable[[str], Any]:
     """``__getattr__`` for ``package``: ``modules[name]`` is the module that defines ``name``. The value is

@@ -30,7 +30,7 @@ from smx_debug.rules.params import TENSOR_RULES
 from smx_debug.rules.registry import RuleDef, rule_defs
 from smx_debug.tensors import create_trial
 
-__all__ = ["TENSOR_REGISTRY", "OwnTensorRule", "TensorEvaluator", "evaluate_trial"]
+__all__ = ["TensorEvaluator"]
 
 
 class OwnTensorRule(TensorRule):
