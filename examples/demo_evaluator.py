@@ -138,7 +138,7 @@ def guard_second_job(
             report = run_once(runtime.settings, runtime.clients, runtime.responder, now=now)
         result.runs += 1
         outcome = report.outcomes.get(job)
-        fired = [t.name for t in report.triggers if t.job == job]
+        fired = [t.rule for t in outcome.triggers] if outcome is not None else []
         status = sagemaker.describe_training_job(TrainingJobName=job)["TrainingJobStatus"]
         say(f"t+{minute:4.1f} min", f"evaluator: {report.watched} watched job(s), {report.metrics_requested} metrics "
             f"requested in {report.get_metric_data_calls} GetMetricData call(s); {job}: "
