@@ -18,20 +18,18 @@ import smx_debug.hook as smd  # noqa: E402
 from smx_debug.hook.summaries import compute, record_name, statistics_by_collection, to_host  # noqa: E402
 from smx_debug.rules.definitions import parse_summary_name, summary_tensor_name  # noqa: E402
 from smx_debug.rules.own import _shared  # noqa: E402
-from smx_debug.rules.own.smx_saturated_share import _beyond  # noqa: E402
 from smx_debug.rules.own.smx_stalled_weights import _sample  # noqa: E402
-from smx_debug.rules.own.smx_weight_scale import init_scale  # noqa: E402
 
 MakeHook = Callable[..., tuple[smd.Hook, smd.MemorySink]]
 
 # the rules' definitions, computed from raw values as the rules do when a trial has no summary
 RAW: dict[str, Callable[[np.ndarray], Any]] = {
     "share_zero": _shared.share_zero,
-    "share_abs_gt_5": lambda v: _beyond(5.0, v),
+    "share_abs_gt_5": lambda v: _shared.share_abs_beyond(5.0, v),
     "count_nonfinite": _shared.count_nonfinite,
-    "abs_mean": lambda v: float(np.abs(v).mean()),
-    "l2": lambda v: float(np.sqrt(np.square(v).sum())),
-    "init_scale": init_scale,
+    "abs_mean": _shared.abs_mean,
+    "l2": _shared.l2_norm,
+    "init_scale": _shared.init_scale,
     "sample": lambda v: np.asarray(_sample(v)),
 }
 

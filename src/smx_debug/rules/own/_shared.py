@@ -113,3 +113,25 @@ def share_zero(value: Any) -> float:
 def count_nonfinite(value: Any) -> float:
     """How many values are NaN or infinite (statistic ``count_nonfinite``)."""
     return float((~np.isfinite(value)).sum())
+
+
+def abs_mean(value: Any) -> float:
+    """The mean absolute value (statistic ``abs_mean``)."""
+    return float(np.abs(value).mean())
+
+
+def l2_norm(value: Any) -> float:
+    """The L2 norm over all values (statistic ``l2``)."""
+    return float(np.sqrt(np.square(value).sum()))
+
+
+def init_scale(value: Any) -> float | None:
+    """std(w) x sqrt(fan-in) of a matrix or kernel (numpy's std; statistic ``init_scale``), None below 2-D."""
+    if value.ndim < 2:
+        return None
+    return float(value.std() * np.sqrt(int(np.prod(value.shape[1:]))))
+
+
+def share_abs_beyond(limit: float, value: Any) -> float:
+    """The share of |x| beyond ``limit`` (statistic ``share_abs_gt_<limit>``)."""
+    return float((np.abs(value) > limit).mean())

@@ -7,19 +7,20 @@ no unit is out of range for 99% of the samples, and it never fires (issue 30).""
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from smx_debug._lazy import lazy_module
 from smx_debug.rules.definitions import CollectionRequirement, share_beyond
-from smx_debug.rules.own._shared import LastSeenEvaluator, SmxLastSeen, judge_one, statistic, tensors
+from smx_debug.rules.own._shared import (
+    LastSeenEvaluator,
+    SmxLastSeen,
+    judge_one,
+    share_abs_beyond,
+    statistic,
+    tensors,
+)
 from smx_debug.rules.registry import define
-
-if TYPE_CHECKING:
-    import numpy as np
-else:
-    np = lazy_module("numpy")
 
 _REGEX = ".*tanh_input|.*sigmoid_input"
 
@@ -40,15 +41,10 @@ class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         for name in tensors(selection.names):
             limit = params.sigmoid_limit if "sigmoid" in name.lower() else params.tanh_limit
-            for step, mode, share in statistic(batch, name, share_beyond(limit), functools.partial(_beyond, limit)):
+            for step, mode, share in statistic(batch, name, share_beyond(limit), functools.partial(share_abs_beyond, limit)):
                 judge_one(state.tally, name, step, mode, share, share > params.share,
                           f"{{v:.0%}} of its inputs beyond +-{limit:g} (limit {params.share:.0%})",
                           statistic="share saturated", upper=params.share)
-
-
-def _beyond(limit: float, value: Any) -> float:
-    """The share of |x| beyond ``limit`` (statistic ``share_abs_gt_<limit>``)."""
-    return float((np.abs(value) > limit).mean())
 
 
 RULE = define(

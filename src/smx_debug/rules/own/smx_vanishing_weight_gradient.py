@@ -8,26 +8,21 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from smx_debug._lazy import lazy_module
 from smx_debug.rules.definitions import CollectionRequirement
 from smx_debug.rules.own._shared import (
     LEARNING_MODES,
     LastSeenEvaluator,
     SmxLastSeen,
+    abs_mean,
     judge_one,
     statistic,
     tensors,
 )
 from smx_debug.rules.registry import define
-
-if TYPE_CHECKING:
-    import numpy as np
-else:
-    np = lazy_module("numpy")
 
 
 class Params(BaseModel):
@@ -46,7 +41,7 @@ class Evaluator(LastSeenEvaluator):
         for name in tensors(selection.names):
             if not weight.search(name):
                 continue
-            for step, mode, mean in statistic(batch, name, "abs_mean", lambda v: float(np.abs(v).mean()),
+            for step, mode, mean in statistic(batch, name, "abs_mean", abs_mean,
                                               modes=LEARNING_MODES):
                 if not math.isfinite(mean):
                     continue  # SmxWeightGrowth's

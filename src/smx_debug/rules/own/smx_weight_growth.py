@@ -6,11 +6,10 @@ detection benchmark: docs/rules.md, "Recommended profile"."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from smx_debug._lazy import lazy_module
 from smx_debug.rules.definitions import CollectionRequirement
 from smx_debug.rules.own._shared import (
     LEARNING_MODES,
@@ -19,15 +18,11 @@ from smx_debug.rules.own._shared import (
     count_nonfinite,
     in_collections,
     judge_one,
+    l2_norm,
     statistic,
     tensors,
 )
 from smx_debug.rules.registry import define
-
-if TYPE_CHECKING:
-    import numpy as np
-else:
-    np = lazy_module("numpy")
 
 
 class Params(BaseModel):
@@ -45,7 +40,7 @@ class Evaluator(LastSeenEvaluator):
         for name in tensors(selection.names):
             growth = in_collections(batch, name, params.growth_collections)
             norms = {(step, mode): norm for step, mode, norm in statistic(
-                batch, name, "l2", lambda v: float(np.sqrt(np.square(v).sum())), modes=LEARNING_MODES)} if growth else {}
+                batch, name, "l2", l2_norm, modes=LEARNING_MODES)} if growth else {}
             for step, mode, bad in statistic(batch, name, "count_nonfinite", count_nonfinite):
                 if bad:
                     judge_one(state.tally, name, step, mode, bad, True,

@@ -10,26 +10,21 @@ from __future__ import annotations
 
 import math
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from smx_debug._lazy import lazy_module
 from smx_debug.rules.definitions import CollectionRequirement
 from smx_debug.rules.own._shared import (
     LEARNING_MODES,
     LastSeenEvaluator,
     SmxLastSeen,
+    init_scale,
     judge_one,
     statistic,
     tensors,
 )
 from smx_debug.rules.registry import define
-
-if TYPE_CHECKING:
-    import numpy as np
-else:
-    np = lazy_module("numpy")
 
 
 class Params(BaseModel):
@@ -57,13 +52,6 @@ class Evaluator(LastSeenEvaluator):
                 judge_one(state.tally, name, step, mode, scale, scale > params.limit,
                           f"std(w) x sqrt(fan-in) is {{v:.3g}} (limit {params.limit:g})",
                           statistic="std(w) x sqrt(fan-in)", upper=params.limit)
-
-
-def init_scale(value: Any) -> float | None:
-    """std(w) x sqrt(fan-in) of a matrix or kernel (numpy's std; statistic ``init_scale``), None below 2-D."""
-    if value.ndim < 2:
-        return None
-    return float(value.std() * np.sqrt(int(np.prod(value.shape[1:]))))
 
 
 RULE = define(
