@@ -24,7 +24,7 @@ fails that job only, whose cursor (and tensor state) then stays where it was.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Final
 
 from smx_debug.actions.verify import Trigger
@@ -37,7 +37,7 @@ from smx_debug.evaluate.registry import REGISTRY
 from smx_debug.evaluate.tensor_eval import TensorEvaluator
 from smx_debug.evaluate.tensor_state import load
 from smx_debug.rules.catalog import get_rule
-from smx_debug.rules.configured import configured_rule
+from smx_debug.rules.configured import ConfiguredRule, configured_rule
 from smx_debug.rules.watch_spec import WatchedRule
 from smx_debug.tensors import create_trial
 from smx_debug.watch.cursor import Cursor
@@ -69,7 +69,7 @@ def evaluate_tensors(cursor: Cursor, outcome: RunOutcome, *, s3: Any, now: float
     configs = []
     for rule in rules:
         try:
-            configs.append(configured_rule(rule.rule, name=rule.name, overrides=dict(rule.parameters)))
+            configs.append(_configured(rule.rule, rule.name, tuple(sorted(rule.parameters.items())), None))
         except ConfigError as exc:
             outcome.notes.append(f"{rule.name}: {exc}")
     if not configs:
@@ -99,6 +99,17 @@ def evaluate_tensors(cursor: Cursor, outcome: RunOutcome, *, s3: Any, now: float
         outcome.notes.append(f"tensor rules' state not kept ({exc}); they read the job again from step 0")
         state = None
     return cursor.with_changes(tensors=state), triggers
+
+
+@lru_cache(maxsize=4096)
+def _configured(rule: str, name: str, overrides: tuple[tuple[str, Any], ...], scan_us: int | None) -> ConfiguredRule:
+    """Configuration ``name`` of ``rule`` checked against the catalog once per process: every run evaluates the
+    same frozen configuration (a bad one raises each time, and is reported each run). ``scan_us``: a minute
+    rule's whole window as its one scan interval, for the rules that scan."""
+    config = configured_rule(rule, name=name, overrides=dict(overrides))
+    if scan_us is not None and "scan_interval_us" in config.parameters:
+        config = config.with_overrides({"scan_interval_us": scan_us})
+    return config
 
 
 def _trigger(name: str, rule: str, step: int | None, message: str) -> Trigger:
@@ -145,14 +156,12 @@ def _evaluate(cursor: Cursor, last: int, now: float, profiler: Any = None) -> tu
                 steps=empty[2], dataloader=empty[3], as_of_ns=int(now * 1e9),
             )
         data = frames[(rule.rule in DEVICE_RULES, lo)]
-        params: dict[str, Any] = dict(rule.resolved())
-        try:
-            config = configured_rule(rule.rule, name=rule.name, overrides=params)
+        try:  # one evaluation over the whole window
+            config = _configured(rule.rule, rule.name, tuple(sorted(rule.resolved().items())),
+                                 rule.window_minutes * 60_000_000)
         except SmxDebugError as exc:
             notes.append(f"{rule.name}: {exc}")
             continue
-        if "scan_interval_us" in config.parameters:  # one evaluation over the whole window
-            config = config.with_overrides({"scan_interval_us": rule.window_minutes * 60_000_000})
         result = REGISTRY[rule.rule](data, config.params)
         if result.triggered:
             step = result.trigger_step if rule.rule not in DEVICE_RULES else last - start_minute

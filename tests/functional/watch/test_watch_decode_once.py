@@ -119,3 +119,28 @@ def test_evaluator_new_job_that_triggers_in_its_first_run_is_described_once(aws:
     assert report.outcomes["guarded-late"].response is not None
     assert report.outcomes["guarded-late"].response["stop"]["outcome"] == "stopped"
     assert described == ["guarded-late"]  # discover's DescribeTrainingJob; the act step verifies on it
+
+
+def test_run_rule_configurations_are_checked_against_the_catalog_once(
+    aws: LocalAws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from smx_debug.rules import configured
+    from smx_debug.watch import evaluate
+
+    create_job(aws, "guarded-a")
+    publish(aws, "guarded-a", 0, 20, Scenario())
+    run_settings = settings()
+    run_once(run_settings, clients(aws), Recorder(), now=at(8) + 5)  # discovers the job: its rules in its cursor
+    getattr(getattr(evaluate, "_configured", None), "cache_clear", lambda: None)()
+    checked: list[str] = []
+    original = configured.configured_rule
+
+    def counted(rule: str, **kwargs: Any) -> Any:
+        checked.append(str(kwargs.get("name")))
+        return original(rule, **kwargs)
+
+    monkeypatch.setattr(evaluate, "configured_rule", counted)
+    for minute in (9, 10, 11):
+        assert run_once(run_settings, clients(aws), Recorder(), now=at(minute) + 5).outcomes["guarded-a"].status == \
+            "evaluated"
+    assert sorted(checked) == ["CPUBottleneck", "LossNotDecreasing"]  # once each, not once a run
