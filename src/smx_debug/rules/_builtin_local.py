@@ -10,8 +10,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Final
 
-__all__ = ["ADVICE", "DESCRIPTION", "EVALUATES_ON", "MINUTE_DEFAULTS", "PROFILES"]
-
 _JOB = ("job",)
 _TENSORS = ("tensors",)
 _BOTH = ("job", "tensors")

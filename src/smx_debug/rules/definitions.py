@@ -11,23 +11,6 @@ from typing import Literal
 from smx_debug.contracts import RuleKind
 from smx_debug.errors import UnknownNameError
 
-__all__ = [
-    "GUARD_KEY",
-    "GUARD_RULES_KEY",
-    "GUARD_RULES_PARTS",
-    "HOOK_PARAMETER_VALUE_MAX",
-    "LOSS_MEANS_KEY",
-    "TRAIN_LOSS_MEAN",
-    "VAL_LOSS_MEAN",
-    "CollectionRequirement",
-    "ParamSpec",
-    "ParamType",
-    "ParamValue",
-    "RuleFamily",
-    "RuleSpec",
-    "closest",
-]
-
 # The scalars the hook saves for the recommended profile (``scalar/<name>``: the mean training loss of each save
 # interval, the mean loss of each evaluation pass) and the loss rules read (SmxLossPlateau, SmxOverfitMeans).
 TRAIN_LOSS_MEAN = "train_loss_mean"
