@@ -109,7 +109,20 @@ DEFAULT_RETRAIN_INSTANCE_TYPES = (
 _INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9-]+\.([a-z0-9]+|\*)$")
 
 
-class RetrainingConfig(BaseModel):
+class _Section(BaseModel):
+    """A part of the stack that ``cdk.json`` turns on or off (``enabled``: a JSON or string boolean)."""
+
+    model_config = _BASE
+
+    enabled: bool = True
+
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _bool(cls, value: Any) -> Any:
+        return _as_bool(value)
+
+
+class RetrainingConfig(_Section):
     """The retraining workflow (context key ``retraining``, a JSON object).
 
     ``max_runtime_seconds`` bounds both how long the workflow watches a run and, through IAM
@@ -118,19 +131,11 @@ class RetrainingConfig(BaseModel):
     and environment names whose values never enter the execution's input (docs/actions.md, "Secrets").
     """
 
-    model_config = _BASE
-
-    enabled: bool = True
     wait_seconds: int = Field(default=300, ge=10, le=86_400)
     max_runtime_seconds: int = Field(default=86_400, ge=60, le=2_419_200)
     max_retraining: int = Field(default=DEFAULT_MAX_RETRAINING, ge=1, le=MAX_RETRAINING)
     instance_types: tuple[str, ...] = DEFAULT_RETRAIN_INSTANCE_TYPES
     redact_keys: tuple[str, ...] = ()
-
-    @field_validator("enabled", mode="before")
-    @classmethod
-    def _bool(cls, value: Any) -> Any:
-        return _as_bool(value)
 
     @field_validator("instance_types", "redact_keys", mode="before")
     @classmethod
@@ -178,7 +183,7 @@ class RetrainingConfig(BaseModel):
         return self
 
 
-class EvaluatorConfig(BaseModel):
+class EvaluatorConfig(_Section):
     """The scheduled evaluator (context key ``evaluator``, a JSON object; ``true``/``false`` turns it on or off).
 
     ``default_rules``: the rules every watched job gets besides its plan's, as in a watch spec
@@ -188,19 +193,11 @@ class EvaluatorConfig(BaseModel):
     "Scaling"; 2-1000, Lambda's limits for an SQS event source's maximum concurrency).
     """
 
-    model_config = _BASE
-
-    enabled: bool = True
     rate_minutes: int = Field(default=1, ge=1, le=60)
     window_minutes: int = Field(default=10, ge=3, le=60)
     default_rules: tuple[dict[str, Any], ...] = ()
     jobs_per_invocation: int = DEFAULT_JOBS_PER_INVOCATION
     max_concurrency: int = 5
-
-    @field_validator("enabled", mode="before")
-    @classmethod
-    def _bool(cls, value: Any) -> Any:
-        return _as_bool(value)
 
     @model_validator(mode="after")
     def _fanout(self) -> EvaluatorConfig:
@@ -228,7 +225,7 @@ class EvaluatorConfig(BaseModel):
         return tuple(r.as_dict() for r in spec.rules)
 
 
-class FleetConfig(BaseModel):
+class FleetConfig(_Section):
     """Athena over the fleet dataset (context key ``fleet``, a JSON object; ``true``/``false`` turns it on or off).
 
     ``bytes_scanned_cutoff_per_query``: the workgroup cancels a query that scans more (Athena's minimum is
@@ -237,16 +234,8 @@ class FleetConfig(BaseModel):
     1440; its runs must not overlap: its timeout and maximum event age are shorter than 10 minutes).
     """
 
-    model_config = _BASE
-
-    enabled: bool = True
     bytes_scanned_cutoff_per_query: int = 1_000_000_000
     collector_rate_minutes: int = 60
-
-    @field_validator("enabled", mode="before")
-    @classmethod
-    def _bool(cls, value: Any) -> Any:
-        return _as_bool(value)
 
     @field_validator("bytes_scanned_cutoff_per_query", "collector_rate_minutes", mode="before")
     @classmethod
