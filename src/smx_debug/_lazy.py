@@ -52,3 +52,10 @@ def lazy_module(name: str) -> ModuleType:
     sys.modules[name] = module
     loader.exec_module(module)
     return module
+
+
+def imported(name: str) -> bool:
+    """Whether module ``name`` has run: it is in ``sys.modules`` and is not a :func:`lazy_module` still waiting for
+    its first use (the check of the tests that keep heavy libraries out of light paths)."""
+    module = sys.modules.get(name)
+    return module is not None and type(module).__name__ != "_LazyModule"

@@ -178,6 +178,7 @@ def test_cli_parse_only_lines_load_no_heavy_library(argv: list[str]) -> None:
 
     code = ("import sys\nfrom smx_debug.cli import main\ntry:\n    main(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
             "heavy = ('pandas', 'numpy', 'pyarrow', 'duckdb', 'boto3', 'botocore', 'pydantic', 'sagemaker', 'yaml')\n"
-            "print(sorted(m for m in heavy if m in sys.modules), file=sys.stderr)")
+            "from smx_debug._lazy import imported\n"
+            "print(sorted(m for m in heavy if imported(m)), file=sys.stderr)")
     err = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, check=True).stderr
     assert err.strip().splitlines()[-1] == "[]"

@@ -33,3 +33,15 @@ def test_lazy_module_of_smx_debug_refused() -> None:
 def test_lazy_module_missing_module_raises_module_not_found() -> None:
     with pytest.raises(ModuleNotFoundError, match="no_such_module_xyz"):
         lazy_module("no_such_module_xyz")
+
+
+def test_lazy_module_not_yet_used_is_not_imported_and_used_is() -> None:
+    code = (
+        "from smx_debug._lazy import imported, lazy_module\n"
+        "np = lazy_module('numpy')\n"
+        "before = imported('numpy')\n"
+        "np.zeros(1)\n"
+        "print(before, imported('numpy'), imported('no_such_module_xyz'))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "True", "False"]

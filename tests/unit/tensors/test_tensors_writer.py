@@ -121,8 +121,9 @@ def test_writer_imports_neither_pandas_nor_the_reader() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from smx_debug.tensors import TrialWriter, RawTensor, reduction_tensor_name, modes; "
+    code = ("from smx_debug.tensors import TrialWriter, RawTensor, reduction_tensor_name, modes; "
+            "from smx_debug._lazy import imported; "
             "print(sorted(m for m in ('pandas', 'pyarrow', 'smx_debug.tensors.trial', 'smx_debug.data.system', "
-            "'boto3') if m in sys.modules))")
+            "'boto3') if imported(m)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -123,8 +123,8 @@ def test_watch_spec_import_needs_no_boto3_or_pandas() -> None:
     import subprocess
     import sys
 
-    code = ("import sys, smx_debug.rules.watch_spec, smx_debug.watch; "
-            "print(sorted(m for m in ('boto3', 'botocore', 'pandas', 'numpy') if m in sys.modules))")
+    code = ("import smx_debug.rules.watch_spec, smx_debug.watch; from smx_debug._lazy import imported; "
+            "print(sorted(m for m in ('boto3', 'botocore', 'pandas', 'numpy') if imported(m)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
