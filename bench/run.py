@@ -34,6 +34,9 @@ Each benchmark prints its own figures and the ratios against the baseline its is
   detection benchmark's architectures (where the recommended thresholds were chosen) and on four held-out ones
   (BatchNorm MLP, residual LayerNorm MLP, GRU, transformer encoder layer) with the same fault classes (targets on the
   held-out runs: >= 95% detected, <= 5% of healthy runs flagged, median delay <= one save interval)
+- bench/review_path_bench.py: the recommended profile on the review's path (runs written by Hook.from_plan from a
+  `profile: recommended` plan, judged by `smx-debug rules evaluate TRIAL --plan plan.yaml --json -`) on seven more
+  architectures (CNNs, LSTM, EmbeddingBag, tanh/sigmoid/GELU MLPs) trained to convergence, saving every 100 steps
 
 Pass `--quick` for a small smoke run; other flags go to both scripts.
 """
@@ -60,7 +63,7 @@ def main(argv: list[str]) -> int:
     status = 0
     for name in ("reports_bench", "rules_bench", "actions_bench", "replay_bench", "parity", "report_bench",
                  "evaluator_bench", "fanout_bench", "tensors_bench", "hook_bench", "callbacks_bench",
-                 "tensor_rules_bench", "detection_bench", "heldout_bench", "fleet_bench"):
+                 "tensor_rules_bench", "detection_bench", "heldout_bench", "review_path_bench", "fleet_bench"):
         print(f"\n=== {name} ===", flush=True)
         status |= int(_load(name).main(argv) or 0)
     return status
