@@ -12,7 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from smx_debug.actions.handlers import handle_notify, handle_retrain, handle_rule_metrics, handle_stop_training
+from smx_debug.actions.handlers import (
+    handle_notify,
+    handle_retrain,
+    handle_rule_metrics,
+    handle_stop_training,
+)
 from smx_debug.actions.runtime import Runtime
 
 _runtime: Runtime | None = None

@@ -26,7 +26,6 @@ from smx_debug.data.cloudwatch import INSTANCE_METRICS as INSTANCE_METRIC_MAP
 from smx_debug.data.cloudwatch import MAX_QUERIES, NAMESPACE, metric_data_results
 from smx_debug.data.job_errors import JobError, job_error
 
-
 INSTANCE_METRICS = tuple(INSTANCE_METRIC_MAP)  # the names the evaluation maps to frames (evaluate.cloudwatch)
 TRAIN = "train"
 

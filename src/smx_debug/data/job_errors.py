@@ -22,7 +22,6 @@ from smx_debug.actions.deadline import OutOfTimeError
 from smx_debug.contracts import JOB_ERROR_REASONS
 from smx_debug.errors import AccessDeniedError, translate_client_error
 
-
 ACCESS_DENIED, THROTTLED, AWS_ERROR, WATCH_SPEC, BAD_DATA, INTERNAL, OUT_OF_TIME = JOB_ERROR_REASONS
 _log = logging.getLogger(__name__)
 _THROTTLING = ThrottledRetryableChecker()  # the error codes botocore's standard retry mode treats as throttling
