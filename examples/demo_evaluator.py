@@ -83,12 +83,11 @@ def guard_second_job(
     show: Callable[[str], None] | None = None,
 ) -> EvaluatorJobResult:
     """Launch ``job`` without Debugger, simulate its CloudWatch metrics, run the evaluator every job minute."""
-    from smx_debug.watch.handler import EvaluatorRuntime
-
     from smx_debug.local.cloudwatch import metric_data
     from smx_debug.local.sagemaker import job_metrics
     from smx_debug.local.sagemaker.job_metrics import Scenario, publish_minutes
     from smx_debug.watch import run_once
+    from smx_debug.watch.handler import EvaluatorRuntime
 
     metric_data.install()
     job_metrics.install()
