@@ -17,15 +17,6 @@ from smx_debug.hook.save_config import SaveConfig
 from smx_debug.rules.catalog import list_rules
 from smx_debug.tensors import collections_file
 
-__all__ = [
-    "BUILTIN_REGEXES",
-    "DEFAULT_COLLECTIONS",
-    "RULE_COLLECTIONS",
-    "SCALAR_COLLECTIONS",
-    "Collection",
-    "CollectionKeys",
-]
-
 
 class CollectionKeys:
     """The names of smdebug's collections (``smd.CollectionKeys``)."""

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 from torch import nn
+from torch._dynamo.eval_frame import OptimizedModule
 from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 from smx_debug.contracts import TRAINING_JOB_NAME_ENV
@@ -53,12 +54,11 @@ from smx_debug.rules.definitions import TRAIN_LOSS_MEAN, VAL_LOSS_MEAN, closest
 from smx_debug.tensors.layout import END_OF_JOB
 from smx_debug.tensors.mode_keys import ModeKeys
 from smx_debug.tensors.reductions import reduction_tensor_name
+from smx_debug.tensors.writer import TrialWriter
 
 if TYPE_CHECKING:
     from smx_debug.evaluate.tensor_guard import InProcessGuard
     from smx_debug.rules.configured import RuleLike
-
-__all__ = ["ACTIVATION_KINDS", "Hook", "get_hook", "module_tensor_base"]
 
 log = logging.getLogger("smx_debug.hook")
 
@@ -72,6 +72,7 @@ ACTIVATION_KINDS: tuple[tuple[type[nn.Module], str], ...] = (
     (nn.ReLU, "relu"), (nn.ReLU6, "relu"), (nn.Tanh, "tanh"), (nn.Sigmoid, "sigmoid"),
 )
 _NO_GRADIENT_MODES = (ModeKeys.EVAL, ModeKeys.PREDICT)
+_NEVER = 2**62  # the next save step of a mode that saves no more
 # summaries: the labels and predictions of every training step since the last save, for ClassImbalance (its default
 # regexes .*labels and .*predictions, its 500-sample minimum; the training data's classes: EVAL and PREDICT steps
 # save their own step's values, as smdebug): what save_tensor puts in these collections, else the registered
@@ -81,6 +82,7 @@ LOSS_LABELS, LOSS_PREDICTIONS = "labels", "predictions"
 LABEL_COLLECTIONS = (LOSS_LABELS, LOSS_PREDICTIONS)
 LABEL_MODES = (ModeKeys.TRAIN, ModeKeys.GLOBAL)
 INTERVAL_LABELS = 512
+_LOSS_KEY = f"loss:{LOSS_LABELS}"  # the registered loss's kept (targets, scores), in a mode's _KeptLabels
 
 
 def module_tensor_base(name: str, module: nn.Module) -> str:
@@ -152,7 +154,10 @@ class _KeptLabels:
     def add(self, value: Any) -> None:
         """Keep one step's value (a loss's (targets, scores): its targets' count)."""
         first = value[0] if isinstance(value, tuple) else value
-        size = len(first) if first.ndim else 1
+        self.add_sized(value, len(first) if first.ndim else 1)
+
+    def add_sized(self, value: Any, size: int) -> None:
+        """Keep one step's value of ``size`` samples."""
         self.values.append(value)
         self.sizes.append(size)
         self.total += size
@@ -257,6 +262,7 @@ class Hook:
         self._capture = False  # read by the module hooks (also inside compiled graphs): is anything saved?
         self._grad_capture = False
         self._saving: tuple[Collection, ...] = ()
+        self._next_save: dict[ModeKeys, int] = {}  # per mode: its first mode step from the current one that saves
         self._step_key: tuple[int, ModeKeys, int] | None = None
         self._stash: list[tuple[str, Any, Any]] = []
         self._pending: dict[str, torch.Tensor] = {}
@@ -293,6 +299,7 @@ class Hook:
         self._params: dict[int, tuple[str, nn.Parameter]] = {}  # id(param) -> (name, param)
         self._handles: list[Any] = []
         self._optimizer_handle: Any = None
+        self._optimizer_params: dict[int, tuple[Any, int, int, list[Any]]] = {}  # id -> (groups, sizes, mine)
         self._warned: set[str] = set()
         self.write_failures = 0
         self._to_save: tuple[Collection, ...] = ()
@@ -447,10 +454,14 @@ class Hook:
     # --- interval means of the losses (loss_means) -------------------------------------------------
 
     def _add_loss(self, module: nn.Module, inputs: Any, outputs: Any) -> None:
+        mode = self.mode
         if self.loss_means and isinstance(outputs, torch.Tensor) and outputs.numel():
-            mode = ModeKeys.TRAIN if self.mode == ModeKeys.GLOBAL else self.mode
-            self._losses.setdefault(mode, []).append(outputs.detach())
-        if self.summaries and self._writes and self.mode in LABEL_MODES:
+            key = ModeKeys.TRAIN if mode is ModeKeys.GLOBAL else mode
+            losses = self._losses.get(key)
+            if losses is None:
+                losses = self._losses[key] = []
+            losses.append(outputs.detach())
+        if self.summaries and self._writes and (mode is ModeKeys.TRAIN or mode is ModeKeys.GLOBAL):
             self._add_loss_labels(inputs)
 
     # --- labels and predictions of every step between saves (summaries) ------------------------------
@@ -464,7 +475,13 @@ class Hook:
         if not (isinstance(scores, torch.Tensor) and isinstance(targets, torch.Tensor)) or targets.is_floating_point() \
                 or targets.dim() != 1 or scores.dim() != 2 or scores.shape[0] != targets.shape[0]:
             return
-        self._keep_labels(LOSS_LABELS, (targets.detach(), scores.detach()), LOSS_LABELS, source="loss")
+        by_key = self._interval_labels.get(self.mode)
+        kept = by_key.get(_LOSS_KEY) if by_key is not None else None
+        if kept is None:
+            kept = self._interval_labels.setdefault(self.mode, {})[_LOSS_KEY] = _KeptLabels(LOSS_LABELS)
+        if targets.requires_grad:  # class ids seldom do: a detach is a microsecond a step
+            targets = targets.detach()
+        kept.add_sized((targets, scores.detach()), targets.shape[0])
 
     def _keep_labels(self, name: str, value: Any, coll: str, *, source: str) -> None:
         """Keep ``value`` (this step's, on its device: no copy, no sync) for the mode's next save: the latest steps'
@@ -626,14 +643,17 @@ class Hook:
         mode_step = self.mode_steps[self.mode]
         self._step_key = (self.step, self.mode, mode_step)
         self._began_since_optimizer = True
-        if not self._writes:
-            return
-        saving = tuple(
+        if not self._writes or mode_step < self._next_save.get(self.mode, 0):
+            return  # a step that saves nothing: one comparison (_flush left nothing to capture)
+        kept = tuple(
             c for c in self._to_save
-            if c.save_config is not None and c.save_config.should_save_step(self.mode, mode_step)
+            if c.save_config is not None
             and not (self.mode in _NO_GRADIENT_MODES and c.name in (CollectionKeys.GRADIENTS,
                                                                     CollectionKeys.OPTIMIZER_VARIABLES))
         )
+        saving = tuple(c for c in kept if c.save_config.should_save_step(self.mode, mode_step))  # type: ignore[union-attr]
+        later = (c.save_config.next_save_step(self.mode, mode_step + 1) for c in kept)  # type: ignore[union-attr]
+        self._next_save[self.mode] = min((s for s in later if s is not None), default=_NEVER)
         self._saving = saving
         if saving and self.loss_means and self.mode in (ModeKeys.TRAIN, ModeKeys.GLOBAL):
             self._save_loss_mean(ModeKeys.TRAIN, TRAIN_LOSS_MEAN)  # the interval's mean, at its save step
@@ -692,6 +712,7 @@ class Hook:
             self._to_save = tuple(self.collection_manager.values())
         else:
             self._to_save = tuple(self.collection_manager[n] for n in self.include_collections)
+        self._next_save.clear()
         self._prepared = True
         if self._writes:
             self._hook_modules(self._named)
@@ -713,7 +734,12 @@ class Hook:
         return forward_hook
 
     def _optimizer_pre_step(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
-        mine = [p for group in optimizer.param_groups for p in group["params"] if id(p) in self._params]
+        groups = optimizer.param_groups
+        cached = self._optimizer_params.get(id(optimizer))
+        if cached is None or cached[0] is not groups or cached[1] != len(groups) or cached[2] != len(self._params):
+            mine = [p for group in groups for p in group["params"] if id(p) in self._params]
+            cached = self._optimizer_params[id(optimizer)] = (groups, len(groups), len(self._params), mine)
+        mine = cached[3]
         if not mine:
             return
         if not self._began_since_optimizer:
@@ -748,6 +774,8 @@ class Hook:
 
     def _flush(self) -> None:
         """Write the finished step's tensors (if any) and forget them; failures are logged once, not raised."""
+        if not (self._saving or self._scalars or self._custom):
+            return  # nothing was saved, so nothing was stashed or captured either
         stash, pending, scalars, custom = self._stash, self._pending, self._scalars, self._custom
         key, saving = self._step_key, self._saving
         self._stash, self._pending, self._scalars, self._custom = [], {}, [], {}
@@ -827,8 +855,6 @@ class Hook:
 
     def _get_sink(self) -> TensorSink:
         if self._sink is None:
-            from smx_debug.tensors.writer import TrialWriter
-
             self._sink = TrialWriter(self.out_dir, worker=self._worker or _worker()[0])
         return self._sink
 
@@ -858,10 +884,6 @@ class Hook:
 
 
 def _is_compiled(module: nn.Module) -> bool:
-    try:
-        from torch._dynamo.eval_frame import OptimizedModule
-    except ImportError:  # pragma: no cover - torch without dynamo
-        return False
     return isinstance(module, OptimizedModule)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -30,6 +31,7 @@ from pydantic import StrictBool, StrictStr
 
 from smx_debug import _json as bounded_json
 from smx_debug.config.base import FrozenModel
+from smx_debug.config.request import debug_hook_config
 from smx_debug.contracts import (
     HOOK_CONFIG_ENV,
     HOOK_OUTPUT_ENV,
@@ -48,18 +50,6 @@ from smx_debug.tensors.mode_keys import ModeKeys
 if TYPE_CHECKING:
     from smx_debug.config import DebugPlan
 
-__all__ = [
-    "CONFIG_FILE_ENV",
-    "DEFAULT_CONFIG_FILE",
-    "DEFAULT_LOCAL_PATH",
-    "CollectionSettings",
-    "HookSettings",
-    "config_file_path",
-    "parse_hook_config",
-    "read_hook_config",
-    "settings_from_environment",
-    "settings_from_plan",
-]
 
 CONFIG_FILE_ENV = "SMDEBUG_CONFIG_FILE_PATH"
 DEFAULT_CONFIG_FILE = "/opt/ml/input/config/debughookconfig.json"
@@ -202,8 +192,6 @@ def settings_from_environment(environ: Mapping[str, str]) -> HookSettings:
 
 def settings_from_plan(plan: DebugPlan, out_dir: str) -> HookSettings:
     """The settings a job launched with ``plan`` gives its hook, writing to ``out_dir``."""
-    from smx_debug.config.request import debug_hook_config
-
     config = dict(debug_hook_config(plan))
     config["LocalPath"] = out_dir
     return parse_hook_config(config, source="plan")
@@ -284,8 +272,6 @@ def _collection(entry: object, source: str, where: str, base_modes: dict[ModeKey
             f"({', '.join(sorted(RULE_COLLECTIONS))}), and has no include_regex, so no tensor would be saved in "
             f"it{hint}", name=name, suggestion=suggestion)
     for regex in regexes:
-        import re
-
         try:
             re.compile(regex)
         except re.error as exc:

@@ -12,8 +12,6 @@ from smx_debug.errors import ConfigError
 from smx_debug.tensors import collections_file
 from smx_debug.tensors.reductions import NORMS, REDUCTIONS
 
-__all__ = ["ReductionConfig"]
-
 # smx_debug.tensors.reductions' REDUCTIONS and NORMS, as types
 Reduction = Literal["min", "max", "mean", "std", "variance", "sum", "prod"]
 Norm = Literal["l1", "l2"]

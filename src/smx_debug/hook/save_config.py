@@ -13,8 +13,6 @@ from smx_debug.errors import ConfigError
 from smx_debug.tensors import collections_file
 from smx_debug.tensors.mode_keys import ModeKeys
 
-__all__ = ["SaveConfig", "SaveConfigMode"]
-
 
 class SaveConfigMode(collections_file.SaveConfigMode):
     """Save every ``save_interval`` steps in ``[start_step, end_step)``, and at every step in ``save_steps``.
@@ -41,6 +39,15 @@ class SaveConfigMode(collections_file.SaveConfigMode):
             return True
         in_range = step >= self.start_step and (self.end_step is None or step < self.end_step)
         return in_range and step % self.save_interval == 0
+
+    def next_save_step(self, step: int) -> int | None:
+        """The first step from ``step`` on that :meth:`should_save_step` saves (None: none is)."""
+        first = max(step, self.start_step)
+        aligned = first + (-first) % self.save_interval
+        candidates = [s for s in self.save_steps if s >= step]
+        if self.end_step is None or aligned < self.end_step:
+            candidates.append(aligned)
+        return min(candidates, default=None)
 
 
 _DEFAULT = SaveConfigMode()
@@ -102,6 +109,10 @@ class SaveConfig(collections_file.SaveConfig):
     def should_save_step(self, mode: ModeKeys, step: int) -> bool:
         """True when step ``step`` of ``mode`` is saved."""
         return self.get_save_config(mode).should_save_step(step)
+
+    def next_save_step(self, mode: ModeKeys, step: int) -> int | None:
+        """The first step of ``mode`` from ``step`` on that is saved (None: none is)."""
+        return self.get_save_config(mode).next_save_step(step)
 
     def merged(self, default: SaveConfig) -> SaveConfig:
         """Modes left None take ``default``'s configuration."""

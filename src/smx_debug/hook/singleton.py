@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["current_hook", "del_hook", "set_hook"]
-
 _hook: Any = None
 
 

@@ -11,8 +11,6 @@ import numpy as np
 from smx_debug.tensors.collections_file import Collection
 from smx_debug.tensors.mode_keys import ModeKeys
 
-__all__ = ["MemorySink", "SavedStep", "TensorSink"]
-
 
 class TensorSink(Protocol):
     """What the hook writes to: the part of :class:`~smx_debug.tensors.TrialWriter`'s API it uses."""
