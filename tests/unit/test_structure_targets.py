@@ -1,0 +1,73 @@
+"""The house's figures (issue 32), pinned: a narrow public surface, few function-local imports, each with its
+reason, and no import cycle between modules, not even through ``if TYPE_CHECKING:`` or a function's import.
+
+The figures are bench/structure_figures.py's (read with ``ast`` from src/smx_debug, infra/ and lambdas/; nothing
+is imported or run): the test and the figures the docs quote cannot disagree.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from bench_support import bench_module
+
+ROOT = Path(__file__).resolve().parents[2]
+MAX_EXPORTED = 250
+MAX_LOCAL_IMPORTS = 40
+LOCAL_REASON = "# local:"
+# modules other than package faces whose names users import as the docs say (module -> where)
+PUBLIC_MODULES: dict[str, str] = {
+    "smx_debug.rules.registry": "define: a rule of our own (docs/rules.md, docs/architecture.md)",
+    "smx_debug.evaluate.tensor_eval": "TensorEvaluator (docs/evaluate.md, docs/rules.md)",
+    "smx_debug.evaluate.tensor_live": "TensorLiveEvaluator (docs/rules.md)",
+    "smx_debug.integrations.transformers": "SmxDebugCallback for Hugging Face (docs/frameworks.md)",
+    "smx_debug.integrations.lightning": "SmxDebugCallback for Lightning (docs/frameworks.md)",
+}
+
+
+def _modules() -> dict[str, Any]:
+    figures = bench_module("structure_figures")
+    mods: dict[str, Any] = figures._modules(ROOT)
+    figures._read_imports(mods)
+    return mods
+
+
+def _function_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    def visit(node: ast.AST, inside: bool) -> Iterator[ast.Import | ast.ImportFrom]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import | ast.ImportFrom) and inside:
+                yield child
+            yield from visit(child, inside or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda))
+
+    yield from visit(tree, False)
+
+
+def test_structure_exported_names_at_most_250_and_only_from_faces() -> None:
+    mods = _modules().values()
+    internal = [f"{m.name} ({m.exported})" for m in mods
+                if m.exported is not None and not m.is_package and m.name not in PUBLIC_MODULES]
+    assert not internal, f"internal modules declaring __all__ (only package faces export): {internal}"
+    total = sum(m.exported or 0 for m in mods)
+    assert total <= MAX_EXPORTED, f"{total} exported names, more than {MAX_EXPORTED}"
+
+
+def test_structure_function_local_imports_at_most_40_each_with_its_reason() -> None:
+    mods = list(_modules().values())
+    unexplained: list[str] = []
+    for m in mods:
+        lines = m.path.read_text(encoding="utf-8").splitlines()
+        unexplained += [f"{m.path.relative_to(ROOT)}:{node.lineno}" for node in _function_imports(m.tree)
+                        if not lines[node.lineno - 1].partition(LOCAL_REASON)[2].strip()]
+    assert not unexplained, f"function-local imports without `{LOCAL_REASON} <reason>` on their line: {unexplained}"
+    total = sum(m.local_imports for m in mods)
+    assert total <= MAX_LOCAL_IMPORTS, f"{total} function-local imports, more than {MAX_LOCAL_IMPORTS}"
+
+
+def test_structure_no_import_cycle_between_modules_of_any_kind() -> None:
+    figures = bench_module("structure_figures")
+    src = {n: m for n, m in _modules().items() if n.startswith("smx_debug")}
+    cycles = figures._sccs(figures._graph(src, ("top", "local", "typing")))
+    assert not cycles, f"import cycles between modules (module level, TYPE_CHECKING, function-local): {cycles}"
