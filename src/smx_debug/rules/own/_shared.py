@@ -40,9 +40,12 @@ class LastSeenEvaluator:
         return SmxLastSeen(tally)
 
 
-def records(batch: Any, name: str, *, modes: tuple[str, ...] | None = None) -> Iterator[tuple[int, str, Any]]:
+def records(batch: Any, name: str, *, modes: tuple[str, ...] | None = None,
+            integers: bool = False) -> Iterator[tuple[int, str, Any]]:
     """``(global step, mode, values as a float64 array)`` of each saved record of ``name`` in the batch, in step
-    order; records of another mode than ``modes`` (default any), strings, integers and empty values are skipped."""
+    order; records of another mode than ``modes`` (default any), strings, integers and empty values are skipped.
+    With ``integers``, the integer (and boolean) records instead, as int64 arrays (class ids), floats skipped."""
+    kinds, dtype = ("iub", np.int64) if integers else ("f", np.float64)
     series = batch.arrays.get(name)
     if series is None or not len(series):
         return
@@ -52,9 +55,9 @@ def records(batch: Any, name: str, *, modes: tuple[str, ...] | None = None) -> I
         if modes is not None and mode not in modes:
             continue
         value = np.asarray(block[i] if block is not None else series.records[i])
-        if value.dtype.kind != "f" or not value.size:
+        if value.dtype.kind not in kinds or not value.size:
             continue
-        yield int(series.steps[i]), mode, value.astype(np.float64, copy=False)
+        yield int(series.steps[i]), mode, value.astype(dtype, copy=False)
 
 
 def judge_one(tally: Any, name: str, step: int, mode: str, value: float, violated: bool, describe: str, *,

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from smx_debug._lazy import lazy_module
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import LEARNING_MODES, LastSeenEvaluator, SmxLastSeen, judge_one
+from smx_debug.rules.own._shared import LEARNING_MODES, LastSeenEvaluator, SmxLastSeen, judge_one, records
 from smx_debug.rules.registry import define
 
 if TYPE_CHECKING:
@@ -40,18 +40,10 @@ class Params(BaseModel):
 
 def _label_records(batch: Any, name: str) -> Any:
     """``(global step, mode, class ids)`` of each saved training record of ``name`` holding integer class ids."""
-    series = batch.arrays.get(name)
-    if series is None:
-        return
-    block = series.block
-    for i in range(len(series)):
-        mode = str(series.modes[i])
-        if mode not in LEARNING_MODES:
-            continue
-        value = np.asarray(block[i] if block is not None else series.records[i]).reshape(-1)
-        if value.dtype.kind not in "iub" or not value.size or value.min() < 0 or value.max() >= _MAX_CLASSES:
-            continue
-        yield int(series.steps[i]), mode, value.astype(np.int64)
+    for step, mode, value in records(batch, name, modes=LEARNING_MODES, integers=True):
+        ids = value.reshape(-1)
+        if ids.min() >= 0 and ids.max() < _MAX_CLASSES:
+            yield step, mode, ids
 
 
 class Evaluator(LastSeenEvaluator):
