@@ -49,8 +49,12 @@ class Module:
     is_package: bool
     # arrows by kind: "top" (module level), "local" (inside a function), "typing" (under TYPE_CHECKING)
     arrows: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
-    local_imports: int = 0
+    local_lines: list[int] = field(default_factory=list)  # the line of each function-local import
     exported: int | None = None
+
+    @property
+    def local_imports(self) -> int:
+        return len(self.local_lines)
     bound: dict[str, str] = field(default_factory=dict)  # name in this module -> "module" or "module:attr"
 
 
@@ -113,7 +117,7 @@ def _read_imports(mods: dict[str, Module]) -> None:
                 return
             if isinstance(child, ast.Import | ast.ImportFrom):
                 if kind == "local":
-                    mod.local_imports += 1
+                    mod.local_lines.append(child.lineno)
                 for bound, what in _resolve(mods, mod, child):
                     target = what.split(":")[0]
                     if target != mod.name:

@@ -7,8 +7,6 @@ is imported or run): the test and the figures the docs quote cannot disagree.
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,16 +33,6 @@ def _modules() -> dict[str, Any]:
     return mods
 
 
-def _function_imports(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
-    def visit(node: ast.AST, inside: bool) -> Iterator[ast.Import | ast.ImportFrom]:
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.Import | ast.ImportFrom) and inside:
-                yield child
-            yield from visit(child, inside or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda))
-
-    yield from visit(tree, False)
-
-
 def test_structure_exported_names_at_most_250_and_only_from_faces() -> None:
     mods = _modules().values()
     internal = [f"{m.name} ({m.exported})" for m in mods
@@ -59,8 +47,8 @@ def test_structure_function_local_imports_at_most_40_each_with_its_reason() -> N
     unexplained: list[str] = []
     for m in mods:
         lines = m.path.read_text(encoding="utf-8").splitlines()
-        unexplained += [f"{m.path.relative_to(ROOT)}:{node.lineno}" for node in _function_imports(m.tree)
-                        if not lines[node.lineno - 1].partition(LOCAL_REASON)[2].strip()]
+        unexplained += [f"{m.path.relative_to(ROOT)}:{n}" for n in m.local_lines
+                        if not lines[n - 1].partition(LOCAL_REASON)[2].strip()]
     assert not unexplained, f"function-local imports without `{LOCAL_REASON} <reason>` on their line: {unexplained}"
     total = sum(m.local_imports for m in mods)
     assert total <= MAX_LOCAL_IMPORTS, f"{total} function-local imports, more than {MAX_LOCAL_IMPORTS}"
