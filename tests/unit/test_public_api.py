@@ -1,7 +1,4 @@
-"""The public surface, pinned: a change here is a change to what users import, made on purpose.
-
-smx_debug.config and smx_debug.rules are pinned in their own tests (tests/unit/config, tests/unit/rules).
-"""
+"""The public surface, pinned: a change here is a change to what users import, made on purpose."""
 
 from __future__ import annotations
 
@@ -22,6 +19,11 @@ PUBLIC = {
         "MemoryLedger", "OutOfTimeError", "Runtime", "Settings", "Trigger", "VerifiedJob", "handle_notify",
         "handle_retrain", "handle_rule_metrics", "handle_state_change", "handle_stop_training", "once", "respond",
         "verify_job",
+    ],
+    "smx_debug.config": [
+        "CollectionConfig", "DataloaderProfiling", "DebugPlan", "FrameworkProfiling", "HookConfig",
+        "MAX_RULES_PER_KIND", "MetricRange", "NotifyAction", "ProfilerSettings", "PythonProfiling", "RuleAction",
+        "RuleConfig", "SmxDebugWarning", "StopTrainingAction",
     ],
     "smx_debug.data": [
         "SystemMetricsReader", "framework_metrics", "profiler_report", "rule_summary", "rule_summary_many",
@@ -44,6 +46,10 @@ PUBLIC = {
         "ACTION_EVENT", "AppendReport", "FleetRoot", "QueryResult", "S3Options", "TRIGGER_EVENT", "Verdict",
         "append_cloudwatch", "append_job", "append_profiler", "append_system_minutes", "append_verdicts", "collect",
         "execute", "last_minute", "list_queries", "open_root", "run_query", "to_athena",
+    ],
+    "smx_debug.rules": [
+        "CollectionRequirement", "ParamSpec", "RULE_IMAGE_ACCOUNTS", "RuleKind", "RuleSpec", "TENSOR_RULES",
+        "get_rule", "list_rules", "rule_evaluator_image",
     ],
     "smx_debug.simulate": [
         "SCENARIOS", "ScenarioKind", "Simulation", "SimulationSpec", "WriteResult",

@@ -14,7 +14,6 @@ import pytest
 from botocore.validate import ParamValidator
 from smdebug_rulesconfig import SMS, ActionList, Email, StopTraining
 
-import smx_debug.config
 from smx_debug.config import DebugPlan, SmxDebugWarning
 from smx_debug.errors import ConfigError, NotFoundError, SmxDebugError, UnknownNameError
 
@@ -26,25 +25,6 @@ BASE: dict[str, Any] = {"region": "us-west-2", "s3_output_path": "s3://bucket/de
 
 def plan(**fields: Any) -> DebugPlan:
     return DebugPlan.from_dict({**BASE, **fields})
-
-
-def test_config_public_api_all_pinned() -> None:
-    assert smx_debug.config.__all__ == [
-        "MAX_RULES_PER_KIND",
-        "CollectionConfig",
-        "DataloaderProfiling",
-        "DebugPlan",
-        "FrameworkProfiling",
-        "HookConfig",
-        "MetricRange",
-        "NotifyAction",
-        "ProfilerSettings",
-        "PythonProfiling",
-        "RuleAction",
-        "RuleConfig",
-        "SmxDebugWarning",
-        "StopTrainingAction",
-    ]
 
 
 def test_to_request_dict_issue_example_whole_dict() -> None:

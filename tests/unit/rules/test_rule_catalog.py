@@ -10,7 +10,6 @@ import pytest
 import smdebug_rulesconfig
 from smdebug_rulesconfig.profiler_rules import rules as profiler_rules
 
-import smx_debug.rules
 from smx_debug.errors import ConfigError, UnknownNameError
 from smx_debug.rules import RULE_IMAGE_ACCOUNTS, get_rule, list_rules, rule_evaluator_image
 
@@ -25,20 +24,6 @@ PROFILER_CLASSES = sorted(
     for name, cls in inspect.getmembers(profiler_rules, inspect.isclass)
     if issubclass(cls, profiler_rules.ProfilerRuleBase) and cls is not profiler_rules.ProfilerRuleBase
 )
-
-
-def test_rules_public_api_all_pinned() -> None:
-    assert smx_debug.rules.__all__ == [
-        "RULE_IMAGE_ACCOUNTS",
-        "TENSOR_RULES",
-        "CollectionRequirement",
-        "ParamSpec",
-        "RuleKind",
-        "RuleSpec",
-        "get_rule",
-        "list_rules",
-        "rule_evaluator_image",
-    ]
 
 
 def test_catalog_debugger_rules_match_smdebug_rulesconfig_functions() -> None:
