@@ -94,6 +94,18 @@ class NoDataYetError(NotFoundError):
         super().__init__(message)
 
 
+class OutOfTimeError(SmxDebugError, TimeoutError):
+    """Raised when too little of a Lambda invocation is left to start a call (its deadline:
+    :class:`smx_debug.actions.runtime.Deadline`); the redelivery does the rest."""
+
+    def __init__(self, what: str, left: float, needed: float) -> None:
+        self.what, self.left, self.needed = what, left, needed
+        super().__init__(
+            f"{what}: {left:.1f} s of the invocation left, a call may take {needed:g} s; "
+            "left for the redelivery"
+        )
+
+
 class AccessDeniedError(AwsError, PermissionError):
     """Raised when the caller's credentials may not make an AWS call; names the action and the resource."""
 

@@ -8,7 +8,6 @@ with its :class:`Runtime` (settings, clients, ledger). The rest is imported from
 
 from __future__ import annotations
 
-from smx_debug.actions.deadline import Deadline, OutOfTimeError
 from smx_debug.actions.events import MalformedEventError
 from smx_debug.actions.handlers import (
     handle_notify,
@@ -20,9 +19,10 @@ from smx_debug.actions.handlers import (
 from smx_debug.actions.ledger import Ledger, MemoryLedger
 from smx_debug.actions.once import ClaimInProgressError, once
 from smx_debug.actions.respond import ACTIONS, respond
-from smx_debug.actions.runtime import Runtime
+from smx_debug.actions.runtime import Deadline, Runtime
 from smx_debug.actions.settings import Settings
 from smx_debug.actions.verify import EventRefusedError, Trigger, VerifiedJob, verify_job
+from smx_debug.errors import OutOfTimeError
 
 __all__ = [
     "ACTIONS",

@@ -14,7 +14,6 @@ import logging
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.events import (
     MalformedEventError,
     parse_alarm_message,
@@ -25,7 +24,7 @@ from smx_debug.actions.notify import alarm_notification, execution_notification
 from smx_debug.actions.once import once
 from smx_debug.actions.respond import respond
 from smx_debug.actions.retrain import run_step
-from smx_debug.actions.runtime import Runtime, log_json
+from smx_debug.actions.runtime import Deadline, Runtime, log_json
 from smx_debug.actions.verify import EventRefusedError, debugger_triggers, verify_job
 from smx_debug.contracts import (
     EXECUTION_EVENT_SOURCE,

@@ -33,8 +33,8 @@ from typing import Any
 
 from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
 
-from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import DONE, LedgerLike
+from smx_debug.actions.runtime import Deadline
 from smx_debug.contracts import JOB_IN_PROGRESS, LEDGER_LEASE_ATTRIBUTE, stop_key
 from smx_debug.errors import SmxDebugError
 
@@ -86,7 +86,7 @@ def once(
     job, StartExecution under the same name). False (Publish, PutMetricData): a lost answer keeps the claim.
 
     ``deadline``: the claim and the action each start only while one call's worst case fits in what is left of
-    the invocation; a claim taken too late to act is released (:mod:`smx_debug.actions.deadline`).
+    the invocation; a claim taken too late to act is released (:class:`smx_debug.actions.runtime.Deadline`).
 
     Raises:
         ClaimInProgressError: another invocation holds a live claim on ``key``.

@@ -31,12 +31,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import DONE, LedgerLike
 from smx_debug.actions.notify import rule_notification
 from smx_debug.actions.once import once, stop_once
 from smx_debug.actions.retrain import run_spec_from_job
-from smx_debug.actions.runtime import ClientFactory, log_json
+from smx_debug.actions.runtime import ClientFactory, Deadline, log_json
 from smx_debug.actions.settings import Settings
 from smx_debug.actions.verdict_log import log_verdicts
 from smx_debug.actions.verify import Trigger, VerifiedJob
@@ -83,7 +82,7 @@ def respond(
 ) -> dict[str, Any]:
     """Carry out the ``actions`` (a subset of :data:`ACTIONS`) that ``triggered`` rules ask for on ``job``.
 
-    ``deadline``: the invocation's (:class:`~smx_debug.actions.deadline.Deadline`); an action that no longer fits
+    ``deadline``: the invocation's (:class:`~smx_debug.actions.runtime.Deadline`); an action that no longer fits
     fails with ``OutOfTimeError`` without claiming, so the redelivery does it.
     Returns a JSON-able summary. Raises the first action failure after every action ran (see module doc).
     """

@@ -41,11 +41,10 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import BotoCoreError, ClientError, ParamValidationError
 from botocore.validate import ParamValidator
 
-from smx_debug.actions.deadline import Deadline, OutOfTimeError
 from smx_debug.actions.events import rule_statuses_from_description
 from smx_debug.actions.notify import safe_subject, shown_values
 from smx_debug.actions.once import ClaimInProgressError, describe_status, stop_once
-from smx_debug.actions.runtime import log_json
+from smx_debug.actions.runtime import Deadline, Runtime, log_json
 from smx_debug.contracts import (
     DEFAULT_RETRAIN_WAIT_SECONDS,
     ISSUES_FOUND,
@@ -58,10 +57,10 @@ from smx_debug.contracts import (
     retrain_history_events,
     retrain_max_polls,
 )
+from smx_debug.errors import OutOfTimeError
 from smx_debug.tags import MAX_TAGS
 
 if TYPE_CHECKING:
-    from smx_debug.actions.runtime import Runtime
     from smx_debug.actions.verify import Trigger, VerifiedJob
 
 
@@ -721,7 +720,7 @@ def run_spec_from_job(job: VerifiedJob, trigger: Trigger, sagemaker: Any,
 
 def run_step(event: object, runtime: Runtime, deadline: Deadline | None = None) -> dict[str, Any]:
     """Dispatch ``{"step": "init"|"train"|"monitor"|"end", "state": {...}}`` within the invocation's ``deadline``
-    (:mod:`smx_debug.actions.deadline`); returns the state document.
+    (:class:`smx_debug.actions.runtime.Deadline`); returns the state document.
 
     Expected failures land in ``state.error`` (too little time left to start the stop is retryable: the next
     poll does it); an unexpected exception (a bug) propagates.

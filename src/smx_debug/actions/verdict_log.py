@@ -26,8 +26,7 @@ from typing import Any, Final
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from smx_debug.actions.deadline import Deadline
-from smx_debug.actions.runtime import ClientFactory, log_json
+from smx_debug.actions.runtime import ClientFactory, Deadline, log_json
 from smx_debug.actions.settings import Settings
 from smx_debug.actions.verify import Trigger, VerifiedJob
 from smx_debug.contracts import (

@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.retries.standard import RetryContext, ThrottledRetryableChecker
 
-from smx_debug.actions.deadline import OutOfTimeError
 from smx_debug.contracts import JOB_ERROR_REASONS
-from smx_debug.errors import AccessDeniedError, translate_client_error
+from smx_debug.errors import AccessDeniedError, OutOfTimeError, translate_client_error
 
 ACCESS_DENIED, THROTTLED, AWS_ERROR, WATCH_SPEC, BAD_DATA, INTERNAL, OUT_OF_TIME = JOB_ERROR_REASONS
 _log = logging.getLogger(__name__)

@@ -15,9 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.respond import respond
-from smx_debug.actions.runtime import Runtime
+from smx_debug.actions.runtime import Deadline, Runtime
 from smx_debug.actions.verify import EventRefusedError, Trigger, verify_job
 from smx_debug.contracts import Env
 from smx_debug.errors import ConfigError

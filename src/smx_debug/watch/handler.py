@@ -10,7 +10,7 @@ start, then one run per schedule event or the shards of a shard-queue event.
   redelivers those only.
 
 Both are bounded by the invocation's time: the handler passes Lambda's ``context`` down as a
-:class:`~smx_debug.actions.deadline.Deadline` (one call's worst case with the clients' retries and timeouts), and a
+:class:`~smx_debug.actions.runtime.Deadline` (one call's worst case with the clients' retries and timeouts), and a
 job, or an action, that would not fit is left to the next run with its cursor kept (:mod:`smx_debug.watch.run`,
 "time bound").
 
@@ -70,8 +70,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeGuard
 
 from smx_debug import _json as bounded_json
-from smx_debug.actions.deadline import Deadline
-from smx_debug.actions.runtime import Runtime, log_json
+from smx_debug.actions.runtime import Deadline, Runtime, log_json
 from smx_debug.actions.settings import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_MAX_ATTEMPTS,

@@ -10,7 +10,7 @@ invocation, after a margin kept for the finish.
 Lambda kills an invocation at its timeout: a run killed mid-way saves no cursor, puts no job error and leaves its
 leases held until they expire, and the next run redoes the same work from the same cursors (and may be killed
 again). So every evaluation (a whole run's or a shard's, :func:`smx_debug.watch.run.evaluate_jobs`) holds a
-:class:`RunBudget` over the invocation's :class:`~smx_debug.actions.deadline.Deadline` (Lambda's
+:class:`RunBudget` over the invocation's :class:`~smx_debug.actions.runtime.Deadline` (Lambda's
 ``get_remaining_time_in_millis``; ``call_seconds``: one AWS call's worst case, botocore's retries x timeouts,
 :func:`smx_debug.actions.settings.call_budget_seconds`, 24 s by default):
 
@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from smx_debug.actions.deadline import Deadline
+from smx_debug.actions.runtime import Deadline
 from smx_debug.actions.verify import Trigger
 from smx_debug.data.job_errors import AWS_ERROR, INTERNAL, OUT_OF_TIME, JobError, job_error, reason_of
 

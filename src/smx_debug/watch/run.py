@@ -60,7 +60,7 @@ from typing import Any, Protocol
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from smx_debug.actions.deadline import Deadline
+from smx_debug.actions.runtime import Deadline
 from smx_debug.actions.verify import Trigger
 from smx_debug.contracts import job_lease_key
 from smx_debug.data.cloudwatch_batch import ReadResult

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from smx_debug.actions.deadline import Deadline
+from smx_debug.actions.runtime import Deadline
 from smx_debug.contracts import JOB_ENDED_STATUSES, JOB_ERRORS_METRIC, REASON_DIMENSION, job_lease_key
 from smx_debug.data.cloudwatch_batch import MetricRead, read_metrics
 from smx_debug.data.job_errors import BAD_DATA, JobError, job_error

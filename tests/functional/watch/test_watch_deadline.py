@@ -21,8 +21,8 @@ from lambda_support import Clock, Context, Slow
 from watch_support import TABLE, Recorder, action_env, at, clients, create_job, publish, settings
 
 from smx_debug import local
-from smx_debug.actions.deadline import Deadline
 from smx_debug.actions.ledger import DONE
+from smx_debug.actions.runtime import Deadline
 from smx_debug.contracts import JOB_ERRORS_METRIC, REASON_DIMENSION
 from smx_debug.local import LocalAws
 from smx_debug.local.clients import client as cached_client

@@ -24,7 +24,7 @@ from watch_support import (
     with_clients,
 )
 
-from smx_debug.actions.deadline import Deadline
+from smx_debug.actions.runtime import Deadline
 from smx_debug.contracts import MANAGED_TAG, job_lease_key
 from smx_debug.fleet.s3_boto import stack_root
 from smx_debug.local import LocalAws

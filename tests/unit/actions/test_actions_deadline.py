@@ -16,8 +16,9 @@ from actions_fakes import ACCOUNT, REGION, SAMPLE, FakeCloudWatch, FakeSageMaker
 from lambda_support import Clock, Context, Slow, entry_point
 
 from smx_debug.actions import MemoryLedger
-from smx_debug.actions.deadline import Deadline, OutOfTimeError
 from smx_debug.actions.ledger import DONE
+from smx_debug.actions.runtime import Deadline
+from smx_debug.errors import OutOfTimeError
 
 TIMEOUT = 60.0
 ANSWER = 3.0

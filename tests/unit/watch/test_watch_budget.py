@@ -8,7 +8,7 @@ import math
 import pytest
 from lambda_support import Clock, Context
 
-from smx_debug.actions.deadline import Deadline
+from smx_debug.actions.runtime import Deadline
 from smx_debug.watch.report import RunBudget
 
 CALL = 24.0
