@@ -179,6 +179,39 @@ def debugger_tensor_rules() -> tuple[str, ...]:
     return tuple(d.name for d in rule_defs(family="debugger") if "tensors" in d.evaluates_on)
 
 
+def validation_pass(model: Any, loss_fn: Any, xv: Any, yv: Any, torch: Any) -> tuple[float, float]:
+    """The model's mean loss and accuracy over ``VAL_BATCHES`` unshuffled batches of the validation set, in eval
+    mode without gradients (the model is back in train mode after)."""
+    model.eval()
+    total = correct = 0.0
+    with torch.no_grad():
+        for b in range(VAL_BATCHES):
+            i = (b * BATCH) % len(xv)
+            out = model(xv[i:i + BATCH])
+            total += float(loss_fn(out, yv[i:i + BATCH]))
+            correct += float((out.argmax(1) == yv[i:i + BATCH]).float().mean())
+    model.train()
+    return total / VAL_BATCHES, correct / VAL_BATCHES
+
+
+def scale_lr(opt: Any, fault: Fault | None, step: int) -> None:
+    """The fault's change of the learning rate, at its step."""
+    if fault and fault.lr_factor_at and step == fault.lr_factor_at[0]:
+        for group in opt.param_groups:
+            group["lr"] *= fault.lr_factor_at[1]
+
+
+def training_batch(model: Any, x: Any, y: Any, g: Any, fault: Fault | None, step: int, torch: Any) -> tuple[Any, Any]:
+    """A random training batch's labels and the model's output on it; at the fault's ``nan_at`` step the output goes
+    through a bad operation (the square root of a negative: NaN)."""
+    idx = torch.randint(0, len(x), (min(BATCH, len(x)),), generator=g)
+    xb, yb = x[idx], y[idx]
+    out = model(xb)
+    if fault and fault.nan_at is not None and step == fault.nan_at:
+        out = out + torch.sqrt(out[:, :1] - out.abs().max() - 1.0)  # a bad operation: NaN
+    return yb, out
+
+
 def train(spec: RunSpec, out_dir: str | None, *, steps: int = STEPS,
           anomaly: bool = False) -> tuple[int | None, int | None, list[tuple[float, float]], list[float]]:
     """One run; with ``out_dir`` recorded by the hook. Returns (first step with a non-finite training loss, step of
@@ -209,18 +242,9 @@ def train(spec: RunSpec, out_dir: str | None, *, steps: int = STEPS,
     def validate() -> None:
         if hook is not None:
             hook.set_mode(smd.modes.EVAL)
-        model.eval()
-        total = correct = 0.0
-        with torch.no_grad():
-            for b in range(VAL_BATCHES):
-                i = (b * BATCH) % len(xv)
-                out = model(xv[i:i + BATCH])
-                total += float(loss_fn(out, yv[i:i + BATCH]))
-                correct += float((out.argmax(1) == yv[i:i + BATCH]).float().mean())
-        validation.append((total / VAL_BATCHES, correct / VAL_BATCHES))
+        validation.append(validation_pass(model, loss_fn, xv, yv, torch))
         windows.append(sum(window) / len(window) if window else math.nan)
         window.clear()
-        model.train()
         if hook is not None:
             hook.set_mode(smd.modes.TRAIN)
 
@@ -234,17 +258,11 @@ def train(spec: RunSpec, out_dir: str | None, *, steps: int = STEPS,
         for step in range(steps):
             if step % SAVE_INTERVAL == 0 and not anomaly:
                 validate()
-            if fault and fault.lr_factor_at and step == fault.lr_factor_at[0]:
-                for group in opt.param_groups:
-                    group["lr"] *= fault.lr_factor_at[1]
+            scale_lr(opt, fault, step)
             if fault and fault.freeze_at is not None and step == fault.freeze_at:
                 linears[1].weight.requires_grad_(False)
                 linears[1].bias.requires_grad_(False)
-            idx = torch.randint(0, len(x), (min(BATCH, len(x)),), generator=g)
-            xb, yb = x[idx], y[idx]
-            out = model(xb)
-            if fault and fault.nan_at is not None and step == fault.nan_at:
-                out = out + torch.sqrt(out[:, :1] - out.abs().max() - 1.0)  # a bad operation: NaN
+            yb, out = training_batch(model, x, y, g, fault, step, torch)
             loss = loss_fn(out, yb)
             if hook is not None:
                 hook.save_tensor("labels", yb, "labels")
@@ -369,18 +387,24 @@ def _detection(r: RunResult, rules: set[str] | None = None) -> tuple[int | None,
     """The first saved step at or after injection at which a rule (of ``rules``, default any) fired, and the
     rules that fired then."""
     assert r.spec.fault is not None
-    at = r.spec.fault.inject
-    hits = {rule: min((s for s in steps if s >= at), default=None) for rule, steps in r.fired.items()
+    return first_detection(r.fired, r.spec.fault.inject, rules)
+
+
+def first_detection(fired: Mapping[str, Sequence[int]], at: int,
+                    rules: set[str] | None = None) -> tuple[int | None, list[str]]:
+    """The first step at or after ``at`` at which a rule of ``fired`` (of ``rules``, default any) fired, and the
+    rules that fired then."""
+    hits = {rule: min((s for s in steps if s >= at), default=None) for rule, steps in fired.items()
             if rules is None or rule in rules}
     first = min((s for s in hits.values() if s is not None), default=None)
     return first, sorted(rule for rule, s in hits.items() if s is not None and s == first)
 
 
-def healthy_by_validation(r: RunResult) -> bool:
+def healthy_by_validation(validation: Sequence[tuple[float, float]]) -> bool:
     """Ground truth measured without the rules: the last validation pass's mean loss within 5% of the run's best (no
     overfitting, no divergence) and its accuracy at least 0.3 above the untrained model's."""
-    losses = [loss for loss, _ in r.validation]
-    accuracy = [acc for _, acc in r.validation]
+    losses = [loss for loss, _ in validation]
+    accuracy = [acc for _, acc in validation]
     return (len(losses) >= 2 and all(math.isfinite(x) for x in losses) and losses[-1] <= 1.05 * min(losses)
             and accuracy[-1] >= accuracy[0] + 0.3)
 
@@ -463,7 +487,7 @@ def report(results: Sequence[RunResult]) -> dict[str, Any]:
     summary.update({"detected_rate": det_any / n_f, "flagged_rate": flagged_any / n_h,
                     "quiet_rules": sorted(quiet), "quiet_detected_rate": det_quiet / n_f,
                     "quiet_flagged_rate": flagged_quiet / n_h, "no_data_runs": no_data, "runs": len(results)})
-    truly_healthy = sum(healthy_by_validation(r) for r in healthy)
+    truly_healthy = sum(healthy_by_validation(r.validation) for r in healthy)
     arch_accuracy = {a: _final_accuracy([r for r in healthy if r.spec.arch == a]) for a in HEALTHY_ARCHS}
     fault_accuracy = {f.name: _final_accuracy([r for r in faults if r.spec.fault == f]) for f in FAULTS}
     summary.update({"healthy_by_validation": truly_healthy, "final_accuracy_healthy": arch_accuracy,

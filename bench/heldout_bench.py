@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -62,7 +61,7 @@ def _detection_bench() -> Any:
 
 db = _detection_bench()
 Fault = db.Fault
-STEPS, SAVE_INTERVAL, BATCH, VAL_BATCHES = 2000, db.SAVE_INTERVAL, db.BATCH, db.VAL_BATCHES
+STEPS, SAVE_INTERVAL = 2000, db.SAVE_INTERVAL
 TARGET_DETECTED, TARGET_FLAGGED = 0.95, 0.05
 TUNING_ARCHS = db.HEALTHY_ARCHS
 HELDOUT_ARCHS = ("mlp_bn", "resmlp_ln", "gru", "attn")
@@ -98,15 +97,14 @@ HELDOUT_FAULTS = _heldout_faults()
 
 
 @dataclass(frozen=True)
-class Run:
-    group: str  # tuning | heldout
-    arch: str
-    seed: int
-    fault: Fault | None = None
+class Run(db.RunSpec):  # type: ignore[misc]
+    """A detection benchmark's run in a group of architectures."""
+
+    group: str = field(kw_only=True)  # tuning | heldout
 
     @property
     def name(self) -> str:
-        return f"{self.group}-{self.fault.name if self.fault else 'healthy'}-{self.arch}-s{self.seed}"
+        return f"{self.group}-{super().name}"
 
 
 @dataclass
@@ -250,16 +248,7 @@ def train(run: Run, out_dir: str, *, steps: int = STEPS) -> list[tuple[float, fl
 
     def validate() -> None:
         hook.set_mode(smd.modes.EVAL)
-        model.eval()
-        total = correct = 0.0
-        with torch.no_grad():
-            for b in range(VAL_BATCHES):
-                i = (b * BATCH) % len(xv)
-                out = model(xv[i:i + BATCH])
-                total += float(loss_fn(out, yv[i:i + BATCH]))
-                correct += float((out.argmax(1) == yv[i:i + BATCH]).float().mean())
-        validation.append((total / VAL_BATCHES, correct / VAL_BATCHES))
-        model.train()
+        validation.append(db.validation_pass(model, loss_fn, xv, yv, torch))
         hook.set_mode(smd.modes.TRAIN)
         if window:
             hook.save_scalar("train_loss_mean", sum(window) / len(window))
@@ -272,17 +261,11 @@ def train(run: Run, out_dir: str, *, steps: int = STEPS) -> list[tuple[float, fl
         for step in range(steps):
             if step % SAVE_INTERVAL == 0:
                 validate()
-            if fault and fault.lr_factor_at and step == fault.lr_factor_at[0]:
-                for group in opt.param_groups:
-                    group["lr"] *= fault.lr_factor_at[1]
+            db.scale_lr(opt, fault, step)
             if fault and fault.freeze_at is not None and step == fault.freeze_at:
                 for p in _frozen_params(model, run.arch, torch):
                     p.requires_grad_(False)
-            idx = torch.randint(0, len(x), (min(BATCH, len(x)),), generator=g)
-            xb, yb = x[idx], y[idx]
-            out = model(xb)
-            if fault and fault.nan_at is not None and step == fault.nan_at:
-                out = out + torch.sqrt(out[:, :1] - out.abs().max() - 1.0)  # a bad operation: NaN
+            yb, out = db.training_batch(model, x, y, g, fault, step, torch)
             loss = loss_fn(out, yb)
             hook.save_tensor("labels", yb, "labels")
             hook.save_tensor("predictions", out.argmax(1), "predictions")
@@ -339,13 +322,13 @@ def run_one(run: Run, root: Path, *, steps: int) -> Outcome:
 
 def runs(group: str, *, quick: bool, seeds: int) -> list[Run]:
     if group == "tuning":
-        faults = [Run(group, f.arch, s, f) for f in db.FAULTS for s in range(seeds)]
+        faults = [Run(f.arch, s, f, group=group) for f in db.FAULTS for s in range(seeds)]
         archs = TUNING_ARCHS
     else:
-        faults = [Run(group, f.arch, s, f) for f in HELDOUT_FAULTS for s in range(max(1, seeds - 1))]
+        faults = [Run(f.arch, s, f, group=group) for f in HELDOUT_FAULTS for s in range(max(1, seeds - 1))]
         archs = HELDOUT_ARCHS
     healthy_per_arch = 1 if quick else 5
-    healthy = [Run(group, a, 100 + s) for a in archs for s in range(healthy_per_arch)]
+    healthy = [Run(a, 100 + s, group=group) for a in archs for s in range(healthy_per_arch)]
     if quick:
         keep = {"exploding_gradients", "plateau", "frozen_layer"}
         faults = [r for r in faults if r.fault and r.fault.name in keep and r.seed == 0][:3]
@@ -354,29 +337,8 @@ def runs(group: str, *, quick: bool, seeds: int) -> list[Run]:
 
 def _detection(o: Outcome, rule_set: str) -> tuple[int | None, list[str]]:
     assert o.run.fault is not None
-    at = o.run.fault.inject
-    hits = {rule: min((s for s in steps if s >= at), default=None) for rule, steps in o.fired[rule_set].items()}
-    first = min((s for s in hits.values() if s is not None), default=None)
-    return first, sorted(rule for rule, s in hits.items() if s is not None and s == first)
+    return db.first_detection(o.fired[rule_set], o.run.fault.inject)
 
-
-def _counts(names: Sequence[str]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for n in names:
-        out[n] = out.get(n, 0) + 1
-    return dict(sorted(out.items(), key=lambda kv: (-kv[1], kv[0])))
-
-
-def _shown(counts: dict[str, int], width: int) -> str:
-    text = ", ".join(f"{k} ({v})" for k, v in counts.items()) or "MISSED"
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-def _healthy_by_validation(o: Outcome) -> bool:
-    losses = [loss for loss, _ in o.validation]
-    accuracy = [acc for _, acc in o.validation]
-    return (len(losses) >= 2 and all(math.isfinite(v) for v in losses) and losses[-1] <= 1.05 * min(losses)
-            and accuracy[-1] >= accuracy[0] + 0.3)
 
 
 def report(outcomes: Sequence[Outcome], group: str, rule_set: str) -> dict[str, Any]:
@@ -393,10 +355,10 @@ def report(outcomes: Sequence[Outcome], group: str, rule_set: str) -> dict[str, 
         hit = [d - inject for (d, _), inject in found if d is not None]
         detected += len(hit)
         delays += hit
-        caught = _counts([rule for (_, rules), _ in found for rule in rules])
+        caught = db._counts([rule for (_, rules), _ in found for rule in rules])
         median = statistics.median(hit) if hit else None
         print(f"{fault:<22}{len(hit):>5}/{len(rs):<3}{'-' if median is None else f'{median:g}':>7}  "
-              f"{_shown(caught, 90)}")
+              f"{db._shown(caught, 90)}")
         per_class[fault] = {"runs": len(rs), "detected": len(hit), "median_delay": median, "rules": caught}
     print(f"{'healthy architecture':<22}{'flagged':>9}         rules that fired (runs)")
     flagged = 0
@@ -405,8 +367,8 @@ def report(outcomes: Sequence[Outcome], group: str, rule_set: str) -> dict[str, 
         rs = [o for o in healthy if o.run.arch == arch]
         n = sum(bool(o.fired[rule_set]) for o in rs)
         flagged += n
-        by_rule = _counts([rule for o in rs for rule in o.fired[rule_set]])
-        print(f"{arch:<22}{n:>5}/{len(rs):<3}         {_shown(by_rule, 90) if by_rule else 'none'}")
+        by_rule = db._counts([rule for o in rs for rule in o.fired[rule_set]])
+        print(f"{arch:<22}{n:>5}/{len(rs):<3}         {db._shown(by_rule, 90) if by_rule else 'none'}")
         per_arch[arch] = {"runs": len(rs), "flagged": n, "rules": by_rule}
     n_f, n_h = max(len(faults), 1), max(len(healthy), 1)
     median = statistics.median(delays) if delays else None
@@ -416,7 +378,7 @@ def report(outcomes: Sequence[Outcome], group: str, rule_set: str) -> dict[str, 
           f"target >= {TARGET_DETECTED:.0%}), {flagged}/{len(healthy)} healthy runs flagged ({flagged / n_h:.0%}, "
           f"target <= {TARGET_FLAGGED:.0%}), median delay {'-' if median is None else f'{median:g}'} steps (target "
           f"<= {SAVE_INTERVAL}) {'OK' if ok else 'BELOW TARGET'}")
-    truth = sum(_healthy_by_validation(o) for o in healthy)
+    truth = sum(db.healthy_by_validation(o.validation) for o in healthy)
     return {"faults": per_class, "healthy": per_arch, "detected": detected, "fault_runs": len(faults),
             "flagged": flagged, "healthy_runs": len(healthy), "median_delay": median, "met": ok,
             "healthy_by_validation": truth}
@@ -425,7 +387,7 @@ def report(outcomes: Sequence[Outcome], group: str, rule_set: str) -> dict[str, 
 def ground_truth(outcomes: Sequence[Outcome], group: str) -> None:
     healthy = [o for o in outcomes if o.run.group == group and not o.run.fault]
     faults = [o for o in outcomes if o.run.group == group and o.run.fault]
-    truth = sum(_healthy_by_validation(o) for o in healthy)
+    truth = sum(db.healthy_by_validation(o.validation) for o in healthy)
     acc = {a: statistics.median(o.validation[-1][1] for o in healthy if o.run.arch == a)
            for a in dict.fromkeys(o.run.arch for o in healthy)}
     fault_acc = {f: statistics.median(o.validation[-1][1] for o in faults if o.run.fault and o.run.fault.name == f)
