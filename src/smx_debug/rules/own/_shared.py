@@ -1,13 +1,19 @@
-"""What several of smx-debug's own rules share: a state keeping one small record per tensor between batches,
-the walk over a batch's raw values, and the walk over a statistic of a tensor (the summary the hook saved, else
-computed from the raw values). numpy is a lazy module (building a plan must not import it); not a rule (the
-registry skips modules named ``_*``)."""
+"""What several of smx-debug's own rules share: their parameter model's configuration, a state keeping one small
+record per tensor between batches, the tensors a rule skips, the walk over a batch's raw values (and over the
+records a rule has not seen yet), the walk over a statistic of a tensor (the summary the hook saved, else computed
+from the raw values), and the judgement of a value against a rule's limit. A rule keeps what is its own: its
+parameters, its statistic, its comparison, its message and its metadata. numpy is a lazy module (building a plan
+must not import it); not a rule (the registry skips modules named ``_*``)."""
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
 
 from smx_debug._lazy import lazy_module
 from smx_debug.rules.definitions import SMDEBUG_STATISTICS, parse_summary_name, summary_tensor_name
@@ -18,6 +24,12 @@ else:
     np = lazy_module("numpy")
 
 LEARNING_MODES = ("TRAIN", "GLOBAL")  # the modes in which parameters change (nothing learns in EVAL)
+
+
+class OwnParams(BaseModel):
+    """The base of a rule's ``Params``: frozen, and an unknown parameter is refused (what ``define`` requires)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
 
 @dataclass
@@ -60,10 +72,80 @@ def records(batch: Any, name: str, *, modes: tuple[str, ...] | None = None,
         yield int(series.steps[i]), mode, value.astype(dtype, copy=False)
 
 
-def judge_one(tally: Any, name: str, step: int, mode: str, value: float, violated: bool, describe: str, *,
-              statistic: str, lower: float | None = None, upper: float | None = None) -> None:
-    """Count one judgement of ``name`` at ``step`` (the tally's verdict, message and chart)."""
-    tally.add_one(name, step, value, violated, describe, mode=mode, statistic=statistic, lower=lower, upper=upper)
+def unseen(state: SmxLastSeen, name: str, found: Iterable[tuple[int, str, Any]]) -> Iterator[tuple[int, str, Any, int]]:
+    """``(step, mode, value, the step of the record seen before it, -1 for none)`` of each record of ``found`` after
+    the last record of ``name`` the state has seen, each noted as seen (``state.seen``) before it is yielded."""
+    for step, mode, value in found:
+        last_step = state.seen.get(name, -1)
+        if last_step >= step:
+            continue
+        state.seen[name] = step
+        yield step, mode, value, last_step
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A rule's limit on the value it judges: a value above it (``upper``), else below it, fires, and with
+    ``inclusive`` the limit itself does too; the chart draws it as the value's upper (lower) bound."""
+
+    value: float
+    upper: bool
+    inclusive: bool = False
+
+    def fires(self, v: Any) -> Any:
+        """Whether ``v`` is beyond the limit (False for NaN)."""
+        if self.upper:
+            return v >= self.value if self.inclusive else v > self.value
+        return v <= self.value if self.inclusive else v < self.value
+
+    def bounds(self) -> dict[str, float | None]:
+        """The chart's ``lower`` and ``upper`` bounds."""
+        return {"lower": None, "upper": self.value} if self.upper else {"lower": self.value, "upper": None}
+
+
+def above(limit: float) -> Limit:
+    """A value above ``limit`` fires."""
+    return Limit(limit, upper=True)
+
+
+def at_least(limit: float) -> Limit:
+    """A value at or above ``limit`` fires."""
+    return Limit(limit, upper=True, inclusive=True)
+
+
+def below(limit: float) -> Limit:
+    """A value below ``limit`` fires."""
+    return Limit(limit, upper=False)
+
+
+def at_most(limit: float) -> Limit:
+    """A value at or below ``limit`` fires."""
+    return Limit(limit, upper=False, inclusive=True)
+
+
+def judge_one(tally: Any, name: str, step: int, mode: str, value: Any, limit: Limit, describe: str, *,
+              statistic: str, fires: bool | None = None) -> None:
+    """Count one judgement of ``name`` at ``step`` (the tally's verdict, message and chart): ``value`` fires when it
+    is beyond ``limit``, unless ``fires`` says otherwise; ``describe`` is the message (``{v}``: the value)."""
+    violated = limit.fires(value) if fires is None else fires
+    tally.add_one(name, step, value, violated, describe, mode=mode, statistic=statistic, **limit.bounds())
+
+
+def judge_statistic(state: SmxLastSeen, batch: Any, name: str, stat: str, raw: Callable[[Any], Any], limit: Limit,
+                    describe: str, *, label: str, modes: tuple[str, ...] | None = None, finite: bool = False,
+                    once: bool = False) -> None:
+    """Judge statistic ``stat`` of tensor ``name`` (as :func:`statistic`: saved, else ``raw`` of the raw values) at
+    each saved record of ``modes`` against ``limit`` (:func:`judge_one`; ``label``: the chart's name of the
+    statistic). With ``finite``, a value that is None, NaN or infinite is not judged; with ``once``, only the
+    tensor's first judged record is (``state.seen`` keeps its step)."""
+    for step, mode, value in statistic(batch, name, stat, raw, modes=modes):
+        if once and name in state.seen:
+            continue
+        if finite and (value is None or not math.isfinite(value)):
+            continue
+        if once:
+            state.seen[name] = step
+        judge_one(state.tally, name, step, mode, value, limit, describe, statistic=label)
 
 
 def in_collections(batch: Any, name: str, collections: str) -> bool:
@@ -83,6 +165,22 @@ def tensors(names: Iterable[str]) -> list[str]:
         parsed = parse_summary_name(name)
         out[parsed[0] if parsed else name] = None
     return list(out)
+
+
+def judged_tensors(batch: Any, names: Iterable[str], *, skip: str = "", skip_collections: str = "",
+                   only: str | None = None, flags: int = 0) -> list[str]:
+    """The tensors ``names`` select (:func:`tensors`) that a rule judges: not those whose name the regex ``skip``
+    finds (an empty one finds none) or that belong to one of the comma-separated ``skip_collections``, and with
+    ``only``, only those whose name the regex ``only`` finds (``flags``: both regexes')."""
+    skipped = re.compile(skip, flags) if skip else None
+    kept = re.compile(only, flags) if only is not None else None
+    out = []
+    for name in tensors(names):
+        if (kept is not None and not kept.search(name)) or (skipped is not None and skipped.search(name)):
+            continue
+        if not (skip_collections and in_collections(batch, name, skip_collections)):
+            out.append(name)
+    return out
 
 
 def statistic(batch: Any, name: str, stat: str, raw: Callable[[Any], Any], *,

@@ -7,27 +7,24 @@ before a normalisation layer)."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from smx_debug.rules.definitions import CollectionRequirement
 from smx_debug.rules.own._shared import (
     LastSeenEvaluator,
+    OwnParams,
     SmxLastSeen,
-    in_collections,
-    judge_one,
+    at_least,
+    judge_statistic,
+    judged_tensors,
     share_zero,
-    statistic,
-    tensors,
 )
 from smx_debug.rules.registry import define
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Params(OwnParams):
     threshold: float = Field(1.0, gt=0, le=1, description="share of zero values that fires")
     collection_names: str = Field("weights,gradients", description="collections it checks")
     skip_collections: str = Field("labels,predictions", description="collections it never judges")
@@ -36,14 +33,10 @@ class Params(BaseModel):
 
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
-        skip = re.compile(params.skip_regex) if params.skip_regex else None
-        for name in tensors(selection.names):
-            if (skip is not None and skip.search(name)) or in_collections(batch, name, params.skip_collections):
-                continue
-            for step, mode, share in statistic(batch, name, "share_zero", share_zero):  # float values only
-                judge_one(state.tally, name, step, mode, share, share >= params.threshold,
-                          f"{{v:.0%}} of its values are zero (threshold {params.threshold:.0%})",
-                          statistic="share zero", upper=params.threshold)
+        for name in judged_tensors(batch, selection.names, skip=params.skip_regex,
+                                   skip_collections=params.skip_collections):
+            judge_statistic(state, batch, name, "share_zero", share_zero, at_least(params.threshold),  # floats only
+                            f"{{v:.0%}} of its values are zero (threshold {params.threshold:.0%})", label="share zero")
 
 
 RULE = define(

@@ -11,11 +11,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from smx_debug._lazy import lazy_module
 from smx_debug.rules.definitions import CollectionRequirement
-from smx_debug.rules.own._shared import LEARNING_MODES, LastSeenEvaluator, SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import (
+    LEARNING_MODES,
+    LastSeenEvaluator,
+    OwnParams,
+    SmxLastSeen,
+    above,
+    judge_one,
+    records,
+    unseen,
+)
 from smx_debug.rules.registry import define
 
 if TYPE_CHECKING:
@@ -27,9 +36,7 @@ _REGEX = ".*labels"
 _MAX_CLASSES = 100_000  # a label beyond this is not a class id (the counts would not be a few numbers)
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Params(OwnParams):
     threshold_imbalance: float = Field(10.0, gt=1, description="largest/smallest count of the classes seen that "
                                                                "fires")
     samples: int = Field(500, gt=0, description="labels seen in all before the rule judges")
@@ -49,10 +56,7 @@ def _label_records(batch: Any, name: str) -> Any:
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         for name in selection.names:
-            for step, mode, ids in _label_records(batch, name):
-                if state.seen.get(name, -1) >= step:
-                    continue
-                state.seen[name] = step
+            for step, mode, ids, _ in unseen(state, name, _label_records(batch, name)):
                 counts = np.asarray(state.last.get(name, []), dtype=np.float64)
                 new = np.bincount(ids).astype(np.float64)
                 if len(new) > len(counts):
@@ -64,10 +68,9 @@ class Evaluator(LastSeenEvaluator):
                 if total < params.samples or total < params.samples_per_class * len(seen):
                     continue
                 ratio = float(seen.max() / seen.min()) if len(seen) > 1 else 1.0
-                judge_one(state.tally, name, step, mode, ratio, ratio > params.threshold_imbalance,
+                judge_one(state.tally, name, step, mode, ratio, above(params.threshold_imbalance),
                           f"largest/smallest class count {{v:.4g}} over {int(total)} labels of {len(seen)} classes "
-                          f"(threshold {params.threshold_imbalance:g})", statistic="largest/smallest class count",
-                          upper=params.threshold_imbalance)
+                          f"(threshold {params.threshold_imbalance:g})", statistic="largest/smallest class count")
 
 
 RULE = define(

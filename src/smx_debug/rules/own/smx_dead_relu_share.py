@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from smx_debug.rules.definitions import CollectionRequirement
 from smx_debug.rules.own._shared import (
     LastSeenEvaluator,
+    OwnParams,
     SmxLastSeen,
-    judge_one,
+    at_least,
+    judge_statistic,
     share_zero,
-    statistic,
     tensors,
 )
 from smx_debug.rules.registry import define
@@ -24,9 +25,7 @@ from smx_debug.rules.registry import define
 _REGEX = ".*relu_output"
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Params(OwnParams):
     share: float = Field(0.95, gt=0, le=1, description="share of a layer's ReLU outputs at zero that fires")
     tensor_regex: str = Field(_REGEX, description="regex of the ReLU outputs", json_schema_extra={"format": "regex"})
 
@@ -34,10 +33,8 @@ class Params(BaseModel):
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         for name in tensors(selection.names):
-            for step, mode, share in statistic(batch, name, "share_zero", share_zero):
-                judge_one(state.tally, name, step, mode, share, share >= params.share,
-                          f"{{v:.1%}} of its outputs are zero (limit {params.share:.0%})",
-                          statistic="share zero", upper=params.share)
+            judge_statistic(state, batch, name, "share_zero", share_zero, at_least(params.share),
+                            f"{{v:.1%}} of its outputs are zero (limit {params.share:.0%})", label="share zero")
 
 
 RULE = define(

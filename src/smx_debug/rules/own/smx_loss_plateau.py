@@ -16,18 +16,24 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from smx_debug.rules.definitions import TRAIN_LOSS_MEAN
-from smx_debug.rules.own._shared import LastSeenEvaluator, SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import (
+    LastSeenEvaluator,
+    OwnParams,
+    SmxLastSeen,
+    below,
+    judge_one,
+    records,
+    unseen,
+)
 from smx_debug.rules.registry import define
 
 _MAX_WINDOW = 50  # save intervals averaged in one window at the most (the state keeps 3 windows of means)
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Params(OwnParams):
     tensor_regex: str = Field(f".*{TRAIN_LOSS_MEAN}", description="regex of the interval means of the training loss",
                               json_schema_extra={"format": "regex"})
     window_steps: int = Field(500, gt=0, description="steps a window averages (whole save intervals, at least one)")
@@ -47,11 +53,7 @@ def _window(steps_between: int, params: Params) -> int:
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         for name in selection.names:
-            for step, mode, value in records(batch, name):
-                last_step = state.seen.get(name, -1)
-                if last_step >= step:
-                    continue
-                state.seen[name] = step
+            for step, mode, value, last_step in unseen(state, name, records(batch, name)):
                 gap_key = f"{name}\0steps between saves"
                 if last_step >= 0 and gap_key not in state.seen:
                     state.seen[gap_key] = step - last_step  # the save interval, in global steps, from the first two
@@ -69,10 +71,9 @@ class Evaluator(LastSeenEvaluator):
                 now = (previous - current) / previous * 100
                 if was < params.was_decreasing_percent:
                     continue  # not learning any more, or not yet: nothing stopped here
-                judge_one(state.tally, name, step, mode, now, now < params.min_decrease_percent,
+                judge_one(state.tally, name, step, mode, now, below(params.min_decrease_percent),
                           f"the mean loss fell {{v:.3g}}% over the last {k} save interval(s), after {was:.3g}% over "
-                          f"the {k} before (a stop below {params.min_decrease_percent:g}%)", statistic="decrease, %",
-                          lower=params.min_decrease_percent)
+                          f"the {k} before (a stop below {params.min_decrease_percent:g}%)", statistic="decrease, %")
 
 
 RULE = define(

@@ -15,16 +15,22 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from smx_debug.rules.definitions import VAL_LOSS_MEAN
-from smx_debug.rules.own._shared import LastSeenEvaluator, SmxLastSeen, judge_one, records
+from smx_debug.rules.own._shared import (
+    LastSeenEvaluator,
+    OwnParams,
+    SmxLastSeen,
+    above,
+    judge_one,
+    records,
+    unseen,
+)
 from smx_debug.rules.registry import define
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Params(OwnParams):
     tensor_regex: str = Field(f".*{VAL_LOSS_MEAN}", description="regex of the validation passes' mean losses",
                               json_schema_extra={"format": "regex"})
     rise_percent: float = Field(10.0, gt=0, description="rise of a pass's mean validation loss over the lowest mean "
@@ -35,10 +41,7 @@ class Params(BaseModel):
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         for name in selection.names:
-            for step, mode, value in records(batch, name):
-                if state.seen.get(name, -1) >= step:
-                    continue
-                state.seen[name] = step
+            for step, mode, value, _ in unseen(state, name, records(batch, name)):
                 mean = float(value.reshape(-1)[0])
                 if not math.isfinite(mean):
                     continue  # a diverging loss is the growth rules' business
@@ -51,10 +54,10 @@ class Evaluator(LastSeenEvaluator):
                 over = state.seen.get(over_key, 0) + 1 if rise > params.rise_percent else 0
                 state.seen[over_key] = over
                 state.last[name] = [min(best[0], mean)]
-                judge_one(state.tally, name, step, mode, rise, over >= params.patience,
+                judge_one(state.tally, name, step, mode, rise, above(params.rise_percent),
                           f"the mean validation loss is {{v:.3g}}% above its lowest so far ({best[0]:.4g}); over "
                           f"{params.rise_percent:g}% for {over} consecutive pass(es), {params.patience} fire",
-                          statistic="rise over the best, %", upper=params.rise_percent)
+                          statistic="rise over the best, %", fires=over >= params.patience)
 
 
 RULE = define(

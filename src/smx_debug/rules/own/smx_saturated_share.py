@@ -9,15 +9,16 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from smx_debug.rules.definitions import CollectionRequirement, share_beyond
 from smx_debug.rules.own._shared import (
     LastSeenEvaluator,
+    OwnParams,
     SmxLastSeen,
-    judge_one,
+    above,
+    judge_statistic,
     share_abs_beyond,
-    statistic,
     tensors,
 )
 from smx_debug.rules.registry import define
@@ -25,9 +26,7 @@ from smx_debug.rules.registry import define
 _REGEX = ".*tanh_input|.*sigmoid_input"
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Params(OwnParams):
     share: float = Field(0.2, gt=0, le=1, description="share of a layer's pre-activations beyond the range that "
                                                       "fires")
     tensor_regex: str = Field(_REGEX, description="regex of the activation inputs",
@@ -41,10 +40,9 @@ class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         for name in tensors(selection.names):
             limit = params.sigmoid_limit if "sigmoid" in name.lower() else params.tanh_limit
-            for step, mode, share in statistic(batch, name, share_beyond(limit), functools.partial(share_abs_beyond, limit)):
-                judge_one(state.tally, name, step, mode, share, share > params.share,
-                          f"{{v:.0%}} of its inputs beyond +-{limit:g} (limit {params.share:.0%})",
-                          statistic="share saturated", upper=params.share)
+            judge_statistic(state, batch, name, share_beyond(limit), functools.partial(share_abs_beyond, limit),
+                            above(params.share), f"{{v:.0%}} of its inputs beyond +-{limit:g} (limit {params.share:.0%})",
+                            label="share saturated")
 
 
 RULE = define(

@@ -14,11 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from smx_debug._lazy import lazy_module
 from smx_debug.rules.definitions import CollectionRequirement, summary_tensor_name
-from smx_debug.rules.own._shared import LEARNING_MODES, judge_one, records, tensors
+from smx_debug.rules.own._shared import LEARNING_MODES, OwnParams, at_most, judge_one, records, tensors
 from smx_debug.rules.registry import define
 
 if TYPE_CHECKING:
@@ -60,9 +60,7 @@ def _sample(value: Any) -> list[float]:
     return [float(v) for v in flat[idx]]
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Params(OwnParams):
     tolerance: float = Field(1e-4, ge=0, description="relative change of a weight between two saved training steps "
                                                      "at or below which the rule fires")
     collection_names: str = Field("weights", description="collections it checks (float tensors only)")
@@ -99,9 +97,9 @@ class Evaluator:
                     state.seen[changed_before] = 1
                 elif changed_before not in state.seen:
                     continue  # frozen since its first save: frozen on purpose (a fine-tuned model's backbone)
-                judge_one(state.tally, name, step, mode, change, change <= params.tolerance,
+                judge_one(state.tally, name, step, mode, change, at_most(params.tolerance),
                           f"changed by {{v:.3g}} (relative L2) since its last saved step (tolerance "
-                          f"{params.tolerance:g})", statistic="relative change", lower=params.tolerance)
+                          f"{params.tolerance:g})", statistic="relative change")
 
 
 RULE = define(

@@ -6,28 +6,25 @@ mean the bias shifts), so VanishingGradient fires on every healthy run of such a
 
 from __future__ import annotations
 
-import math
-import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from smx_debug.rules.definitions import CollectionRequirement
 from smx_debug.rules.own._shared import (
     LEARNING_MODES,
     LastSeenEvaluator,
+    OwnParams,
     SmxLastSeen,
     abs_mean,
-    judge_one,
-    statistic,
-    tensors,
+    below,
+    judge_statistic,
+    judged_tensors,
 )
 from smx_debug.rules.registry import define
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Params(OwnParams):
     threshold: float = Field(1e-7, ge=0, description="mean absolute gradient of a layer's weight below which the "
                                                      "rule fires")
     collection_names: str = Field("gradients", description="collections it checks")
@@ -37,17 +34,10 @@ class Params(BaseModel):
 
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
-        weight = re.compile(params.weight_regex)
-        for name in tensors(selection.names):
-            if not weight.search(name):
-                continue
-            for step, mode, mean in statistic(batch, name, "abs_mean", abs_mean,
-                                              modes=LEARNING_MODES):
-                if not math.isfinite(mean):
-                    continue  # SmxWeightGrowth's
-                judge_one(state.tally, name, step, mode, mean, mean < params.threshold,
-                          f"mean |gradient| {{v:.3g}} < {params.threshold:g}", statistic="mean |gradient|",
-                          lower=params.threshold)
+        for name in judged_tensors(batch, selection.names, only=params.weight_regex):
+            judge_statistic(state, batch, name, "abs_mean", abs_mean, below(params.threshold),
+                            f"mean |gradient| {{v:.3g}} < {params.threshold:g}", label="mean |gradient|",
+                            modes=LEARNING_MODES, finite=True)  # a NaN or infinite mean is SmxWeightGrowth's
 
 
 RULE = define(

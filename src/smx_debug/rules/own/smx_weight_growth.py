@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from smx_debug.rules.definitions import CollectionRequirement
 from smx_debug.rules.own._shared import (
     LEARNING_MODES,
     LastSeenEvaluator,
+    OwnParams,
     SmxLastSeen,
+    above,
     count_nonfinite,
     in_collections,
     judge_one,
@@ -25,9 +27,7 @@ from smx_debug.rules.own._shared import (
 from smx_debug.rules.registry import define
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Params(OwnParams):
     factor: float = Field(10.0, gt=1, description="growth of a weight's L2 norm from one saved step to the next "
                                                  "that fires")
     collection_names: str = Field("weights,gradients,losses",
@@ -43,8 +43,8 @@ class Evaluator(LastSeenEvaluator):
                 batch, name, "l2", l2_norm, modes=LEARNING_MODES)} if growth else {}
             for step, mode, bad in statistic(batch, name, "count_nonfinite", count_nonfinite):
                 if bad:
-                    judge_one(state.tally, name, step, mode, bad, True,
-                              "{v:g} NaN or infinite values", statistic="L2 norm growth", upper=params.factor)
+                    judge_one(state.tally, name, step, mode, bad, above(params.factor), "{v:g} NaN or infinite values",
+                              statistic="L2 norm growth", fires=True)
                     continue
                 norm = norms.get((step, mode))
                 if norm is None:
@@ -54,9 +54,9 @@ class Evaluator(LastSeenEvaluator):
                 if not prev or prev[0] <= 0:
                     continue
                 ratio = norm / prev[0]
-                judge_one(state.tally, name, step, mode, ratio, ratio > params.factor,
+                judge_one(state.tally, name, step, mode, ratio, above(params.factor),
                           f"L2 norm grew {{v:.3g}}x since its last saved step (factor {params.factor:g})",
-                          statistic="L2 norm growth", upper=params.factor)
+                          statistic="L2 norm growth")
 
 
 RULE = define(

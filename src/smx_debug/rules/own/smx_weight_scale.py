@@ -8,28 +8,26 @@ step. Judged once per weight, on its first saved training step (trained weights 
 
 from __future__ import annotations
 
-import math
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from smx_debug.rules.definitions import CollectionRequirement
 from smx_debug.rules.own._shared import (
     LEARNING_MODES,
     LastSeenEvaluator,
+    OwnParams,
     SmxLastSeen,
+    above,
     init_scale,
-    judge_one,
-    statistic,
-    tensors,
+    judge_statistic,
+    judged_tensors,
 )
 from smx_debug.rules.registry import define
 
 
-class Params(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
+class Params(OwnParams):
     limit: float = Field(2.0, gt=0, description="std(w) x sqrt(fan-in) above which the rule fires (judged on each "
                                                 "weight's first saved training step: its initialisation)")
     collection_names: str = Field("weights", description="collections it checks (matrices and kernels only)")
@@ -41,17 +39,11 @@ class Params(BaseModel):
 
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
-        skip = re.compile(params.skip_regex, re.IGNORECASE) if params.skip_regex else None
-        for name in tensors(selection.names):
-            if skip is not None and skip.search(name):
-                continue
-            for step, mode, scale in statistic(batch, name, "init_scale", init_scale, modes=LEARNING_MODES):
-                if name in state.seen or scale is None or not math.isfinite(scale):
-                    continue  # the first saved training step only: how the weight was initialised
-                state.seen[name] = step
-                judge_one(state.tally, name, step, mode, scale, scale > params.limit,
-                          f"std(w) x sqrt(fan-in) is {{v:.3g}} (limit {params.limit:g})",
-                          statistic="std(w) x sqrt(fan-in)", upper=params.limit)
+        for name in judged_tensors(batch, selection.names, skip=params.skip_regex, flags=re.IGNORECASE):
+            judge_statistic(state, batch, name, "init_scale", init_scale, above(params.limit),
+                            f"std(w) x sqrt(fan-in) is {{v:.3g}} (limit {params.limit:g})",
+                            label="std(w) x sqrt(fan-in)", modes=LEARNING_MODES, finite=True,
+                            once=True)  # the first saved training step only: how the weight was initialised
 
 
 RULE = define(
