@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers_infra_deploy import create_job
 
 from smx_debug import local
 from smx_debug.errors import AwsError, DataError
@@ -16,18 +17,8 @@ STACK = "SmxDebugGuard"
 def test_deployed_stack_stops_and_reports_a_triggered_job_end_to_end(local_aws: LocalAws, synthesized: Path) -> None:
     """A watched job whose rule finds issues: metric published, job stopped, people notified."""
     deployed = deploy_stack(local_aws, synthesized / f"{STACK}.template.json", stack_name=STACK)
-    sagemaker = local_aws.client("sagemaker")
     job = "guarded-resnet-1"
-    sagemaker.create_training_job(
-        TrainingJobName=job,
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        RoleArn=local.execution_role(local_aws),
-        OutputDataConfig={"S3OutputPath": f"s3://{deployed.output('OutputBucketName')}/output"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-    )
-    local.set_training_job_status(local_aws, job, "InProgress")
+    create_job(local_aws, deployed.output("OutputBucketName"), job, {})
     local.set_rule_statuses(local_aws, job, debug={"VanishingGradient": "IssuesFound"})
     deliveries = local.deliver_event(local_aws, local.state_change_event(local_aws, job))
     assert sorted(d.handler for d in deliveries) == ["notify", "rule_metrics", "stop_training"]
@@ -58,17 +49,8 @@ def test_default_all_rules_alarm_fires_on_any_rule_trigger(local_aws: LocalAws, 
                 if a.get("Namespace") == "SmxDebug" and a.get("MetricName") == "RuleTriggered"]
     assert (alarm["MetricName"], alarm["Dimensions"]) == ("RuleTriggered", [])
     job = "guarded-bert-1"
-    local_aws.client("sagemaker").create_training_job(
-        TrainingJobName=job,
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        RoleArn=local.execution_role(local_aws),
-        OutputDataConfig={"S3OutputPath": f"s3://{deployed.output('OutputBucketName')}/output"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-        Tags=[{"Key": "smx-debug:managed", "Value": "true"}],  # watched by prefix *and* by tag
-    )
-    local.set_training_job_status(local_aws, job, "InProgress")
+    create_job(local_aws, deployed.output("OutputBucketName"), job,
+               {"smx-debug:managed": "true"})  # watched by prefix *and* by tag
     local.set_rule_statuses(local_aws, job, profiler={"LowGPUUtilization": "IssuesFound"})
     deliveries = local.deliver_event(local_aws, local.state_change_event(local_aws, job))
     assert sorted(d.handler for d in deliveries) == ["notify", "rule_metrics", "stop_training"]  # once each

@@ -13,65 +13,32 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import time
 from pathlib import Path
 
 import pytest
+from helpers_infra_deploy import EXPLODE_AT, create_training_job, exploding_tensor_plan, train_exploding_cnn
 
 from smx_debug import local
-from smx_debug.config import DebugPlan
 from smx_debug.config.sdk_v3 import hook_environment
 from smx_debug.contracts import HOOK_OUTPUT_ENV
-from smx_debug.local import DeployedStack, LocalAws, deploy_stack, iam
+from smx_debug.local import DeployedStack, LocalAws, iam
 from smx_debug.tensors import create_trial
-
-ROOT = Path(__file__).resolve().parents[3]
-STACK = "SmxDebugGuard"
-EXPLODE_AT = 60
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 
 
-@pytest.fixture
-def deployed(local_aws: LocalAws, synthesized: Path) -> DeployedStack:
-    stack = deploy_stack(local_aws, synthesized / f"{STACK}.template.json", stack_name=STACK)
-    local.install(local_aws)
-    return stack
-
-
 def test_model_trainer_job_without_debug_hook_config_is_stopped_once_on_its_tensors(
         local_aws: LocalAws, deployed: DeployedStack, tmp_path: Path) -> None:
-    from smx_debug.local.sagemaker.training_run import start_training
-
     bucket, job = deployed.output("OutputBucketName"), "guarded-v3-cnn-explodes"
-    plan = DebugPlan(region=local_aws.region, s3_output_path=f"s3://{bucket}/debugger", guard="evaluator",
-                     hook={"save_interval": 5, "collections": [{"name": "gradients"}, {"name": "losses"}]},
-                     rules=[{"name": "ExplodingTensor", "actions": ["stop_job", "notify"]}])
-    plan.watch_spec().store(bucket, s3_client=local_aws.client("s3"))
-    sagemaker = local_aws.client("sagemaker")
-    sagemaker.create_training_job(  # what ModelTrainer(**plan.to_model_trainer_kwargs(...)) sends
-        TrainingJobName=job, RoleArn=local.execution_role(local_aws),
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        OutputDataConfig={"S3OutputPath": f"s3://{bucket}/model"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-        Environment={**hook_environment(plan), "EPOCHS": "3"}, Tags=plan.tags_list())
-    described = sagemaker.describe_training_job(TrainingJobName=job)
+    plan = exploding_tensor_plan(local_aws, bucket)
+    # what ModelTrainer(**plan.to_model_trainer_kwargs(...)) sends
+    create_training_job(local_aws, bucket, job, Environment={**hook_environment(plan), "EPOCHS": "3"},
+                        Tags=plan.tags_list())
+    described = local_aws.client("sagemaker").describe_training_job(TrainingJobName=job)
     assert "DebugHookConfig" not in described and described["Environment"][HOOK_OUTPUT_ENV] == plan.s3_output_path
 
     iam.ledger(local_aws).reset()
-    running = start_training(local_aws, job, ROOT / "examples" / "train_cnn.py", workdir=tmp_path / "container",
-                             timeout=120,
-                             args=["--steps", "600", "--explode-at", str(EXPLODE_AT), "--step-seconds", "0.02"])
-    triggers = []
-    while running.returncode is None:
-        for run in local.deliver_schedule(local_aws):
-            if run.handler == "evaluator":
-                assert run.error is None, run.error
-                triggers += [t for t in run.result["triggers"] if t["job"] == job]
-        time.sleep(0.3)
-    done = running.wait()
+    done, triggers = train_exploding_cnn(local_aws, job, tmp_path / "container")
 
     assert done.uploaded == 0  # SageMaker uploads nothing for such a job: the hook wrote the trial itself
     assert done.debug_output == f"s3://{bucket}/debugger/{job}/debug-output/"

@@ -10,60 +10,27 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import time
 from pathlib import Path
 
 import pytest
+from helpers_infra_deploy import EXPLODE_AT, create_training_job, exploding_tensor_plan, train_exploding_cnn
 
 from smx_debug import local
-from smx_debug.config import DebugPlan
 from smx_debug.contracts import stop_key
-from smx_debug.local import DeployedStack, LocalAws, deploy_stack, iam
-
-ROOT = Path(__file__).resolve().parents[3]
-STACK = "SmxDebugGuard"
-EXPLODE_AT = 60
+from smx_debug.local import DeployedStack, LocalAws, iam
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="torch is not installed")
 
 
-@pytest.fixture
-def deployed(local_aws: LocalAws, synthesized: Path) -> DeployedStack:
-    stack = deploy_stack(local_aws, synthesized / f"{STACK}.template.json", stack_name=STACK)
-    local.install(local_aws)
-    return stack
-
-
 def test_evaluator_alone_stops_an_exploding_pytorch_job_once(local_aws: LocalAws, deployed: DeployedStack,
                                                               tmp_path: Path) -> None:
-    from smx_debug.local.sagemaker.training_run import start_training
-
     bucket, job = deployed.output("OutputBucketName"), "guarded-cnn-explodes"
-    plan = DebugPlan(region=local_aws.region, s3_output_path=f"s3://{bucket}/debugger", guard="evaluator",
-                     hook={"save_interval": 5, "collections": [{"name": "gradients"}, {"name": "losses"}]},
-                     rules=[{"name": "ExplodingTensor", "actions": ["stop_job", "notify"]}])
-    plan.watch_spec().store(bucket, s3_client=local_aws.client("s3"))
+    plan = exploding_tensor_plan(local_aws, bucket)
     request = plan.to_request_dict(job_name=job)
     assert "DebugRuleConfigurations" not in request and "DebugHookConfig" in request
-    local_aws.client("sagemaker").create_training_job(
-        TrainingJobName=job, RoleArn=local.execution_role(local_aws),
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        OutputDataConfig={"S3OutputPath": f"s3://{bucket}/model"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600}, **request)
+    create_training_job(local_aws, bucket, job, **request)
     iam.ledger(local_aws).reset()
-    running = start_training(local_aws, job, ROOT / "examples" / "train_cnn.py", workdir=tmp_path / "container",
-                             upload_interval=0.3, timeout=120,
-                             args=["--steps", "600", "--explode-at", str(EXPLODE_AT), "--step-seconds", "0.02"])
-    triggers = []
-    while running.returncode is None:
-        for run in local.deliver_schedule(local_aws):
-            if run.handler == "evaluator":
-                assert run.error is None, run.error
-                triggers += [t for t in run.result["triggers"] if t["job"] == job]
-        time.sleep(0.3)
-    done = running.wait()
+    done, triggers = train_exploding_cnn(local_aws, job, tmp_path / "container", upload_interval=0.3)
 
     assert [t["rule"] for t in triggers] == ["ExplodingTensor"] and triggers[0]["step"] >= EXPLODE_AT
     stopped_at = int(re.search(r"stopped by SIGTERM at step (\d+)", done.stdout).group(1))  # type: ignore[union-attr]

@@ -9,27 +9,17 @@ denials, and the key's encryption-context grant lets EventBridge dead-letter to 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from helpers_infra_deploy import create_job
 
 from smx_debug import local
 from smx_debug.contracts import PROFILER_OUTPUT
-from smx_debug.local import DeployedStack, LocalAws, deploy_stack, iam
+from smx_debug.local import DeployedStack, LocalAws, iam
 from smx_debug.local.cloudwatch import metric_data
 from smx_debug.local.sagemaker import job_metrics, training_jobs
 from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.simulate import Simulation, SimulationSpec
-
-STACK = "SmxDebugGuard"
-
-
-@pytest.fixture
-def deployed(local_aws: LocalAws, synthesized: Path) -> DeployedStack:
-    stack = deploy_stack(local_aws, synthesized / f"{STACK}.template.json", stack_name=STACK)
-    local.install(local_aws)  # bucket policies with their conditions (the TLS-only deny) before the first put
-    return stack
 
 
 def test_deployed_evaluator_reads_profiler_output_in_the_stack_bucket_without_denial(
