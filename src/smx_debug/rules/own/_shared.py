@@ -41,6 +41,16 @@ class SmxLastSeen:
     last: dict[str, list[float]] = field(default_factory=dict)
     seen: dict[str, int] = field(default_factory=dict)
 
+    def unseen(self, name: str, found: Iterable[tuple[int, str, Any]]) -> Iterator[tuple[int, str, Any, int]]:
+        """``(step, mode, value, the step of the record seen before it, -1 for none)`` of each record of ``found``
+        after the last record of ``name`` this state has seen, each noted as seen (``seen``) before it is yielded."""
+        for step, mode, value in found:
+            last_step = self.seen.get(name, -1)
+            if last_step >= step:
+                continue
+            self.seen[name] = step
+            yield step, mode, value, last_step
+
 
 class LastSeenEvaluator:
     """The start of an evaluator whose state is :class:`SmxLastSeen` (a rule's ``Evaluator`` subclasses it and
@@ -70,17 +80,6 @@ def records(batch: Any, name: str, *, modes: tuple[str, ...] | None = None,
         if value.dtype.kind not in kinds or not value.size:
             continue
         yield int(series.steps[i]), mode, value.astype(dtype, copy=False)
-
-
-def unseen(state: SmxLastSeen, name: str, found: Iterable[tuple[int, str, Any]]) -> Iterator[tuple[int, str, Any, int]]:
-    """``(step, mode, value, the step of the record seen before it, -1 for none)`` of each record of ``found`` after
-    the last record of ``name`` the state has seen, each noted as seen (``state.seen``) before it is yielded."""
-    for step, mode, value in found:
-        last_step = state.seen.get(name, -1)
-        if last_step >= step:
-            continue
-        state.seen[name] = step
-        yield step, mode, value, last_step
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ from smx_debug.rules.own._shared import (
     above,
     judge_one,
     records,
-    unseen,
 )
 from smx_debug.rules.registry import define
 
@@ -56,7 +55,7 @@ def _label_records(batch: Any, name: str) -> Any:
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         for name in selection.names:
-            for step, mode, ids, _ in unseen(state, name, _label_records(batch, name)):
+            for step, mode, ids, _ in state.unseen(name, _label_records(batch, name)):
                 counts = np.asarray(state.last.get(name, []), dtype=np.float64)
                 new = np.bincount(ids).astype(np.float64)
                 if len(new) > len(counts):

@@ -19,15 +19,7 @@ from typing import Any
 from pydantic import Field
 
 from smx_debug.rules.definitions import TRAIN_LOSS_MEAN
-from smx_debug.rules.own._shared import (
-    LastSeenEvaluator,
-    OwnParams,
-    SmxLastSeen,
-    below,
-    judge_one,
-    records,
-    unseen,
-)
+from smx_debug.rules.own._shared import LastSeenEvaluator, OwnParams, SmxLastSeen, below, judge_one, records
 from smx_debug.rules.registry import define
 
 _MAX_WINDOW = 50  # save intervals averaged in one window at the most (the state keeps 3 windows of means)
@@ -53,7 +45,7 @@ def _window(steps_between: int, params: Params) -> int:
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         for name in selection.names:
-            for step, mode, value, last_step in unseen(state, name, records(batch, name)):
+            for step, mode, value, last_step in state.unseen(name, records(batch, name)):
                 gap_key = f"{name}\0steps between saves"
                 if last_step >= 0 and gap_key not in state.seen:
                     state.seen[gap_key] = step - last_step  # the save interval, in global steps, from the first two

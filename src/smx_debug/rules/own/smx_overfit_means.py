@@ -18,15 +18,7 @@ from typing import Any
 from pydantic import Field
 
 from smx_debug.rules.definitions import VAL_LOSS_MEAN
-from smx_debug.rules.own._shared import (
-    LastSeenEvaluator,
-    OwnParams,
-    SmxLastSeen,
-    above,
-    judge_one,
-    records,
-    unseen,
-)
+from smx_debug.rules.own._shared import LastSeenEvaluator, OwnParams, SmxLastSeen, above, judge_one, records
 from smx_debug.rules.registry import define
 
 
@@ -41,7 +33,7 @@ class Params(OwnParams):
 class Evaluator(LastSeenEvaluator):
     def update(self, state: SmxLastSeen, batch: Any, params: Params, selection: Any) -> None:
         for name in selection.names:
-            for step, mode, value, _ in unseen(state, name, records(batch, name)):
+            for step, mode, value, _ in state.unseen(name, records(batch, name)):
                 mean = float(value.reshape(-1)[0])
                 if not math.isfinite(mean):
                     continue  # a diverging loss is the growth rules' business
