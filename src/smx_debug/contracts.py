@@ -301,7 +301,7 @@ JOB_ERROR_REASONS: Final = (
     "watch-spec",  # the job's watch spec is missing, unreadable or invalid: the default rules applied
     "bad-data",  # the job's data could not be read or evaluated (e.g. poisoned profiler output)
     "internal",  # anything else: a defect of ours, logged with its traceback
-    "out-of-time",  # not started (or its action not claimed): too little of the invocation left (watch.report.RunBudget)
+    "out-of-time",  # not started (or its action not claimed): too little of the invocation left (watch.state.RunBudget)
 )
 
 

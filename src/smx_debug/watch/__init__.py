@@ -2,7 +2,7 @@
 
 :func:`run_once` is one run (the Lambda ``lambdas/evaluator`` calls it every minute, through
 :mod:`smx_debug.watch.handler`); :class:`WatchSpec` is the set of rules a job gets, rendered by its debug plan.
-A run is a pipeline, one module a step: lease and cursors (:mod:`~smx_debug.watch.cursor`), discover, read,
+A run is a pipeline, one module a step: lease and cursors (:mod:`~smx_debug.watch.state`), discover, read,
 evaluate, act, save (:mod:`~smx_debug.watch.run` calls them in that order). See docs/evaluator.md.
 
 The spec and settings import only the standard library (a debug plan renders specs without loading the
@@ -18,6 +18,6 @@ from smx_debug.watch.settings import EvaluatorSettings
 __all__ = ["Clients", "EvaluatorSettings", "WatchSpec", "WatchedRule", "run_once"]
 
 # Lazy: the run needs numpy and pandas; a debug plan imports smx_debug.watch for the spec alone.
-_LAZY = {"Clients": "smx_debug.watch.report", "run_once": "smx_debug.watch.run"}
+_LAZY = {"Clients": "smx_debug.watch.state", "run_once": "smx_debug.watch.run"}
 
 __getattr__ = lazy_getattr(__name__, _LAZY)

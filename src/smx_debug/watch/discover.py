@@ -29,9 +29,8 @@ from smx_debug.data.sources import describe_job, job_paths
 from smx_debug.errors import ConfigError
 from smx_debug.rules.watch_spec import WatchSpec
 from smx_debug.tags import tags_as_dict, watched_actions
-from smx_debug.watch.cursor import Cursor, CursorStore
-from smx_debug.watch.report import Clients, RunBudget, RunReport
 from smx_debug.watch.settings import EvaluatorSettings
+from smx_debug.watch.state import Clients, Cursor, CursorStore, RunBudget, RunReport
 
 SEARCH_PAGE = 100  # Search's MaxResults limit (its default is 10)
 

@@ -1,7 +1,7 @@
 """The evaluator's evaluate step: one watched job's rules judged on its window, and its new triggers.
 
 :func:`evaluate_job` merges the job's new minutes into its window (:func:`smx_debug.watch.read.merge_minutes`)
-and evaluates each rule configuration of its cursor (decoded once, :attr:`smx_debug.watch.cursor.Cursor.rules`)
+and evaluates each rule configuration of its cursor (decoded once, :attr:`smx_debug.watch.state.Cursor.rules`)
 that has not fired on its last ``window`` minutes: the same rule code as ``smx-debug rules evaluate``, keyed by
 configuration name. :func:`evaluate_tensors` judges its tensor rules. A rule whose condition is met is a
 :class:`smx_debug.actions.verify.Trigger` (``source=SOURCE_EVALUATOR``), the action core's own, built once here.
@@ -40,10 +40,9 @@ from smx_debug.rules.catalog import get_rule
 from smx_debug.rules.configured import ConfiguredRule, configured_rule
 from smx_debug.rules.watch_spec import WatchedRule
 from smx_debug.tensors import create_trial
-from smx_debug.watch.cursor import Cursor
 from smx_debug.watch.read import keep_minutes, merge_minutes
-from smx_debug.watch.report import RunOutcome
 from smx_debug.watch.settings import EvaluatorSettings
+from smx_debug.watch.state import Cursor, RunOutcome
 
 STATE_BUDGET: Final = 256 * 1024  # bytes of compressed tensor rule state per job, in its cursor item
 

@@ -38,7 +38,7 @@ isolation, cursors and exactly-once actions of a whole run.
   only its jobs' leases; one whose evaluation breaks (its cursors cannot be read) counts its jobs in
   ``EvaluatorJobErrors`` and is reported as a partial batch failure, so SQS redelivers only that message.
 - **Inside the function's timeout.** A shard starts a job only while it fits in what is left of its invocation
-  (:class:`smx_debug.watch.report.RunBudget`); a job it cut is counted ``out-of-time`` and keeps its cursor, and the message is
+  (:class:`smx_debug.watch.state.RunBudget`); a job it cut is counted ``out-of-time`` and keeps its cursor, and the message is
   not failed: SQS would redeliver it after the visibility timeout, stale by then and dropped, while the next run
   has already sent the job again (furthest behind, it goes first).
 - **No backlog.** A shard older than the schedule's period (``SentTimestamp``) is dropped: the newer run already
@@ -79,19 +79,18 @@ from smx_debug.actions.settings import (
 )
 from smx_debug.errors import AwsError, SmxDebugError
 from smx_debug.watch.act import action_responder
-from smx_debug.watch.cursor import CursorStore
 from smx_debug.watch.discover import WatchedJob, watched_jobs
-from smx_debug.watch.report import Clients, RunReport
 from smx_debug.watch.run import Responder, ShardSender, evaluate_jobs, run_once
 from smx_debug.watch.save import publish_job_errors
 from smx_debug.watch.settings import EvaluatorSettings
+from smx_debug.watch.state import Clients, CursorStore, RunReport
 
 
 @dataclass(frozen=True)
 class EvaluatorRuntime:
     """What one cold start builds: the evaluator's settings, the AWS clients, the responder, when the stack has a
     shard queue the sender of shards, and one AWS call's worst case with the clients' retries and timeouts
-    (``call_seconds``: the unit of the invocation's time bound, :class:`smx_debug.watch.report.RunBudget`)."""
+    (``call_seconds``: the unit of the invocation's time bound, :class:`smx_debug.watch.state.RunBudget`)."""
 
     settings: EvaluatorSettings
     clients: Clients

@@ -30,9 +30,8 @@ from smx_debug.data.job_errors import BAD_DATA, JobError, job_error
 from smx_debug.data.sources import S3Source, job_paths, split_s3_uri
 from smx_debug.data.system import SystemMetricsReader
 from smx_debug.errors import NoDataYetError, NotFoundError
-from smx_debug.watch.cursor import Cursor
-from smx_debug.watch.report import Clients, RunBudget, RunReport
 from smx_debug.watch.settings import EvaluatorSettings
+from smx_debug.watch.state import Clients, Cursor, RunBudget, RunReport
 
 DEVICE_WINDOW = 10  # minutes of profiler output read per run: the longest device-rule window
 

@@ -9,7 +9,7 @@ and the benchmark call it in process on the local AWS. A run:
 3. above ``jobs_per_invocation`` watched jobs, with a shard sender, sends them in shards to be evaluated in
    parallel by the shard queue's invocations (:mod:`smx_debug.watch.handler`) and ends; otherwise it evaluates them
    itself (:func:`evaluate_jobs`, as each shard does):
-4. lease: claims each job's lease (below) and loads the cursors of the jobs it won (:mod:`smx_debug.watch.cursor`:
+4. lease: claims each job's lease (below) and loads the cursors of the jobs it won (:mod:`smx_debug.watch.state`:
    typed cursors, their rules decoded once);
 5. discover: refreshes what it knows about new or stale watched jobs;
 6. read: reads each job's minutes since its cursor, all jobs batched (:mod:`smx_debug.watch.read`);
@@ -29,7 +29,7 @@ its cursor and is tried again next run; the run goes on for the others and the i
 breaks the whole run fails it: the running jobs cannot be listed, the cursors cannot be read or written, the
 job errors cannot be put. A job without data is reported, never stopped.
 
-Each run ends inside its Lambda timeout (:class:`smx_debug.watch.report.RunBudget`): given the invocation's deadline, it
+Each run ends inside its Lambda timeout (:class:`smx_debug.watch.state.RunBudget`): given the invocation's deadline, it
 keeps one AWS call's worst case (botocore's retries x timeouts, 24 s by default) for steps 9 and 11, which always
 happen, starts a step that calls AWS for many jobs (4, 5, 6, 8 and 10) only while one call's worst case still fits
 before that margin, a job's own step (7: its rules, tensors and actions) only while the longest job step measured in this run
@@ -41,7 +41,7 @@ Overlapping runs (one still going when the next schedule fires, a delayed or man
 evaluate a job twice and act before either saved its cursor. Two leases of the cursor table prevent it, both
 claimed with the action ledger's lease claim (:class:`smx_debug.actions.ledger.Ledger`: a conditional PutItem that
 succeeds only when no claim is live), held ``lease_seconds`` (longer than the function's timeout, so an invocation
-Lambda killed blocks the next one for at most that long): the run lease (:data:`smx_debug.watch.cursor.RUN_LEASE_KEY`; no job name can be
+Lambda killed blocks the next one for at most that long): the run lease (:data:`smx_debug.watch.state.RUN_LEASE_KEY`; no job name can be
 it: SageMaker names are letters, digits and hyphens) that a scheduled run takes first, and one lease per job
 (:func:`smx_debug.contracts.job_lease_key`) that every evaluation, a run's or a shard's, takes before reading the
 job's cursor; a job held by another evaluation is left to it. Leases rather than conditional cursor writes: with
@@ -65,13 +65,12 @@ from smx_debug.actions.verify import Trigger
 from smx_debug.contracts import job_lease_key
 from smx_debug.data.cloudwatch_batch import ReadResult
 from smx_debug.data.job_errors import BAD_DATA
-from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discover import WatchedJob, discover, refresh_all
 from smx_debug.watch.evaluate import evaluate_job, evaluate_tensors, tensor_rules
 from smx_debug.watch.read import read_new_minutes
-from smx_debug.watch.report import Clients, RunBudget, RunOutcome, RunReport
 from smx_debug.watch.save import append_ended, append_minutes, publish_job_errors
 from smx_debug.watch.settings import EvaluatorSettings
+from smx_debug.watch.state import Clients, Cursor, CursorStore, RunBudget, RunOutcome, RunReport
 
 # Sends the watched jobs in shards to be evaluated elsewhere (smx_debug.watch.handler); returns the shards sent.
 ShardSender = Callable[[Sequence[WatchedJob], float], int]
@@ -79,7 +78,7 @@ ShardSender = Callable[[Sequence[WatchedJob], float], int]
 
 class Responder(Protocol):
     """Acts on a job's new triggers through the action path, starting no call that would not fit ``deadline``
-    (the invocation's, less the run's margin: :meth:`smx_debug.watch.report.RunBudget.for_actions`); returns a
+    (the invocation's, less the run's margin: :meth:`smx_debug.watch.state.RunBudget.for_actions`); returns a
     JSON-able summary. What it raises is recorded for that job, whose triggers are tried again next run.
     ``description``: the job's DescribeTrainingJob answer when this run read it (a job met for the first time),
     so that the action path does not describe it again."""
@@ -101,7 +100,7 @@ def run_once(
     """One scheduled run: every watched running job, evaluated here or, with ``shards`` and more than
     ``settings.jobs_per_invocation`` watched jobs, sent in shards to be evaluated in parallel (see the module
     docstring). ``deadline``: the invocation's (None: unbounded); work starts only while it fits
-    (:class:`smx_debug.watch.report.RunBudget`)."""
+    (:class:`smx_debug.watch.state.RunBudget`)."""
     now = clock() if now is None else now
     report = RunReport(now=now)
     store = CursorStore(settings.cursor_table, clients.dynamodb, clock=lambda: now)
@@ -133,7 +132,7 @@ def evaluate_jobs(
     """Evaluate ``jobs`` (the whole run's, or one shard's) into ``report``, each under its job lease.
 
     A job whose lease another evaluation holds is left to it (status ``held``). A job the invocation has no time
-    left for (``deadline``, :class:`smx_debug.watch.report.RunBudget`) is not started: it fails ``out-of-time`` and keeps its
+    left for (``deadline``, :class:`smx_debug.watch.state.RunBudget`) is not started: it fails ``out-of-time`` and keeps its
     cursor. What breaks the whole evaluation (the cursors cannot be read or written) raises; the leases then
     expire after ``lease_seconds``.
     """

@@ -1,6 +1,6 @@
 """The evaluator's save step, after each job's evaluation and actions: its new minutes to the fleet dataset,
 the ended jobs' last minutes, and the run's job errors (the cursors themselves are saved by
-:meth:`smx_debug.watch.cursor.CursorStore.save`, with the job leases released in the same calls).
+:meth:`smx_debug.watch.state.CursorStore.save`, with the job leases released in the same calls).
 
 Running jobs. After a run evaluated and acted on its jobs, each one's minutes since the last append go to the stack's fleet
 dataset (``system_minutes``, :mod:`smx_debug.fleet`), from what the run already read, at no extra read: the
@@ -66,11 +66,10 @@ from smx_debug.data.cloudwatch_batch import MetricRead, read_metrics
 from smx_debug.data.job_errors import BAD_DATA, JobError, job_error
 from smx_debug.data.minute_frames import device_counts, system_frame
 from smx_debug.tags import tags_as_dict, watched_actions
-from smx_debug.watch.cursor import Cursor, CursorStore
 from smx_debug.watch.discover import SEARCH_PAGE, job_facts
 from smx_debug.watch.read import profiler_frames
-from smx_debug.watch.report import ENDED, Clients, RunBudget, RunOutcome, RunReport
 from smx_debug.watch.settings import EvaluatorSettings
+from smx_debug.watch.state import ENDED, Clients, Cursor, CursorStore, RunBudget, RunOutcome, RunReport
 
 if TYPE_CHECKING:
     from smx_debug.fleet.append import Source
@@ -183,7 +182,7 @@ def append_ended(settings: EvaluatorSettings, clients: Clients, report: RunRepor
                  deadline: Deadline | None = None) -> None:
     """Append the last minutes of the watched jobs that ended (see the module docstring) into ``report``. Each
     step that calls AWS starts only while one call's worst case fits the invocation (``deadline``,
-    :class:`smx_debug.watch.report.RunBudget`); the jobs not started fail ``out-of-time`` and are tried again next run."""
+    :class:`smx_debug.watch.state.RunBudget`); the jobs not started fail ``out-of-time`` and are tried again next run."""
     budget = RunBudget(deadline)
     if not settings.fleet_bucket or budget.short_of_call() is not None:  # no time left: the next run looks
         return

@@ -30,9 +30,9 @@ from smx_debug.local.sagemaker import job_metrics
 from smx_debug.local.sagemaker.job_metrics import Scenario, publish_minutes
 from smx_debug.watch import run_once
 from smx_debug.watch.act import action_responder
-from smx_debug.watch.cursor import CursorStore
 from smx_debug.watch.handler import EvaluatorRuntime, handle_invocation
 from smx_debug.watch.settings import EvaluatorSettings
+from smx_debug.watch.state import CursorStore
 
 TIMEOUT = 60.0
 ANSWER = 3.0

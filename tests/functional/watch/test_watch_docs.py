@@ -20,7 +20,7 @@ from smx_debug.local import LocalAws
 from smx_debug.local.sagemaker import job_metrics
 from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.watch import run_once
-from smx_debug.watch.cursor import CursorStore
+from smx_debug.watch.state import CursorStore
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "evaluator.md"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"

@@ -16,8 +16,7 @@ from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.local.throttling import throttle
 from smx_debug.rules.watch_spec import WatchedRule, WatchSpec
 from smx_debug.watch import run_once
-from smx_debug.watch.cursor import CursorStore
-from smx_debug.watch.report import RunReport
+from smx_debug.watch.state import CursorStore, RunReport
 
 CPU = Scenario(kind="cpu_bottleneck", onset=10)
 PLATEAU = Scenario(kind="loss_plateau", onset=10)

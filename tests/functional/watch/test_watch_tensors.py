@@ -17,7 +17,7 @@ from smx_debug.local import LocalAws
 from smx_debug.local.clients import client as cached_client
 from smx_debug.tensors import Collection, TrialWriter
 from smx_debug.watch import WatchSpec, run_once
-from smx_debug.watch.cursor import CursorStore
+from smx_debug.watch.state import CursorStore
 
 JOB = "guarded-cnn"
 TRIAL = f"s3://{BUCKET}/debugger/{JOB}/debug-output"

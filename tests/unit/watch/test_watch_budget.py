@@ -9,7 +9,7 @@ import pytest
 from lambda_support import Clock, Context
 
 from smx_debug.actions.runtime import Deadline
-from smx_debug.watch.report import RunBudget
+from smx_debug.watch.state import RunBudget
 
 CALL = 24.0
 

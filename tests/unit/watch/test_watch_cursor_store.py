@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from smx_debug.watch.cursor import Cursor, CursorStore
+from smx_debug.watch.state import Cursor, CursorStore
 
 
 class _Unprocessing:
@@ -79,7 +79,7 @@ DEEP = "[" * 100_000 + "]" * 100_000
     {"info": {"S": "{"}},
 ])
 def test_cursor_store_damaged_item_starts_over_and_the_others_load(damage: dict[str, Any]) -> None:
-    from smx_debug.watch.cursor import _to_item
+    from smx_debug.watch.state import _to_item
 
     good = _to_item(Cursor(job="a", checked_at=5.0, info={"hosts": 1}, fired={"CPUBottleneck": 7}), 10.0)
     bad = {**_to_item(Cursor(job="b", checked_at=5.0, data={"algo-1": {"m": {60: 1.0}}}), 10.0), **damage}

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from smx_debug.data.frames import series_frame
-from smx_debug.watch.cursor import Cursor
 from smx_debug.watch.evaluate import _evaluate
+from smx_debug.watch.state import Cursor
 
 T0 = 1_700_000_000 // 60 * 60  # a minute boundary
 DEVICE_RULES = ["CPUBottleneck", "LowGPUUtilization", "GPUMemoryIncrease"]
