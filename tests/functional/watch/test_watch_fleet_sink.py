@@ -31,7 +31,7 @@ from smx_debug.local import LocalAws
 from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.simulate import Simulation, SimulationSpec
 from smx_debug.watch import run_once
-from smx_debug.watch.cursor import CursorStore
+from smx_debug.watch.state import CursorStore
 
 CPU = Scenario(kind="cpu_bottleneck", onset=10)
 KEY = ["job", "node", "minute", "source", "name", "dimension"]

@@ -35,8 +35,7 @@ from smx_debug.local.sagemaker import training_jobs
 from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.local.throttling import throttle
 from smx_debug.watch import WatchedRule, WatchSpec, run_once
-from smx_debug.watch.cursor import RUN_LEASE_KEY, CursorStore
-from smx_debug.watch.report import RunReport
+from smx_debug.watch.state import RUN_LEASE_KEY, CursorStore, RunReport
 
 CPU = Scenario(kind="cpu_bottleneck", onset=10)
 HEALTHY = Scenario()
