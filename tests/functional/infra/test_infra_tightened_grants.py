@@ -12,12 +12,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from helpers_infra_deploy import create_job
+from profiler_support import put_profiler_output, set_profiler_config
 
 from smx_debug import local
 from smx_debug.contracts import PROFILER_OUTPUT
 from smx_debug.local import DeployedStack, LocalAws, iam
 from smx_debug.local.cloudwatch import metric_data
-from smx_debug.local.sagemaker import job_metrics, training_jobs
+from smx_debug.local.sagemaker import job_metrics
 from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.simulate import Simulation, SimulationSpec
 
@@ -31,17 +32,13 @@ def test_deployed_evaluator_reads_profiler_output_in_the_stack_bucket_without_de
     job = "guarded-profiled-1"
     create_job(local_aws, bucket, job, {})
     # the local SageMaker drops ProfilerConfig on create; the local AWS keeps it for this job
-    training_jobs._profiler_fields[training_jobs.training_job(local_aws, job)] = {
-        "ProfilerConfig": {"S3OutputPath": f"s3://{bucket}/debugger", "ProfilingIntervalInMilliseconds": 500}}
+    set_profiler_config(local_aws, job, bucket, ProfilingIntervalInMilliseconds=500)
     start = datetime.now(UTC).replace(second=0, microsecond=0) - timedelta(minutes=12)
     job_metrics.set_start_time(local_aws, job, start)
     job_metrics.publish_minutes(local_aws, job, start=start, first=0, last=12, scenario=Scenario(), hosts=1)
     sim = Simulation(SimulationSpec(scenario="cpu_bottleneck", onset_s=120, job_start=start, duration_s=13 * 60,
                                     nodes=1, cpus=4, gpus=0, interval_ms=500, seed=3, initialization_s=0))
-    s3 = local_aws.client("s3")
-    for minute in sim.minutes()[:13]:
-        for key, body, _ in sim.files_for_minute(minute, framework=False):
-            s3.put_object(Bucket=bucket, Key=f"debugger/{job}/{PROFILER_OUTPUT}/{key}", Body=body)
+    put_profiler_output(local_aws, bucket, job, sim, sim.minutes()[:13])
 
     (run,) = local.deliver_schedule(local_aws, handlers=["evaluator"])
 

@@ -8,7 +8,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 from botocore.exceptions import ClientError
-from test_watch_profiler import _profiled_job
+from profiler_support import put_profiler_output
 from watch_support import (
     BUCKET,
     T0,
@@ -19,6 +19,7 @@ from watch_support import (
     clients,
     create_job,
     end_job,
+    profiled_job,
     publish,
     settings,
     with_clients,
@@ -68,13 +69,11 @@ def test_fleet_sink_appends_each_minute_once_with_host_averages(aws: LocalAws) -
 
 
 def test_fleet_sink_profiler_job_appends_its_per_device_minutes(aws: LocalAws) -> None:
-    _profiled_job(aws, "guarded-profiled")
+    profiled_job(aws, "guarded-profiled", ProfilingIntervalInMilliseconds=500)
     publish(aws, "guarded-profiled", 0, 20, Scenario(vcpus=32, gpus=4))
     sim = Simulation(SimulationSpec(scenario="healthy", job_start=T0, duration_s=20 * 60, nodes=1, cpus=32, gpus=4,
                                     interval_ms=5000, seed=3, initialization_s=0))
-    for minute in sim.minutes()[:14]:
-        for key, body, _ in sim.files_for_minute(minute, framework=False):
-            aws.client("s3").put_object(Bucket=BUCKET, Key=f"debugger/guarded-profiled/profiler-output/{key}", Body=body)
+    put_profiler_output(aws, BUCKET, "guarded-profiled", sim, sim.minutes()[:14])
     for m in (12, 13):
         run_once(settings(fleet_bucket=BUCKET), clients(aws), Recorder(), now=at(m) + 5)
     rows = _minutes(aws)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
+from profiler_support import put_profiler_output
 from watch_support import (
     BUCKET,
     T0,
@@ -17,6 +18,7 @@ from watch_support import (
     at,
     clients,
     create_job,
+    profiled_job,
     publish,
     settings,
     tight,
@@ -31,9 +33,9 @@ from smx_debug.contracts import (
     REASON_DIMENSION,
 )
 from smx_debug.local import LocalAws
-from smx_debug.local.sagemaker import training_jobs
 from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.local.throttling import throttle
+from smx_debug.simulate import Simulation, SimulationSpec
 from smx_debug.watch import WatchedRule, WatchSpec, run_once
 from smx_debug.watch.state import RUN_LEASE_KEY, CursorStore, RunReport
 
@@ -131,27 +133,16 @@ POISON = [b'{"Type": "cpu", "Name": "\\ud800", "Dimension": "CPUUtilization", "V
           b'"Timestamp": %d}']
 
 
-def _profiled(aws: LocalAws, name: str) -> None:
-    create_job(aws, name, instance_type="ml.p3.8xlarge")
-    fake = training_jobs.training_job(aws, name)
-    training_jobs._profiler_fields[fake] = {"ProfilerConfig": {"S3OutputPath": f"s3://{BUCKET}/debugger"}}
-
-
 def test_run_poisoned_profiler_output_fails_no_run_and_costs_no_other_job(aws: LocalAws) -> None:
-    from smx_debug.simulate import Simulation, SimulationSpec
-
-    _profiled(aws, "guarded-poisoned")
+    profiled_job(aws, "guarded-poisoned")
     create_job(aws, "guarded-plain")
     publish(aws, "guarded-poisoned", 0, 16, Scenario(vcpus=32, gpus=4))
     publish(aws, "guarded-plain", 0, 16, CPU)
     sim = Simulation(SimulationSpec(scenario="cpu_bottleneck", onset_s=600, job_start=T0, duration_s=16 * 60,
                                     nodes=1, cpus=32, gpus=4, interval_ms=500, seed=3, initialization_s=0))
-    s3 = aws.client("s3")
-    for minute in sim.minutes():
-        for key, body, _ in sim.files_for_minute(minute, framework=False):
-            stamp = int(minute) + 30
-            s3.put_object(Bucket=BUCKET, Key=f"debugger/guarded-poisoned/profiler-output/{key}",
-                          Body=body + b"\n".join(line.replace(b"%d", str(stamp).encode()) for line in POISON) + b"\n")
+    put_profiler_output(aws, BUCKET, "guarded-poisoned", sim, sim.minutes(),
+                        tail=lambda minute: b"\n".join(line.replace(b"%d", str(minute + 30).encode())
+                                                       for line in POISON) + b"\n")
     recorder = Recorder()
     reports = [run_once(settings(), clients(aws), recorder, now=at(m) + 5) for m in range(8, 16)]
     assert all(_evaluated(r) == ["guarded-plain", "guarded-poisoned"] for r in reports)
@@ -177,7 +168,7 @@ class _BrokenOutput:
 
 
 def test_run_profiler_output_the_reader_cannot_survive_is_bad_data_and_cloudwatch_judges(aws: LocalAws) -> None:
-    _profiled(aws, "guarded-broken")
+    profiled_job(aws, "guarded-broken")
     create_job(aws, "guarded-ok")
     publish(aws, "guarded-broken", 0, 16, Scenario(kind="cpu_bottleneck", onset=10, vcpus=32, gpus=4))
     publish(aws, "guarded-ok", 0, 16, HEALTHY)

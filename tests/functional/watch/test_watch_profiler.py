@@ -2,32 +2,21 @@
 
 from __future__ import annotations
 
-from watch_support import BUCKET, T0, Recorder, at, clients, create_job, publish, settings
+from profiler_support import put_profiler_output
+from watch_support import BUCKET, T0, Recorder, at, clients, profiled_job, publish, settings
 
 from smx_debug.local import LocalAws
-from smx_debug.local.sagemaker import training_jobs
 from smx_debug.local.sagemaker.job_metrics import Scenario
 from smx_debug.simulate import Simulation, SimulationSpec
 from smx_debug.watch import WatchSpec, run_once
 
 
-def _profiled_job(aws: LocalAws, name: str) -> None:
-    create_job(aws, name, instance_type="ml.p3.8xlarge")
-    # the job was created with the profiler off; this one writes profiler output (local AWS keeps the field)
-    fake = training_jobs.training_job(aws, name)
-    training_jobs._profiler_fields[fake] = {"ProfilerConfig": {"S3OutputPath": f"s3://{BUCKET}/debugger",
-                                                     "ProfilingIntervalInMilliseconds": 500}}
-
-
 def test_run_job_with_profiler_output_judges_per_device_data_from_s3(aws: LocalAws) -> None:
-    _profiled_job(aws, "guarded-profiled")
+    profiled_job(aws, "guarded-profiled", ProfilingIntervalInMilliseconds=500)
     publish(aws, "guarded-profiled", 0, 20, Scenario(vcpus=32, gpus=4))  # CloudWatch's host averages: healthy
     sim = Simulation(SimulationSpec(scenario="cpu_bottleneck", onset_s=600, job_start=T0, duration_s=20 * 60,
                                     nodes=1, cpus=32, gpus=4, interval_ms=500, seed=3, initialization_s=0))
-    s3 = aws.client("s3")
-    for minute in sim.minutes()[:16]:
-        for key, body, _ in sim.files_for_minute(minute, framework=False):
-            s3.put_object(Bucket=BUCKET, Key=f"debugger/guarded-profiled/profiler-output/{key}", Body=body)
+    put_profiler_output(aws, BUCKET, "guarded-profiled", sim, sim.minutes()[:16])
     recorder = Recorder()
     only_cpu = settings(default_rules=WatchSpec.from_json('[{"rule": "CPUBottleneck"}]'))
     fired_at = None
@@ -44,7 +33,7 @@ def test_run_job_with_profiler_output_judges_per_device_data_from_s3(aws: LocalA
 
 
 def test_run_profiler_output_missing_falls_back_to_cloudwatch(aws: LocalAws) -> None:
-    _profiled_job(aws, "guarded-profiled")
+    profiled_job(aws, "guarded-profiled", ProfilingIntervalInMilliseconds=500)
     publish(aws, "guarded-profiled", 0, 20, Scenario(kind="cpu_bottleneck", onset=10, vcpus=32, gpus=4))
     recorder = Recorder()
     for m in range(8, 16):

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from notify_support import inbox, ledger_and_inbox
+from profiler_support import set_profiler_config
 
 from smx_debug import local
 from smx_debug.actions.verify import Trigger
@@ -73,6 +74,13 @@ def create_job(
     )
     local.set_training_job_status(aws, name, "InProgress")
     job_metrics.set_start_time(aws, name, T0)
+
+
+def profiled_job(aws: LocalAws, name: str, **profiler_config: Any) -> None:
+    """A job (on a 4-GPU instance) created with the profiler off, then writing profiler output under
+    ``s3://BUCKET/debugger`` (the local AWS keeps the field); ``profiler_config``: its other ProfilerConfig fields."""
+    create_job(aws, name, instance_type="ml.p3.8xlarge")
+    set_profiler_config(aws, name, BUCKET, **profiler_config)
 
 
 def publish(aws: LocalAws, job: str, first: int, last: int, scenario: Scenario, hosts: int = 1) -> None:
