@@ -120,7 +120,7 @@ class Mark:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ReportHeader:
     """The header: healthy or not, what fired first and when, the stop, and the money."""
 
     healthy: bool | None  # None: no rule had data to judge
@@ -194,7 +194,7 @@ class ReportModel:
     step_rows: tuple[StepRow, ...]
     step_rule: str | None
     marks: tuple[Mark, ...]
-    verdict: Verdict
+    verdict: ReportHeader
     dips: pd.DataFrame
     causes: pd.DataFrame
     loader_share: pd.DataFrame
@@ -295,7 +295,7 @@ def _step_rows(inp: ReportInput) -> tuple[tuple[StepRow, ...], str | None]:
 
 
 def _verdict(inp: ReportInput, rows: tuple[RuleRow, ...], start: int | None, end: int | None,
-             note: str | None, causes: pd.DataFrame) -> Verdict:
+             note: str | None, causes: pd.DataFrame) -> ReportHeader:
     fired = sorted([r for r in rows if r.triggered],
                    key=lambda r: (r.first_trigger_ns is None, r.first_trigger_ns or 0, r.name))
     out = inp.outcome
@@ -364,7 +364,7 @@ def _verdict(inp: ReportInput, rows: tuple[RuleRow, ...], start: int | None, end
     if note:
         details.append(note)
     healthy = (None if not any(r.has_data for r in rows) else True) if not fired else False
-    return Verdict(healthy=healthy, headline=headline, details=tuple(details), cost_so_far=so_far,
+    return ReportHeader(healthy=healthy, headline=headline, details=tuple(details), cost_so_far=so_far,
                    cost_after_trigger=after, saved=saved, saved_basis=basis)
 
 
