@@ -30,7 +30,7 @@ from __future__ import annotations
 import argparse
 import ast
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +68,14 @@ def _modules(root: Path) -> dict[str, Module]:
         is_package = path.name == "__init__.py"
         name = name.removesuffix(".__init__")
         mods[name] = Module(name, path, ast.parse(path.read_text(encoding="utf-8")), is_package)
+    return mods
+
+
+def read_modules(root: Path) -> dict[str, Module]:
+    """The modules of ``root``'s src/smx_debug, infra/ and lambdas/, each with its imports read (its arrows by kind,
+    function-local import lines, exported names and bound names)."""
+    mods = _modules(root)
+    _read_imports(mods)
     return mods
 
 
@@ -302,33 +310,28 @@ def _calls(mods: dict[str, Module], defs: dict[str, ast.AST], by_name: dict[str,
     return out
 
 
+def _reachable(starts: Iterable[str], edges: Mapping[str, Iterable[str]]) -> set[str]:
+    """The nodes reached from ``starts`` (included) along ``edges``."""
+    seen: set[str] = set()
+    todo = list(starts)
+    while todo:
+        key = todo.pop()
+        if key not in seen:
+            seen.add(key)
+            todo.extend(edges.get(key, ()))
+    return seen
+
+
 def _walk(mods: dict[str, Module]) -> tuple[list[str], list[str]]:
     defs, by_name = _functions(mods)
     graph = {key: _calls(mods, defs, by_name, key) for key in defs}
     targets = {key for key, node in defs.items() if not isinstance(node, ast.ClassDef) and any(
         isinstance(n, ast.Attribute) and n.attr == TARGET_CALL for n in ast.walk(node))}
-    start = f"{HANDLER_MODULE}:handler"
-    reached: set[str] = set()
-    todo = [start]
-    while todo:
-        key = todo.pop()
-        if key in reached:
-            continue
-        reached.add(key)
-        todo.extend(graph.get(key, ()))
     reverse: dict[str, set[str]] = defaultdict(set)
     for key, callees in graph.items():
         for callee in callees:
             reverse[callee].add(key)
-    leads: set[str] = set()
-    todo = sorted(targets)
-    while todo:
-        key = todo.pop()
-        if key in leads:
-            continue
-        leads.add(key)
-        todo.extend(reverse.get(key, ()))
-    path = reached & leads
+    path = _reachable([f"{HANDLER_MODULE}:handler"], graph) & _reachable(targets, reverse)
     steps = {callee for key in path for callee in graph.get(key, ())} - path
     return sorted(path), sorted(steps)
 
@@ -347,8 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     root = args.root.resolve()
 
-    mods = _modules(root)
-    _read_imports(mods)
+    mods = read_modules(root)
     src = {name: m for name, m in mods.items() if name.startswith("smx_debug")}
 
     declaring = [m for m in src.values() if m.exported is not None]

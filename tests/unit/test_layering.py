@@ -11,8 +11,13 @@ import ast
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-PACKAGE = Path(__file__).resolve().parents[2] / "src" / "smx_debug"
+from bench_support import bench_module
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = ROOT / "src" / "smx_debug"
+FIGURES = bench_module("structure_figures")
 
 # Lowest first. A top-level module (smx_debug/<name>.py) is its own room.
 FLOORS: tuple[frozenset[str], ...] = (
@@ -126,83 +131,20 @@ LOCAL_CYCLE_IMPORTS: dict[tuple[str, str], str] = {
 }
 
 
-def _module_imports() -> tuple[dict[str, set[str]], dict[str, set[str]], set[str]]:
-    """Per smx_debug module: the smx_debug modules it imports at module level, and those it imports only inside
-    a function (``if TYPE_CHECKING:`` blocks skipped)."""
-    root = PACKAGE.parent
-    mods: dict[str, Path] = {}
-    for path in PACKAGE.rglob("*.py"):
-        name = ".".join(path.relative_to(root).with_suffix("").parts)
-        mods[name.removesuffix(".__init__")] = path
-
-    def resolve(current: str, node: ast.Import | ast.ImportFrom) -> list[str]:
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        else:
-            base = node.module or ""
-            if node.level:
-                parts = current.split(".")
-                parts = parts if mods[current].name == "__init__.py" else parts[:-1]
-                parts = parts[: len(parts) - (node.level - 1)]
-                base = ".".join([*parts, *([base] if base else [])])
-            names = [base, *(f"{base}.{alias.name}" for alias in node.names)]
-        return [name for name in names if name in mods]
-
-    class Visitor(ast.NodeVisitor):
-        def __init__(self, module: str) -> None:
-            self.module = module
-            self.depth = 0
-            self.at_top: set[str] = set()
-            self.in_function: set[str] = set()
-
-        def visit_If(self, node: ast.If) -> None:
-            if "TYPE_CHECKING" not in ast.unparse(node.test):
-                self.generic_visit(node)
-
-        def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-            self.depth += 1
-            self.generic_visit(node)
-            self.depth -= 1
-
-        visit_AsyncFunctionDef = visit_FunctionDef
-
-        def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
-            (self.in_function if self.depth else self.at_top).update(resolve(self.module, node))
-
-        visit_ImportFrom = visit_Import
-
-    top: dict[str, set[str]] = {}
-    local: dict[str, set[str]] = {}
-    for module, path in mods.items():
-        visitor = Visitor(module)
-        visitor.visit(ast.parse(path.read_text()))
-        top[module] = visitor.at_top - {module}
-        local[module] = visitor.in_function - {module} - visitor.at_top
-    return top, local, set(mods)
-
-
-def _reached(start: str, top: dict[str, set[str]], modules: set[str]) -> set[str]:
-    """The modules importing ``start`` loads through module-level imports (importing a.b.c loads a and a.b)."""
-    seen: set[str] = set()
-    stack = [start]
-    while stack:
-        for target in top.get(stack.pop(), ()):
-            parts = target.split(".")
-            for i in range(1, len(parts) + 1):
-                parent = ".".join(parts[:i])
-                if parent in modules and parent not in seen:
-                    seen.add(parent)
-                    stack.append(parent)
-    return seen
+def _module_imports() -> tuple[dict[str, Any], dict[str, set[str]]]:
+    """Per smx_debug module (bench/structure_figures.py reads them): the module itself, and the smx_debug modules it
+    imports only inside a function (``if TYPE_CHECKING:`` blocks skipped)."""
+    mods = {name: m for name, m in FIGURES.read_modules(ROOT).items() if name.startswith("smx_debug")}
+    return mods, {name: m.arrows["local"] - m.arrows["top"] for name, m in mods.items()}
 
 
 def test_layering_no_function_local_import_dodges_a_module_cycle() -> None:
-    top, local, modules = _module_imports()
+    mods, local = _module_imports()
     dodges = {
         (module, target)
         for module, targets in local.items()
         for target in targets
-        if module in _reached(target, top, modules)
+        if module in FIGURES._closure(mods, target, ("top",))  # what importing target loads at module level
     }
     unexplained = sorted(dodges - LOCAL_CYCLE_IMPORTS.keys())
     assert not unexplained, (
