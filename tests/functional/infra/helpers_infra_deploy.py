@@ -35,26 +35,10 @@ def resolve(value: Any, refs: Mapping[str, str], atts: Mapping[tuple[str, str], 
     return value
 
 
-def create_training_job(aws: LocalAws, bucket: str, name: str, **request: Any) -> None:
-    """Create training job ``name`` as the local execution role, its model output in the stack's bucket, with the
-    rest of its request (a plan's fields, tags, hyperparameters) from ``request``."""
-    aws.client("sagemaker").create_training_job(
-        TrainingJobName=name,
-        AlgorithmSpecification={"TrainingImage": "123456789012.dkr.ecr.us-west-2.amazonaws.com/t:1",
-                                "TrainingInputMode": "File"},
-        RoleArn=local.execution_role(aws),
-        OutputDataConfig={"S3OutputPath": f"s3://{bucket}/output"},
-        ResourceConfig={"InstanceType": "ml.m5.xlarge", "InstanceCount": 1, "VolumeSizeInGB": 5},
-        StoppingCondition={"MaxRuntimeInSeconds": 3600},
-        **request,
-    )
-
-
 def create_job(aws: LocalAws, bucket: str, name: str, tags: Mapping[str, str]) -> None:
     """An InProgress training job writing to the stack's bucket (hyperparameters the retraining strategies change)."""
-    create_training_job(aws, bucket, name,
-                        HyperParameters={"warmup_learning_rate": "0.1", "learning_rate": "0.1", "epochs": "30"},
-                        Tags=[{"Key": k, "Value": v} for k, v in tags.items()])
+    local.create_training_job(aws, name, tags, OutputDataConfig={"S3OutputPath": f"s3://{bucket}/output"},
+                              HyperParameters={"warmup_learning_rate": "0.1", "learning_rate": "0.1", "epochs": "30"})
     local.set_training_job_status(aws, name, "InProgress")
 
 

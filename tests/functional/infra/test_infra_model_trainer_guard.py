@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers_infra_deploy import EXPLODE_AT, create_training_job, exploding_tensor_plan, train_exploding_cnn
+from helpers_infra_deploy import EXPLODE_AT, exploding_tensor_plan, train_exploding_cnn
 
 from smx_debug import local
 from smx_debug.config.sdk_v3 import hook_environment
@@ -32,8 +32,8 @@ def test_model_trainer_job_without_debug_hook_config_is_stopped_once_on_its_tens
     bucket, job = deployed.output("OutputBucketName"), "guarded-v3-cnn-explodes"
     plan = exploding_tensor_plan(local_aws, bucket)
     # what ModelTrainer(**plan.to_model_trainer_kwargs(...)) sends
-    create_training_job(local_aws, bucket, job, Environment={**hook_environment(plan), "EPOCHS": "3"},
-                        Tags=plan.tags_list())
+    local.create_training_job(local_aws, job, OutputDataConfig={"S3OutputPath": f"s3://{bucket}/model"},
+                              Environment={**hook_environment(plan), "EPOCHS": "3"}, Tags=plan.tags_list())
     described = local_aws.client("sagemaker").describe_training_job(TrainingJobName=job)
     assert "DebugHookConfig" not in described and described["Environment"][HOOK_OUTPUT_ENV] == plan.s3_output_path
 

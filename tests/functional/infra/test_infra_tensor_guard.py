@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 import pytest
-from helpers_infra_deploy import EXPLODE_AT, create_training_job, exploding_tensor_plan, train_exploding_cnn
+from helpers_infra_deploy import EXPLODE_AT, exploding_tensor_plan, train_exploding_cnn
 
 from smx_debug import local
 from smx_debug.contracts import stop_key
@@ -28,7 +28,7 @@ def test_evaluator_alone_stops_an_exploding_pytorch_job_once(local_aws: LocalAws
     plan = exploding_tensor_plan(local_aws, bucket)
     request = plan.to_request_dict(job_name=job)
     assert "DebugRuleConfigurations" not in request and "DebugHookConfig" in request
-    create_training_job(local_aws, bucket, job, **request)
+    local.create_training_job(local_aws, job, OutputDataConfig={"S3OutputPath": f"s3://{bucket}/model"}, **request)
     iam.ledger(local_aws).reset()
     done, triggers = train_exploding_cnn(local_aws, job, tmp_path / "container", upload_interval=0.3)
 
