@@ -106,15 +106,24 @@ def test_handler_role_has_only_its_own_actions(
     assert not denied & actions
 
 
-def test_put_metric_data_limited_to_namespace(synth: Synth) -> None:
-    template, _ = synth(metric_namespace="TeamGuard")
-    assert statements_with(function_statements(template, "rule_metrics"), "cloudwatch:PutMetricData") == [
-        {
-            "Action": "cloudwatch:PutMetricData",
-            "Condition": {"StringEquals": {"cloudwatch:namespace": "TeamGuard"}},
-            "Effect": "Allow",
-            "Resource": "*",
-        }
+@pytest.mark.parametrize(
+    ("context", "handler", "action", "condition", "resource"),
+    [
+        pytest.param({"metric_namespace": "TeamGuard"}, "rule_metrics", "cloudwatch:PutMetricData",
+                     {"StringEquals": {"cloudwatch:namespace": "TeamGuard"}}, "*", id="put-metric-data-namespace"),
+        pytest.param({"sagemaker_execution_role_pattern": "arn:aws:iam::*:role/ml/SageMaker*"}, "retrain",
+                     "iam:PassRole", {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+                     {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"},
+                                        ":role/ml/SageMaker*"]]},
+                     id="pass-role-execution-roles-of-this-account-to-sagemaker"),
+    ],
+)
+def test_handler_action_limited_to_its_resource_and_condition(
+    synth: Synth, context: dict[str, str], handler: str, action: str, condition: dict[str, Any], resource: Any
+) -> None:
+    template, _ = synth(**context)
+    assert statements_with(function_statements(template, handler), action) == [
+        {"Action": action, "Condition": condition, "Effect": "Allow", "Resource": resource}
     ]
 
 
@@ -124,19 +133,6 @@ def test_sns_publish_only_on_our_topic(synth: Synth) -> None:
     for handler in ("notify", "retrain"):
         publish = statements_with(function_statements(template, handler), "sns:Publish")
         assert [s["Resource"] for s in publish] == [{"Ref": topic}]
-
-
-def test_pass_role_limited_to_execution_roles_of_this_account_and_sagemaker(synth: Synth) -> None:
-    template, _ = synth(sagemaker_execution_role_pattern="arn:aws:iam::*:role/ml/SageMaker*")
-    assert statements_with(function_statements(template, "retrain"), "iam:PassRole") == [
-        {
-            "Action": "iam:PassRole",
-            "Condition": {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
-            "Effect": "Allow",
-            "Resource": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":iam::", {"Ref": "AWS::AccountId"},
-                                           ":role/ml/SageMaker*"]]},
-        }
-    ]
 
 
 def test_wildcard_resources_only_where_aws_has_no_resource_scope(synth: Synth) -> None:
