@@ -11,10 +11,11 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from smx_debug.errors import ConfigError
+from smx_debug.errors import ConfigError, UnknownNameError
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig
 from smx_debug.rules.catalog import list_rules
+from smx_debug.rules.definitions import closest
 from smx_debug.tensors import collections_file
 
 
@@ -67,6 +68,20 @@ def _rule_collections() -> dict[str, tuple[str, ...]]:
 # Named in include_collections and not configured otherwise, these take the rules' regexes (smdebug 1.0.34 accepts
 # the names and saves nothing for them unless the job's DebugHookConfig gives the regex).
 RULE_COLLECTIONS: dict[str, tuple[str, ...]] = _rule_collections()
+
+
+def unknown_collection(name: str, named: str, lacks: str, advice: str = "") -> UnknownNameError:
+    """The error for a collection no tensor would be saved in: ``name``, neither built in nor one the built-in rules
+    read, and lacking what would select its tensors. The message: ``named`` (where the name stands), the name, that
+    it is neither, ``lacks``, the closest known name, ``advice``."""
+    suggestion = closest(name, sorted({*BUILTIN_REGEXES, *RULE_COLLECTIONS}))
+    hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+    return UnknownNameError(
+        f"{named} {name!r} is neither a built-in collection ({', '.join(sorted(BUILTIN_REGEXES))}) nor one the "
+        f"built-in rules read ({', '.join(sorted(RULE_COLLECTIONS))}), and {lacks}{hint}{advice}",
+        name=name, suggestion=suggestion)
+
+
 # saved as raw values, never reduced (smdebug.core.collection.SCALAR_COLLECTIONS)
 SCALAR_COLLECTIONS = frozenset({CollectionKeys.LOSSES, CollectionKeys.METRICS, CollectionKeys.SM_METRICS})
 

@@ -42,6 +42,7 @@ from smx_debug.hook.collection import (
     SCALAR_COLLECTIONS,
     Collection,
     CollectionKeys,
+    unknown_collection,
 )
 from smx_debug.hook.guard import VERDICT_FILE, GuardStop, check_guard, resolve_guard_rules, settings_rules
 from smx_debug.hook.json_config import HookSettings, read_hook_config, settings_from_plan
@@ -384,15 +385,9 @@ class Hook:
             if name in RULE_COLLECTIONS:
                 self.get_collection(name).include(list(RULE_COLLECTIONS[name]))
                 continue
-            known = sorted({*BUILTIN_REGEXES, *RULE_COLLECTIONS})
-            suggestion = closest(name, known)
-            hint = f"; did you mean {suggestion!r}?" if suggestion else ""
-            raise UnknownNameError(
-                f"include_collections names {name!r}, which is neither a built-in collection "
-                f"({', '.join(sorted(BUILTIN_REGEXES))}) nor one the built-in rules read "
-                f"({', '.join(sorted(RULE_COLLECTIONS))}), and is not configured{hint} (a collection of your own: "
-                f"hook.get_collection({name!r}).include(regex) before hook.register_module(model))",
-                name=name, suggestion=suggestion)
+            raise unknown_collection(name, "include_collections names collection", "is not configured",
+                                     f" (a collection of your own: hook.get_collection({name!r}).include(regex) "
+                                     "before hook.register_module(model))")
 
     def add_collection(self, collection: Collection) -> None:
         """Add (or replace) a collection."""

@@ -39,8 +39,8 @@ from smx_debug.contracts import (
     hook_trial_uri,
     join_hook_config,
 )
-from smx_debug.errors import ConfigError, NotFoundError, UnknownNameError
-from smx_debug.hook.collection import DEFAULT_COLLECTIONS, RULE_COLLECTIONS
+from smx_debug.errors import ConfigError, NotFoundError
+from smx_debug.hook.collection import DEFAULT_COLLECTIONS, RULE_COLLECTIONS, unknown_collection
 from smx_debug.hook.guard import GUARD_PARAMETERS, parse_guard
 from smx_debug.hook.reduction_config import ReductionConfig
 from smx_debug.hook.save_config import SaveConfig, SaveConfigMode
@@ -263,14 +263,8 @@ def _collection(entry: object, source: str, where: str, base_modes: dict[ModeKey
     regexes = _regexes(params["include_regex"]) if "include_regex" in params else ()
     if name not in DEFAULT_COLLECTIONS and name not in RULE_COLLECTIONS and not regexes:
         # a rules' collection without include_regex takes the rules' regex in the hook (Hook._check_collections)
-        known = sorted({*DEFAULT_COLLECTIONS, *RULE_COLLECTIONS})
-        suggestion = closest(name, known)
-        hint = f"; did you mean {suggestion!r}?" if suggestion else ""
-        raise UnknownNameError(
-            f"{source}: {where}.CollectionName: collection {name!r} is neither a built-in PyTorch collection "
-            f"({', '.join(sorted(DEFAULT_COLLECTIONS))}) nor one the built-in rules read "
-            f"({', '.join(sorted(RULE_COLLECTIONS))}), and has no include_regex, so no tensor would be saved in "
-            f"it{hint}", name=name, suggestion=suggestion)
+        raise unknown_collection(name, f"{source}: {where}.CollectionName: collection",
+                                 "has no include_regex, so no tensor would be saved in it")
     for regex in regexes:
         try:
             re.compile(regex)
