@@ -11,9 +11,17 @@ import difflib
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from smx_debug.actions.retrain import (
     DEFAULT_MAX_RETRAINING,
@@ -101,6 +109,34 @@ def _as_int(value: Any) -> Any:
     return value
 
 
+def _as_optional_int(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in {"", "none", "null"}:
+        return None
+    return _as_int(value)
+
+
+def _as_section(value: Any) -> Any:
+    """A section's context value: ``true``/``false`` turns it on or off; a string is its JSON object (a string
+    that is not JSON is left for the model to refuse)."""
+    parsed = _as_bool(value)
+    if isinstance(parsed, bool):
+        return {"enabled": parsed}
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return value
+    return value
+
+
+# Field types that accept a context value in either spelling (JSON or a ``-c`` string).
+_Int = Annotated[int, BeforeValidator(_as_int)]
+_Bool = Annotated[bool, BeforeValidator(_as_bool)]
+_Strings = Annotated[tuple[str, ...], BeforeValidator(_as_list)]
+_Days = Annotated[int, BeforeValidator(_as_optional_int)]  # "none"/"null"/"" is None: refused where None is
+_OptionalDays = Annotated[int | None, BeforeValidator(_as_optional_int)]
+
+
 # What the retraining workflow may launch by default: general-purpose, compute and single-node GPU families, not
 # the 8-GPU p4d/p4de/p5 or Trainium families (add them to retraining.instance_types to allow them).
 DEFAULT_RETRAIN_INSTANCE_TYPES = (
@@ -114,12 +150,7 @@ class _Section(BaseModel):
 
     model_config = _BASE
 
-    enabled: bool = True
-
-    @field_validator("enabled", mode="before")
-    @classmethod
-    def _bool(cls, value: Any) -> Any:
-        return _as_bool(value)
+    enabled: _Bool = True
 
 
 class RetrainingConfig(_Section):
@@ -131,16 +162,11 @@ class RetrainingConfig(_Section):
     and environment names whose values never enter the execution's input (docs/actions.md, "Secrets").
     """
 
-    wait_seconds: int = Field(default=300, ge=10, le=86_400)
-    max_runtime_seconds: int = Field(default=86_400, ge=60, le=2_419_200)
-    max_retraining: int = Field(default=DEFAULT_MAX_RETRAINING, ge=1, le=MAX_RETRAINING)
-    instance_types: tuple[str, ...] = DEFAULT_RETRAIN_INSTANCE_TYPES
-    redact_keys: tuple[str, ...] = ()
-
-    @field_validator("instance_types", "redact_keys", mode="before")
-    @classmethod
-    def _types(cls, value: Any) -> Any:
-        return _as_list(value)
+    wait_seconds: _Int = Field(default=300, ge=10, le=86_400)
+    max_runtime_seconds: _Int = Field(default=86_400, ge=60, le=2_419_200)
+    max_retraining: _Int = Field(default=DEFAULT_MAX_RETRAINING, ge=1, le=MAX_RETRAINING)
+    instance_types: _Strings = DEFAULT_RETRAIN_INSTANCE_TYPES
+    redact_keys: _Strings = ()
 
     @model_validator(mode="after")
     def _instance_types(self) -> RetrainingConfig:
@@ -156,11 +182,6 @@ class RetrainingConfig(_Section):
                 f"retraining.redact_keys: {changed[0]!r} cannot be redacted: the retraining strategies change it, so its "
                 "value travels in the execution's input", field="retraining.redact_keys", value=changed[0])
         return self
-
-    @field_validator("wait_seconds", "max_runtime_seconds", "max_retraining", mode="before")
-    @classmethod
-    def _int(cls, value: Any) -> Any:
-        return _as_int(value)
 
     @model_validator(mode="after")
     def _history_budget(self) -> RetrainingConfig:
@@ -193,11 +214,11 @@ class EvaluatorConfig(_Section):
     "Scaling"; 2-1000, Lambda's limits for an SQS event source's maximum concurrency).
     """
 
-    rate_minutes: int = Field(default=1, ge=1, le=60)
-    window_minutes: int = Field(default=10, ge=3, le=60)
+    rate_minutes: _Int = Field(default=1, ge=1, le=60)
+    window_minutes: _Int = Field(default=10, ge=3, le=60)
     default_rules: tuple[dict[str, Any], ...] = ()
-    jobs_per_invocation: int = DEFAULT_JOBS_PER_INVOCATION
-    max_concurrency: int = 5
+    jobs_per_invocation: _Int = DEFAULT_JOBS_PER_INVOCATION
+    max_concurrency: _Int = 5
 
     @model_validator(mode="after")
     def _fanout(self) -> EvaluatorConfig:
@@ -211,11 +232,6 @@ class EvaluatorConfig(_Section):
                 f"evaluator.max_concurrency: {self.max_concurrency!r} is not from 2 to 1000 (Lambda's limits for an SQS "
                 "event source's MaximumConcurrency)", field="evaluator.max_concurrency", value=self.max_concurrency)
         return self
-
-    @field_validator("rate_minutes", "window_minutes", "jobs_per_invocation", "max_concurrency", mode="before")
-    @classmethod
-    def _int(cls, value: Any) -> Any:
-        return _as_int(value)
 
     @field_validator("default_rules", mode="before")
     @classmethod
@@ -234,13 +250,8 @@ class FleetConfig(_Section):
     1440; its runs must not overlap: its timeout and maximum event age are shorter than 10 minutes).
     """
 
-    bytes_scanned_cutoff_per_query: int = 1_000_000_000
-    collector_rate_minutes: int = 60
-
-    @field_validator("bytes_scanned_cutoff_per_query", "collector_rate_minutes", mode="before")
-    @classmethod
-    def _int(cls, value: Any) -> Any:
-        return _as_int(value)
+    bytes_scanned_cutoff_per_query: _Int = 1_000_000_000
+    collector_rate_minutes: _Int = 60
 
     @model_validator(mode="after")
     def _cutoff(self) -> FleetConfig:
@@ -262,43 +273,23 @@ class GuardConfig(BaseModel):
     model_config = _BASE
 
     stack_name: str = DEFAULT_STACK_NAME
-    watch_prefixes: tuple[str, ...] = ()
+    watch_prefixes: _Strings = ()
     opt_in_tag: str | None = MANAGED_TAG
-    default_actions: tuple[str, ...] = ("notify",)
-    notification_emails: tuple[str, ...] = ()
-    notification_sms: tuple[str, ...] = ()
-    alarm_rules: tuple[str, ...] = ("*",)
-    alarm_stops_training: bool = False
+    default_actions: _Strings = ("notify",)
+    notification_emails: _Strings = ()
+    notification_sms: _Strings = ()
+    alarm_rules: _Strings = ("*",)
+    alarm_stops_training: _Bool = False
     metric_namespace: str = DEFAULT_NAMESPACE
-    log_retention_days: int = 30
-    output_expiration_days: int | None = 365
-    output_transition_to_ia_days: int | None = 30
+    log_retention_days: _Days = 30
+    output_expiration_days: _OptionalDays = 365
+    output_transition_to_ia_days: _OptionalDays = 30
     sagemaker_execution_role_pattern: str = "arn:aws:iam::*:role/*SageMaker*"
     retraining: RetrainingConfig = RetrainingConfig()
     evaluator: EvaluatorConfig = EvaluatorConfig()
     fleet: FleetConfig = FleetConfig()
-    show_keys: tuple[str, ...] = ()
-    local: bool = False
-
-    @field_validator(
-        "watch_prefixes", "default_actions", "notification_emails", "notification_sms", "alarm_rules", "show_keys",
-        mode="before",
-    )
-    @classmethod
-    def _lists(cls, value: Any) -> Any:
-        return _as_list(value)
-
-    @field_validator("alarm_stops_training", "local", mode="before")
-    @classmethod
-    def _bools(cls, value: Any) -> Any:
-        return _as_bool(value)
-
-    @field_validator("log_retention_days", "output_expiration_days", "output_transition_to_ia_days", mode="before")
-    @classmethod
-    def _ints(cls, value: Any) -> Any:
-        if isinstance(value, str) and value.strip().lower() in {"", "none", "null"}:
-            return None
-        return _as_int(value)
+    show_keys: _Strings = ()
+    local: _Bool = False
 
     @field_validator("opt_in_tag", mode="before")
     @classmethod
@@ -311,41 +302,10 @@ class GuardConfig(BaseModel):
             return None
         return value
 
-    @field_validator("evaluator", mode="before")
+    @field_validator("evaluator", "fleet", "retraining", mode="before")
     @classmethod
-    def _evaluator(cls, value: Any) -> Any:
-        parsed = _as_bool(value)
-        if isinstance(parsed, bool):
-            return {"enabled": parsed}
-        return json.loads(value) if isinstance(value, str) else value
-
-    @field_validator("fleet", mode="before")
-    @classmethod
-    def _fleet(cls, value: Any) -> Any:
-        parsed = _as_bool(value)
-        if isinstance(parsed, bool):
-            return {"enabled": parsed}
-        if isinstance(value, str):
-            try:
-                return json.loads(value)
-            except json.JSONDecodeError:
-                return value
-        return value
-
-    @field_validator("retraining", mode="before")
-    @classmethod
-    def _retraining(cls, value: Any) -> Any:
-        if isinstance(value, bool):
-            return {"enabled": value}
-        if isinstance(value, str):
-            parsed = _as_bool(value)
-            if isinstance(parsed, bool):
-                return {"enabled": parsed}
-            try:
-                return json.loads(value)
-            except json.JSONDecodeError:
-                return value
-        return value
+    def _section(cls, value: Any) -> Any:
+        return _as_section(value)
 
     @model_validator(mode="after")
     def _check(self) -> GuardConfig:
