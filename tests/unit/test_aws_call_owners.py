@@ -94,8 +94,8 @@ NOT_CLIENTS = {
     "re": "the re module", "pattern": "a compiled regex", "p": "a compiled regex", "c": "a compiled regex",
     "self": "a method of the module's own class (config/actions.py stop_job, fleet/engines.py query)",
     "result": "fleet.run's query result",
-    "skip": "a compiled regex (rules/own: the tensors a rule skips)", "val": "a compiled regex (rules/own)",
-    "weight": "a compiled regex (rules/own: weight tensor names)",
+    "skipped": "a compiled regex (rules/own/_shared.py judged_tensors: the tensors a rule skips)",
+    "kept": "a compiled regex (rules/own/_shared.py judged_tensors: the only tensors a rule judges)",
 }
 _CONSTANT = re.compile(r"^_?[A-Z][A-Z0-9_]*$")  # module constants: compiled regexes (_FILE_RE.search)
 
