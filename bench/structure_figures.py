@@ -336,6 +336,14 @@ def _walk(mods: dict[str, Module]) -> tuple[list[str], list[str]]:
     return sorted(path), sorted(steps)
 
 
+def walk_modules(mods: dict[str, Module]) -> tuple[list[str], list[str]]:
+    """The evaluator's walk as modules: those on the static call path from the Lambda event to StopTrainingJob
+    (the handler's own Lambda module left out), and those with the functions that path calls too."""
+    path, steps = _walk(mods)
+    path_modules = {k.split(":")[0] for k in path if not k.startswith(HANDLER_MODULE)}
+    return sorted(path_modules), sorted({k.split(":")[0] for k in steps} | path_modules)
+
+
 def _package(module: str) -> str:
     parts = module.split(".")
     return parts[1] if parts[0] == "smx_debug" and len(parts) > 2 else module
@@ -379,8 +387,7 @@ def main(argv: list[str] | None = None) -> int:
 
     path, steps = _walk(mods)
     on_path = [k for k in path if not k.startswith(HANDLER_MODULE)]
-    path_modules = sorted({k.split(":")[0] for k in on_path})
-    step_modules = sorted({k.split(":")[0] for k in steps} | set(path_modules))
+    path_modules, step_modules = walk_modules(mods)
     loaded = sorted(_closure(mods, HANDLER_MODULE, ("top",)))
     loaded_all = sorted(_closure(mods, HANDLER_MODULE, ("top", "local")))
     print(f"evaluator walk (Lambda event -> StopTrainingJob): {len(path_modules)} modules in "

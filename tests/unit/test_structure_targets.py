@@ -15,6 +15,9 @@ from bench_support import bench_module
 ROOT = Path(__file__).resolve().parents[2]
 MAX_EXPORTED = 250
 MAX_LOCAL_IMPORTS = 40
+# The evaluator's walk with its steps (issue 32 asks <= 12; 16 is where the merges of small coupled modules
+# stopped, docs/architecture.md "Measuring the structure"): it must not grow back.
+MAX_WALK_MODULES = 16
 LOCAL_REASON = "# local:"
 # modules other than package faces whose names users import as the docs say (module -> where)
 PUBLIC_MODULES: dict[str, str] = {
@@ -59,3 +62,12 @@ def test_structure_no_import_cycle_between_modules_of_any_kind() -> None:
     src = {n: m for n, m in _modules().items() if n.startswith("smx_debug")}
     cycles = figures._sccs(figures._graph(src, ("top", "local", "typing")))
     assert not cycles, f"import cycles between modules (module level, TYPE_CHECKING, function-local): {cycles}"
+
+
+def test_structure_evaluator_walk_at_most_16_modules() -> None:
+    figures = bench_module("structure_figures")
+    on_path, with_steps = figures.walk_modules(_modules())
+    assert "smx_debug.actions.once" in on_path, f"the walk no longer reaches stop_once: {on_path}"
+    assert len(with_steps) <= MAX_WALK_MODULES, (
+        f"the evaluator's walk (Lambda event -> StopTrainingJob, with the functions it calls) crosses "
+        f"{len(with_steps)} modules, more than {MAX_WALK_MODULES}: {with_steps}")
