@@ -44,8 +44,9 @@ def test_cli_rules_list_output_json_is_the_catalog(argv: list[str], capsys: pyte
 def test_cli_rules_list_output_text_is_tab_separated_rows(capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(["rules", "list", "--output", "text"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines and all(len(line.split("\t")) == 4 for line in lines)
-    assert any(line.startswith("CPUBottleneck\tprofiler\t") for line in lines)
+    assert lines and all(len(line.split("\t")) == 5 for line in lines)  # function, kind, family, summary, profiles
+    assert any(line.startswith("CPUBottleneck\tprofiler\t") and line.endswith("\t-") for line in lines)
+    assert any(line.startswith("smx_weight_scale\t") and line.endswith("\trecommended") for line in lines)
 
 
 def test_cli_rules_show_output_json_is_the_rule(capsys: pytest.CaptureFixture[str]) -> None:

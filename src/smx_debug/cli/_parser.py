@@ -30,6 +30,7 @@ from smx_debug.contracts import RULE_KINDS, Env
 from smx_debug.fleet import defaults as fleet
 
 RULE_FAMILIES = ("debugger", "smx")  # smx_debug.rules.definitions.RuleFamily (not imported: pydantic, a slow --help)
+RULE_PROFILES = ("recommended",)  # smx_debug.rules.registry.PROFILES but debugger, which adds no rule (same reason)
 
 
 # the commands' descriptions in their --help
@@ -154,6 +155,8 @@ def _rules(subparsers: Any) -> None:
     lst.add_argument("--kind", choices=RULE_KINDS)
     lst.add_argument("--family", choices=RULE_FAMILIES,
                      help="debugger: Debugger's built-ins; smx: smx-debug's own rules")
+    lst.add_argument("--profile", choices=RULE_PROFILES,
+                     help="only the rules a plan's profile adds at their defaults (recommended)")
 
     show = _add(sub, "show", ("rules", "_show"), help="a rule's parameters, defaults and collections")
     show.add_argument("name", help="rule function or class name, e.g. loss_not_decreasing or LowGPUUtilization")

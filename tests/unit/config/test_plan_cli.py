@@ -9,6 +9,7 @@ import pytest
 
 from smx_debug.cli import main
 from smx_debug.config import DebugPlan
+from smx_debug.rules.registry import profile_rules
 
 ROOT = Path(__file__).resolve().parents[3]
 GUARD = ROOT / "examples" / "plans" / "exploding_gradient_guard.yaml"
@@ -61,3 +62,13 @@ def test_rules_show_prints_parameters_and_collections(capsys: pytest.CaptureFixt
 def test_rules_show_unknown_exits_2_with_suggestion(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["rules", "show", "LowGPUUtilisation"]) == 2
     assert capsys.readouterr().err == "error: unknown rule 'LowGPUUtilisation'; did you mean 'LowGPUUtilization'?\n"
+
+
+def test_rules_list_profile_recommended_lists_the_profile_and_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["rules", "list", "--profile", "recommended", "--output", "json"]) == 0
+    listed = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in listed] == list(profile_rules("recommended"))
+    assert all(r["profiles"] == ["recommended"] for r in listed)
+    assert main(["rules", "list", "--family", "smx"]) == 0
+    lines = {line.split()[0]: line for line in capsys.readouterr().out.splitlines()}
+    assert "recommended" in lines["smx_overfit_means"] and "recommended" not in lines["smx_loss_plateau"]

@@ -18,12 +18,12 @@ import pytest
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 import smx_debug
-from smx_debug.cli._parser import RULE_FAMILIES
+from smx_debug.cli._parser import RULE_FAMILIES, RULE_PROFILES
 from smx_debug.errors import ConfigError
 from smx_debug.rules import list_rules
 from smx_debug.rules.definitions import RuleFamily
 from smx_debug.rules.params import PROFILER_RULES, SCALAR_RULES, TENSOR_RULES
-from smx_debug.rules.registry import define, find, rule_defs
+from smx_debug.rules.registry import PROFILES, define, find, rule_defs
 
 PACKAGE = Path(smx_debug.__file__).resolve().parent
 
@@ -205,6 +205,10 @@ def test_registry_cli_families_are_the_definitions() -> None:
     from typing import get_args
 
     assert get_args(RuleFamily) == RULE_FAMILIES
+
+
+def test_registry_cli_profiles_are_the_registry_profiles_that_add_rules() -> None:
+    assert tuple(p for p in PROFILES if p != "debugger") == RULE_PROFILES
 
 
 def test_registry_builtin_params_model_is_typed_frozen_and_closed() -> None:
