@@ -7,6 +7,7 @@ is imported or run): the test and the figures the docs quote cannot disagree.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,10 @@ PUBLIC_MODULES: dict[str, str] = {
 }
 
 
+@functools.cache
 def _modules() -> dict[str, Any]:
-    figures = bench_module("structure_figures")
-    mods: dict[str, Any] = figures._modules(ROOT)
-    figures._read_imports(mods)
+    """The tree's modules with their imports read (read once for every test here; none changes them)."""
+    mods: dict[str, Any] = bench_module("structure_figures").read_modules(ROOT)
     return mods
 
 
