@@ -7,7 +7,7 @@ from typing import Any
 
 from smx_debug import rules as catalog
 from smx_debug.cli._output import as_table, as_text, emit, output_format
-from smx_debug.rules.catalog import rule_profiles as catalog_profiles
+from smx_debug.rules.catalog import rule_profiles
 
 
 def _given(collection: Any) -> dict[str, Any]:
@@ -18,7 +18,7 @@ def _given(collection: Any) -> dict[str, Any]:
 def _as_dict(spec: Any) -> dict[str, Any]:
     return {
         **{field: getattr(spec, field) for field in ("name", "function", "kind", "family", "description")},
-        "profiles": list(catalog_profiles(spec.name)),
+        "profiles": list(rule_profiles(spec.name)),
         "frameworks": list(spec.frameworks),
         "parameters": [
             {
@@ -44,7 +44,7 @@ def _list(args: argparse.Namespace) -> int:
         emit([_as_dict(s) for s in specs])
         return 0
     # the profiles last: a script's fourth column (the description) stays where it was
-    rows = [(s.function, s.kind, s.family, s.description, ",".join(catalog_profiles(s.name)) or "-") for s in specs]
+    rows = [(s.function, s.kind, s.family, s.description, ",".join(rule_profiles(s.name)) or "-") for s in specs]
     if fmt == "text":
         emit(as_text(rows))
     else:
